@@ -1,0 +1,368 @@
+"""Snapshots: immutable, self-describing forks of a run's checkpoints taken at a batch boundary.
+
+A snapshot is what an upgrade or a rollback starts from, so it must (a) contain only committed batches,
+(b) never change once written, and (c) never look complete when it is not:
+
+* (a) Spark plans a batch by writing ``offsets/N`` and records success in ``commits/N``; the stateful
+  operators of batch N write state version N+1. A checkpoint may therefore hold one planned but
+  uncommitted batch. The snapshot keeps ``offsets``/``commits`` up to the last committed batch id and
+  state ``<version>.delta|.snapshot|.zip|.changelog`` files up to version last+1, and drops the rest.
+  Everything else (``metadata``, ``sources/``, state schema and operator metadata, RocksDB SSTs) is kept
+  as is: source logs are compacted and must not be cut, and Spark replays from the offsets we keep.
+* (b) Files are hard-linked where the filesystem allows (same device) and copied otherwise, then made
+  read-only. Hard links share inodes, which is safe only because Spark writes checkpoint files through
+  write-temp-then-rename and never modifies a committed file in place; ``tests/runtime/test_snapshots.py``
+  runs real Spark on a fork and checks the snapshot's bytes did not change. The read-only mode also
+  applies to the linked run files; Spark never needs to open them for writing.
+* (c) ``manifest.json`` is written last with an atomic rename. A directory without a valid manifest is
+  reported as incomplete and never restored from.
+
+``lastBatchId`` is -1 for a query that never committed a batch (Spark's own convention).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import shutil
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from planengine.errors import InternalError, UserError
+from planengine.runtime.jobroot import PLAN_FILE, atomic_write_text, utc_now_iso, validate_uid
+
+if TYPE_CHECKING:
+    from planengine.runtime.jobroot import JobRoot, Run
+
+MANIFEST_FILE = "manifest.json"
+MANIFEST_VERSION = 1
+REASONS = ("upgrade", "manual", "periodic", "stop")
+
+_BATCH_FILE_RE = re.compile(r"^\.?(\d+)(\.crc)?$")  # offsets/N, commits/N and their .N.crc checksums
+# State files carry the state version first; checkpoint format v2 adds "_<unique id>".
+_STATE_FILE_RE = re.compile(r"^\.?(\d+)(?:_[0-9A-Za-z\-]+)?\.(delta|snapshot|zip|changelog)(\.crc)?$")
+_READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
+_LINK_FALLBACK_ERRNOS = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
+
+ForkMode = Literal["auto", "link", "copy"]
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """A snapshot directory and its manifest; ``manifest`` is None when the snapshot is incomplete."""
+
+    snapshot_id: str
+    path: Path
+    manifest: dict[str, Any] | None
+    problem: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.manifest is not None
+
+    def _field(self, name: str) -> Any:
+        return None if self.manifest is None else self.manifest[name]
+
+    @property
+    def created_at(self) -> str | None:
+        return self._field("createdAt")
+
+    @property
+    def reason(self) -> str | None:
+        return self._field("reason")
+
+    @property
+    def engine_version(self) -> str | None:
+        return self._field("engineVersion")
+
+    @property
+    def spark_version(self) -> str | None:
+        return self._field("sparkVersion")
+
+    @property
+    def plan_id(self) -> str | None:
+        return self._field("planId")
+
+    @property
+    def run_id(self) -> str | None:
+        return self._field("runId")
+
+    @property
+    def last_batch_ids(self) -> dict[str, int]:
+        if self.manifest is None:
+            return {}
+        return {uid: q["lastBatchId"] for uid, q in self.manifest["queries"].items()}
+
+    @property
+    def plan_path(self) -> Path:
+        return self.path / PLAN_FILE
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / "checkpoints"
+
+    def checkpoint_dir(self, uid: str) -> Path:
+        return self.checkpoints_dir / validate_uid(uid)
+
+
+@dataclass
+class ForkStats:
+    """What a fork did: useful for logs and the benchmark (links are O(files), copies O(bytes))."""
+
+    files_linked: int = 0
+    files_copied: int = 0
+    files_skipped: int = 0
+    bytes: int = 0
+    fallback_reason: str | None = field(default=None)
+
+
+# -- taking ------------------------------------------------------------------------------------------
+def take_snapshot(
+    job_root: JobRoot,
+    run: Run,
+    *,
+    reason: str,
+    engine_version: str,
+    spark_version: str,
+    plan_id: str,
+    last_batch_ids: dict[str, int],
+) -> SnapshotInfo:
+    """Snapshot ``run`` into ``<root>/snapshots/<new id>/``. The caller must have stopped its queries.
+
+    ``last_batch_ids`` is what the driver saw committed per query uid. Queries with a checkpoint but no
+    entry use the last batch committed on disk; an entry larger than what is committed on disk is a bug
+    in the caller and raises ``InternalError`` (a snapshot never contains an uncommitted batch).
+    """
+    if reason not in REASONS:
+        raise UserError(f"snapshot reason {reason!r} is not one of {', '.join(REASONS)}")
+    plan_text = job_root.read_plan_text()
+    on_disk_uids = run.query_uids()
+    unknown = sorted(set(last_batch_ids) - set(on_disk_uids))
+    if unknown:
+        raise InternalError(f"run {run.run_id} has no checkpoint for queries {unknown}; cannot snapshot them")
+
+    cut: dict[str, int] = {}
+    for uid in on_disk_uids:
+        committed = last_committed_batch_id(run.checkpoint_dir(uid))
+        wanted = last_batch_ids.get(uid, committed)
+        if wanted > committed:
+            raise InternalError(
+                f"query {uid} of run {run.run_id}: the driver reports batch {wanted} committed "
+                f"but the checkpoint's last commit is {committed}"
+            )
+        cut[uid] = wanted
+
+    snapshot_id, path = job_root.reserve_snapshot_dir()
+    atomic_write_text(path / PLAN_FILE, plan_text)
+    for uid, last in cut.items():
+        _link_tree(run.checkpoint_dir(uid), path / "checkpoints" / uid, "auto", _committed_filter(last))
+    (path / "checkpoints").mkdir(exist_ok=True)
+    _make_read_only(path)
+
+    manifest = {
+        "manifestVersion": MANIFEST_VERSION,
+        "snapshotId": snapshot_id,
+        "createdAt": utc_now_iso(),
+        "reason": reason,
+        "engineVersion": engine_version,
+        "sparkVersion": spark_version,
+        "planId": plan_id,
+        "runId": run.run_id,
+        "queries": {uid: {"lastBatchId": last} for uid, last in sorted(cut.items())},
+    }
+    atomic_write_text(path / MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n", overwrite=False)
+    os.chmod(path / MANIFEST_FILE, _READ_ONLY)
+    return SnapshotInfo(snapshot_id, path, manifest)
+
+
+def _committed_filter(last: int) -> Callable[[tuple[str, ...]], bool]:
+    """Keep a checkpoint file (path parts relative to the query's checkpoint) unless it is past ``last``."""
+
+    def keep(parts: tuple[str, ...]) -> bool:
+        name = parts[-1]
+        if name.endswith(".tmp"):  # an interrupted write-temp-then-rename
+            return False
+        if len(parts) == 2 and parts[0] in ("offsets", "commits"):
+            m = _BATCH_FILE_RE.match(name)
+            return m is None or int(m[1]) <= last
+        if parts[0] == "state":
+            m = _STATE_FILE_RE.match(name)
+            return m is None or int(m[1]) <= last + 1
+        return True
+
+    return keep
+
+
+# -- forking -----------------------------------------------------------------------------------------
+def fork_snapshot(
+    snapshot_dir: str | os.PathLike[str], target_checkpoints_dir: str | os.PathLike[str], *, mode: ForkMode = "auto"
+) -> ForkStats:
+    """Give a new run its own ``checkpoints/`` tree from a snapshot, leaving the snapshot untouched.
+
+    ``auto`` hard-links and falls back to copying (e.g. across devices); ``link`` and ``copy`` force one
+    (the benchmark compares them). Linked files stay read-only; copies are made writable.
+    """
+    source = Path(snapshot_dir) / "checkpoints"
+    target = Path(target_checkpoints_dir)
+    if not source.is_dir():
+        raise UserError(f"{snapshot_dir} has no checkpoints/ directory; it is not a snapshot")
+    if target.exists() and any(target.iterdir()):
+        raise UserError(f"cannot fork into {target}: it is not empty", hint="fork into a new run directory")
+    return _link_tree(source, target, mode, lambda parts: True)
+
+
+def _link_tree(source: Path, target: Path, mode: ForkMode, keep: Callable[[tuple[str, ...]], bool]) -> ForkStats:
+    stats = ForkStats()
+    use_links = mode != "copy"
+    target.mkdir(parents=True, exist_ok=True)
+    for dirpath, dirnames, filenames in os.walk(source):
+        dirnames.sort()
+        rel = Path(dirpath).relative_to(source)
+        out_dir = target / rel
+        out_dir.mkdir(exist_ok=True)
+        for name in sorted(filenames):
+            src, dst = Path(dirpath) / name, out_dir / name
+            if not keep((*rel.parts, name)):
+                stats.files_skipped += 1
+                continue
+            stats.bytes += src.stat().st_size
+            if use_links:
+                try:
+                    os.link(src, dst)
+                    stats.files_linked += 1
+                    continue
+                except OSError as e:
+                    if mode == "link" or e.errno not in _LINK_FALLBACK_ERRNOS:
+                        raise
+                    use_links = False
+                    stats.fallback_reason = f"hard link failed ({os.strerror(e.errno)}); copying instead"
+            shutil.copyfile(src, dst)
+            os.chmod(dst, 0o644)
+            stats.files_copied += 1
+    return stats
+
+
+def _make_read_only(root: Path) -> None:
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            os.chmod(Path(dirpath) / name, _READ_ONLY)
+
+
+# -- reading -----------------------------------------------------------------------------------------
+def read_snapshot(snapshot_dir: str | os.PathLike[str]) -> SnapshotInfo:
+    """Read and validate a snapshot directory; never raises for a broken snapshot, reports it instead."""
+    path = Path(snapshot_dir).absolute()
+    manifest_path = path / MANIFEST_FILE
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return SnapshotInfo(path.name, path, None, "manifest.json is missing (the snapshot was never finished)")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        return SnapshotInfo(path.name, path, None, f"manifest.json is unreadable: {e}")
+    problem = _manifest_problem(manifest)
+    if problem is None:
+        if not (path / PLAN_FILE).is_file():
+            problem = "plan.json is missing"
+        else:
+            missing = [u for u in manifest["queries"] if not (path / "checkpoints" / u).is_dir()]
+            if missing:
+                problem = f"checkpoints missing for queries {missing}"
+    if problem is not None:
+        return SnapshotInfo(path.name, path, None, problem)
+    return SnapshotInfo(manifest["snapshotId"], path, manifest)
+
+
+def _manifest_problem(manifest: Any) -> str | None:
+    if not isinstance(manifest, dict):
+        return "manifest.json is not a JSON object"
+    for key in ("snapshotId", "createdAt", "reason", "engineVersion", "sparkVersion", "planId", "runId"):
+        if not isinstance(manifest.get(key), str):
+            return f"manifest.json: field {key!r} is missing or not a string"
+    queries = manifest.get("queries")
+    if not isinstance(queries, dict):
+        return "manifest.json: field 'queries' is missing or not an object"
+    for uid, query in queries.items():
+        last = query.get("lastBatchId") if isinstance(query, dict) else None
+        if not isinstance(last, int) or isinstance(last, bool) or last < -1:
+            return f"manifest.json: queries.{uid}.lastBatchId is missing or not an integer >= -1"
+    return None
+
+
+def list_snapshots(job_root: JobRoot) -> list[SnapshotInfo]:
+    """All snapshots of a job root, oldest first, incomplete ones included (check ``.complete``)."""
+    return job_root.snapshots(include_incomplete=True)
+
+
+def last_committed_batch_id(checkpoint_dir: str | os.PathLike[str]) -> int:
+    """The largest N with ``commits/N`` in a Spark checkpoint, or -1 when none was committed."""
+    return _max_batch(Path(checkpoint_dir) / "commits")
+
+
+def _max_batch(log_dir: Path) -> int:
+    if not log_dir.is_dir():
+        return -1
+    ids = [int(p.name) for p in log_dir.iterdir() if p.name.isdigit()]
+    return max(ids, default=-1)
+
+
+def checkpoint_info(checkpoint_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a Spark checkpoint holds on disk: last planned and committed batch, state operators.
+
+    ``stateOperators`` maps the Spark operator id to its partitions, state store names (stream-stream
+    joins have several) and the highest state version present.
+    """
+    root = Path(checkpoint_dir)
+    operators: dict[str, dict[str, Any]] = {}
+    state = root / "state"
+    if state.is_dir():
+        for op in sorted((p for p in state.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)):
+            partitions = sorted(int(p.name) for p in op.iterdir() if p.is_dir() and p.name.isdigit())
+            stores: set[str] = set()
+            max_version = -1
+            for dirpath, _dirs, files in os.walk(op):
+                rel = Path(dirpath).relative_to(op).parts
+                for name in files:
+                    m = _STATE_FILE_RE.match(name)
+                    if m is None or not rel or not rel[0].isdigit():
+                        continue
+                    max_version = max(max_version, int(m[1]))
+                    stores.add(rel[1] if len(rel) > 1 else "default")
+            operators[op.name] = {
+                "partitions": partitions,
+                "stores": sorted(stores),
+                "maxStateVersion": max_version if max_version >= 0 else None,
+            }
+    return {
+        "lastCommittedBatchId": last_committed_batch_id(root),
+        "lastPlannedBatchId": _max_batch(root / "offsets"),
+        "stateOperators": operators,
+    }
+
+
+def inspect_snapshot(snapshot_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The manifest plus what is actually on disk per query, for ``planengine snapshot`` and checks.
+
+    ``consistent`` is false when a query's checkpoint disagrees with the manifest's ``lastBatchId``.
+    """
+    info = read_snapshot(snapshot_dir)
+    queries: dict[str, Any] = {}
+    if info.checkpoints_dir.is_dir():
+        for cp in sorted(p for p in info.checkpoints_dir.iterdir() if p.is_dir()):
+            details = checkpoint_info(cp)
+            expected = info.last_batch_ids.get(cp.name)
+            details["manifestLastBatchId"] = expected
+            details["consistent"] = expected == details["lastCommittedBatchId"]
+            queries[cp.name] = details
+    return {
+        "snapshotId": info.snapshot_id,
+        "path": str(info.path),
+        "complete": info.complete,
+        "problem": info.problem,
+        "manifest": info.manifest,
+        "queries": queries,
+    }

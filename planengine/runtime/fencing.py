@@ -1,0 +1,244 @@
+"""Run fencing: at most one run writes to a job root at a time.
+
+Two drivers committing into one job root (an old engine that did not die during an upgrade, a user
+starting a second ``planengine run``) would interleave sink commits and corrupt state. The lock is the file
+``<root>/RUN_LOCK`` holding the owner's run id, pid, hostname and start time:
+
+* ``acquire_run_lock`` creates it atomically with its full content (write a temp file, then ``link`` it
+  into place: ``link`` fails if the lock exists, like ``O_EXCL``, and readers never see a half-written
+  lock). A lock whose holder is a dead process on this host is stale and taken over, with a warning.
+  A holder on another host cannot be probed, so it is reported and left to the user.
+* ``check_run_lock`` is the fence: the driver calls it before committing each batch and stops when
+  another run took the root over (e.g. after its own lock was wrongly judged stale).
+* ``release_run_lock`` removes the lock only if this run still holds it.
+
+The run id is the fencing token: run ids are unique per job root, and one run has one driver.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from planengine.errors import UserError
+from planengine.runtime.jobroot import utc_now_iso
+
+if TYPE_CHECKING:
+    from planengine.runtime.jobroot import JobRoot
+
+log = logging.getLogger(__name__)
+
+_TAKEOVER_ATTEMPTS = 5
+
+
+class JobRootLocked(UserError):
+    """Another run holds the job root; the message names it and says how to free the root."""
+
+
+class RunLockLost(UserError):
+    """This run no longer holds the job root's lock: another run took over, so this one must stop."""
+
+
+@dataclass(frozen=True)
+class RunLock:
+    """The content of ``RUN_LOCK``."""
+
+    run_id: str
+    pid: int
+    hostname: str
+    acquired_at: str
+    pid_start_time: str | None = None  # guards against pid reuse on Linux
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "runId": self.run_id,
+                "pid": self.pid,
+                "hostname": self.hostname,
+                "acquiredAt": self.acquired_at,
+                "pidStartTime": self.pid_start_time,
+            },
+            indent=2,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> RunLock:
+        data: Any = json.loads(text)
+        return cls(
+            run_id=str(data["runId"]),
+            pid=int(data["pid"]),
+            hostname=str(data["hostname"]),
+            acquired_at=str(data["acquiredAt"]),
+            pid_start_time=data.get("pidStartTime"),
+        )
+
+    def describe(self) -> str:
+        return f"run {self.run_id} (pid {self.pid} on {self.hostname}, since {self.acquired_at})"
+
+
+def acquire_run_lock(job_root: JobRoot, run_id: str) -> RunLock:
+    """Make ``run_id`` the only writer of ``job_root`` or raise ``JobRootLocked``.
+
+    Re-acquiring from the process that holds the lock is a no-op. A lock left by a process of this host
+    that no longer exists is taken over (logged as a warning).
+    """
+    path = job_root.lock_path
+    mine = RunLock(run_id, os.getpid(), socket.gethostname(), utc_now_iso(), _process_start_time(os.getpid()))
+    for _ in range(_TAKEOVER_ATTEMPTS):
+        if _create_exclusive(path, mine.to_json()):
+            return mine
+        holder_text = _read(path)
+        if holder_text is None:  # released between our attempt and the read: try again
+            continue
+        holder = _parse(holder_text)
+        if holder is None:  # written by something else than this module: do not guess
+            raise JobRootLocked(
+                f"job root {job_root.path} has an unreadable lock file {path}; cannot start run {run_id}",
+                hint=f"make sure no run uses this job root, then delete {path}",
+            )
+        if _is_this_process(holder) and holder.run_id == run_id:
+            return holder
+        if not _is_stale(holder):
+            raise JobRootLocked(
+                f"job root {job_root.path} is in use by {holder.describe()}; cannot start run {run_id}",
+                hint=_how_to_free(holder, path),
+            )
+        log.warning("taking over the stale lock %s of %s: its process is gone from this host", path, holder.describe())
+        _remove_if_unchanged(path, holder_text)
+    raise JobRootLocked(
+        f"job root {job_root.path}: could not acquire {path} after {_TAKEOVER_ATTEMPTS} attempts "
+        "(other runs keep taking it)",
+        hint="make sure only one driver is started for this job",
+    )
+
+
+def check_run_lock(job_root: JobRoot, run_id: str) -> bool:
+    """True while ``run_id`` holds the lock; call before each batch commit and stop when False."""
+    text = _read(job_root.lock_path)
+    holder = _parse(text) if text is not None else None
+    return holder is not None and holder.run_id == run_id
+
+
+def ensure_run_lock(job_root: JobRoot, run_id: str) -> None:
+    """Like ``check_run_lock`` but raises ``RunLockLost`` naming the new holder, for use as a fence."""
+    if check_run_lock(job_root, run_id):
+        return
+    text = _read(job_root.lock_path)
+    holder = _parse(text) if text is not None else None
+    now = f"it is now held by {holder.describe()}" if holder is not None else "the lock file is gone"
+    raise RunLockLost(
+        f"run {run_id} lost the lock of job root {job_root.path}: {now}",
+        hint="this run must stop without committing; only one run may write to a job root",
+    )
+
+
+def release_run_lock(job_root: JobRoot, run_id: str) -> bool:
+    """Remove the lock if ``run_id`` holds it; returns whether it did. Never removes another run's lock."""
+    text = _read(job_root.lock_path)
+    holder = _parse(text) if text is not None else None
+    if holder is None or holder.run_id != run_id:
+        return False
+    return _remove_if_unchanged(job_root.lock_path, text)
+
+
+@contextmanager
+def run_lock(job_root: JobRoot, run_id: str) -> Iterator[RunLock]:
+    """``with run_lock(root, run.run_id):`` holds the root for the block and releases it after."""
+    lock = acquire_run_lock(job_root, run_id)
+    try:
+        yield lock
+    finally:
+        release_run_lock(job_root, run_id)
+
+
+# -- helpers -----------------------------------------------------------------------------------------
+def _create_exclusive(path: Path, text: str) -> bool:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+
+
+def _remove_if_unchanged(path: Path, expected_text: str | None) -> bool:
+    """Remove ``path`` if it still holds ``expected_text``; put it back when someone replaced it meanwhile."""
+    aside = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.removed")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return False
+    if _read(aside) == expected_text:
+        os.unlink(aside)
+        return True
+    # We moved a fresh lock of another run: restore it unless yet another run already took over.
+    with contextlib.suppress(FileExistsError):
+        os.link(aside, path)
+    os.unlink(aside)
+    return False
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def _parse(text: str) -> RunLock | None:
+    try:
+        return RunLock.from_json(text)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _is_this_process(holder: RunLock) -> bool:
+    return holder.hostname == socket.gethostname() and holder.pid == os.getpid()
+
+
+def _is_stale(holder: RunLock) -> bool:
+    """Only a holder on this host can be judged: its pid is gone, or was reused by a newer process."""
+    if holder.hostname != socket.gethostname():
+        return False
+    try:
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # exists, owned by someone else
+    start = _process_start_time(holder.pid)
+    return holder.pid_start_time is not None and start is not None and start != holder.pid_start_time
+
+
+def _process_start_time(pid: int) -> str | None:
+    """Start time of ``pid`` in clock ticks since boot (Linux ``/proc``); None where unavailable."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Field 22; the command name (field 2) may contain spaces, so split after its closing parenthesis.
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def _how_to_free(holder: RunLock, path: Path) -> str:
+    stop = f"stop {holder.run_id} first (POST /v1/stop on its status port, or stop its SparkPlanJob)"
+    if holder.hostname == socket.gethostname():
+        return f"{stop}; pid {holder.pid} is still running on this host"
+    return f"{stop}; if host {holder.hostname} or that process is gone for good, delete {path}"

@@ -1,0 +1,315 @@
+"""The driver status API (DESIGN §6): health, status, graceful stop and Prometheus metrics over HTTP.
+
+The operator and users' tooling only ever talk to a running driver through this API, so it must not
+depend on Spark: the server sees the driver through the small ``DriverControl`` protocol, which the
+Spark runtime implements and tests fake. Standard library only (``ThreadingHTTPServer`` on a daemon
+thread), so a slow ``POST /v1/stop`` never blocks ``/healthz`` or ``/metrics``.
+
+Endpoints::
+
+    GET  /healthz     200 "ok"
+    GET  /v1/status   DriverControl.status() as JSON
+    POST /v1/stop     {"snapshot": true, "drain": false} -> {"stopped": true, "snapshotId": "s-..."|null}
+    GET  /metrics     Prometheus text format 0.0.4
+
+Stop is idempotent: concurrent or repeated ``POST /v1/stop`` calls share one ``request_stop`` call and
+all get its answer. The driver should call ``wait_stop_answered()`` before exiting, so the client that
+asked for the stop receives the snapshot id instead of a reset connection.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+from collections.abc import Iterable
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 64 * 1024
+PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_ROUTES = {"/healthz": ("GET",), "/v1/status": ("GET",), "/v1/stop": ("POST",), "/metrics": ("GET",)}
+_STOP_FIELDS = {"snapshot": True, "drain": False}
+
+
+@runtime_checkable
+class DriverControl(Protocol):
+    """What the status server needs from a driver.
+
+    ``status()`` returns the DESIGN §6 status document::
+
+        {"engineVersion", "sparkVersion", "planId", "runId", "state",
+         "queries": [{"uid", "state", "lastBatchId", "lastCommitAt", "inputRowsPerSecond",
+                      "processedRowsPerSecond", "watermark", "exception"}]}
+
+    A query may also carry ``exceptionsTotal`` (int), exported as a counter; without it the counter is
+    1 while ``exception`` is set. ``status()`` is called from server threads: it must be thread-safe.
+
+    ``request_stop(snapshot, drain)`` stops every query at a batch boundary (advancing event time to
+    the end first when ``drain``), takes a snapshot when ``snapshot`` and returns its id (else None).
+    It blocks until done; raising makes the server answer 500 with the message.
+    """
+
+    def status(self) -> dict[str, Any]: ...
+
+    def request_stop(self, snapshot: bool, drain: bool) -> str | None: ...
+
+
+class BadRequest(Exception):
+    """A client error: answered as 4xx with a JSON body naming the problem."""
+
+    def __init__(self, status: HTTPStatus, message: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers or {}
+
+
+class StatusServer:
+    """Serves the status API for one driver. ``port=0`` picks a free port; read it from ``.port``.
+
+    Binds 127.0.0.1 by default; a driver in a pod passes ``host="0.0.0.0"`` so the operator can reach it.
+    Usable as a context manager (``with StatusServer(control) as server: ...``).
+    """
+
+    def __init__(self, control: DriverControl, host: str = "127.0.0.1", port: int = 0):
+        self.control = control
+        self._httpd = ThreadingHTTPServer((host, port), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.status_server = self  # type: ignore[attr-defined]
+        self._thread: threading.Thread | None = None
+        self._stop_lock = threading.Lock()
+        self._stop_started = False
+        self._stop_done = threading.Event()
+        self._stop_answered = threading.Event()
+        self._stop_result: tuple[str | None, str | None] | None = None  # (snapshot id, error)
+
+    @property
+    def host(self) -> str:
+        return str(self._httpd.server_address[0])
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> StatusServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="planengine-status", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> StatusServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def wait_stop_answered(self, timeout: float | None = None) -> bool:
+        """Block until a ``POST /v1/stop`` answer was sent (True) or ``timeout`` passed (False)."""
+        return self._stop_answered.wait(timeout)
+
+    # -- called from handler threads ---------------------------------------------------------------
+    def _stop(self, snapshot: bool, drain: bool) -> tuple[str | None, str | None]:
+        """Run ``request_stop`` once; later callers wait for and share its result."""
+        with self._stop_lock:
+            first = not self._stop_started
+            self._stop_started = True
+        if first:
+            try:
+                result: tuple[str | None, str | None] = (self.control.request_stop(snapshot, drain), None)
+            except Exception as e:  # the driver's failure is reported to the client, not swallowed
+                log.exception("stop request failed")
+                result = (None, f"{type(e).__name__}: {e}")
+            self._stop_result = result
+            self._stop_done.set()
+            return result
+        self._stop_done.wait()
+        assert self._stop_result is not None
+        return self._stop_result
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "planengine-status"
+    protocol_version = "HTTP/1.1"
+
+    @property
+    def _status_server(self) -> StatusServer:
+        return self.server.status_server  # type: ignore[attr-defined]
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s - %s", self.address_string(), format % args)
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def _dispatch(self, method: str) -> None:
+        path = urlsplit(self.path).path
+        try:
+            allowed = _ROUTES.get(path)
+            if allowed is None:
+                raise BadRequest(HTTPStatus.NOT_FOUND, f"no such endpoint {path}; try one of {', '.join(_ROUTES)}")
+            if method not in allowed:
+                raise BadRequest(
+                    HTTPStatus.METHOD_NOT_ALLOWED,
+                    f"{path} does not accept {method}; use {', '.join(allowed)}",
+                    {"Allow": ", ".join(allowed)},
+                )
+            if path == "/healthz":
+                self._send(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
+            elif path == "/v1/status":
+                self._send_json(HTTPStatus.OK, self._status_server.control.status())
+            elif path == "/metrics":
+                text = render_metrics(self._status_server.control.status())
+                self._send(HTTPStatus.OK, text.encode("utf-8"), PROMETHEUS_CONTENT_TYPE)
+            elif path == "/v1/stop":
+                self._handle_stop()
+        except BadRequest as e:
+            self._send_json(e.status, {"error": e.message, "path": path}, e.headers)
+        except Exception as e:
+            log.exception("status API %s %s failed", method, path)
+            self._send_json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(e).__name__}: {e}", "path": path})
+
+    def _handle_stop(self) -> None:
+        snapshot, drain = parse_stop_request(self._read_body())
+        snapshot_id, error = self._status_server._stop(snapshot, drain)
+        if error is not None:
+            self._send_json(HTTPStatus.INTERNAL_SERVER_ERROR, {"stopped": False, "error": error})
+        else:
+            self._send_json(HTTPStatus.OK, {"stopped": True, "snapshotId": snapshot_id})
+        self._status_server._stop_answered.set()
+
+    def _read_body(self) -> bytes:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            raise BadRequest(HTTPStatus.BAD_REQUEST, "Content-Length is not a number") from None
+        if length > MAX_BODY_BYTES:
+            raise BadRequest(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY_BYTES} bytes")
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _send_json(self, status: HTTPStatus, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = (json.dumps(body, default=str) + "\n").encode("utf-8")
+        self._send(status, data, "application/json", headers)
+
+    def _send(self, status: HTTPStatus, data: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def parse_stop_request(body: bytes) -> tuple[bool, bool]:
+    """``(snapshot, drain)`` from a stop body; empty means the defaults (snapshot, no drain)."""
+    if not body.strip():
+        return _STOP_FIELDS["snapshot"], _STOP_FIELDS["drain"]
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BadRequest(HTTPStatus.BAD_REQUEST, f"body is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise BadRequest(HTTPStatus.BAD_REQUEST, 'body must be a JSON object like {"snapshot": true, "drain": false}')
+    unknown = sorted(set(data) - set(_STOP_FIELDS))
+    if unknown:
+        raise BadRequest(HTTPStatus.BAD_REQUEST, f"unknown fields {unknown}; allowed: snapshot, drain")
+    values = {}
+    for name, default in _STOP_FIELDS.items():
+        value = data.get(name, default)
+        if not isinstance(value, bool):
+            raise BadRequest(HTTPStatus.BAD_REQUEST, f"field {name!r} must be true or false, got {value!r}")
+        values[name] = value
+    return values["snapshot"], values["drain"]
+
+
+# -- Prometheus text format --------------------------------------------------------------------------
+_QUERY_GAUGES = (
+    ("planengine_query_last_batch_id", "lastBatchId", "Last committed batch id of the query (-1: none yet)."),
+    ("planengine_query_input_rows_per_second", "inputRowsPerSecond", "Input rate of the last batch."),
+    ("planengine_query_processed_rows_per_second", "processedRowsPerSecond", "Processing rate of the last batch."),
+)
+
+
+def escape_label_value(value: str) -> str:
+    """Prometheus label escaping: backslash, double quote and newline."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(**labels: Any) -> str:
+    inner = ",".join(f'{k}="{escape_label_value("" if v is None else str(v))}"' for k, v in labels.items())
+    return "{" + inner + "}" if inner else ""
+
+
+def _number(value: Any) -> str | None:
+    """A sample value, or None to omit the sample (Prometheus has no null)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, float) and math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _family(name: str, kind: str, help_text: str, samples: Iterable[tuple[str, str | None]]) -> list[str]:
+    lines = [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+    lines += [f"{name}{labels} {value}" for labels, value in samples if value is not None]
+    return lines
+
+
+def render_metrics(status: dict[str, Any]) -> str:
+    """The Prometheus exposition of one status document."""
+    queries = [q for q in status.get("queries") or [] if isinstance(q, dict)]
+    info = _labels(
+        engine_version=status.get("engineVersion"),
+        spark_version=status.get("sparkVersion"),
+        plan_id=status.get("planId"),
+        run_id=status.get("runId"),
+        state=status.get("state"),
+    )
+    lines = _family("planengine_driver_up", "gauge", "1 while the driver serves this API.", [("", "1")])
+    lines += _family("planengine_driver_info", "gauge", "Versions, plan and run of the driver.", [(info, "1")])
+    lines += _family(
+        "planengine_query_active",
+        "gauge",
+        "1 when the query is active.",
+        [(_labels(uid=q.get("uid")), "1" if q.get("state") == "active" else "0") for q in queries],
+    )
+    for name, key, help_text in _QUERY_GAUGES:
+        samples = [(_labels(uid=q.get("uid")), _number(q.get(key))) for q in queries]
+        lines += _family(name, "gauge", help_text, samples)
+    exceptions = []
+    for q in queries:
+        total = q.get("exceptionsTotal")
+        if not isinstance(total, int) or isinstance(total, bool):
+            total = 1 if q.get("exception") else 0
+        exceptions.append((_labels(uid=q.get("uid")), str(total)))
+    lines += _family("planengine_query_exceptions_total", "counter", "Query failures seen by the driver.", exceptions)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,119 @@
+"""Job root layout: ids that sort and never collide, atomic plan writes, only complete runs are visible."""
+
+import json
+import re
+import threading
+
+import pytest
+
+from planengine.errors import UserError
+from planengine.runtime.jobroot import JobRoot
+
+RUN_ID = re.compile(r"^r-\d{8}T\d{6}Z-[0-9a-f]{4}$")
+
+
+def test_fresh_root_is_empty_and_created_lazily(tmp_path):
+    root = JobRoot(tmp_path / "job")
+    assert not root.has_plan()
+    assert root.runs() == [] and root.latest_run() is None
+    assert root.snapshots() == [] and root.latest_snapshot() is None
+    assert not (tmp_path / "job").exists()
+
+
+def test_plan_is_written_atomically_and_not_replaced_by_accident(tmp_path):
+    root = JobRoot(tmp_path)
+    with pytest.raises(UserError, match=r"has no plan\.json"):
+        root.read_plan_text()
+    root.write_plan_text('{"planId": "p1"}')
+    assert root.plan_path == tmp_path / "plan.json"
+    assert root.has_plan() and root.read_plan_text() == '{"planId": "p1"}'
+
+    with pytest.raises(UserError, match=r"already has a plan\.json") as err:
+        root.write_plan_text('{"planId": "p2"}')
+    assert "overwrite" in err.value.render()
+    assert root.read_plan_text() == '{"planId": "p1"}'
+
+    root.write_plan_text('{"planId": "p2"}', overwrite=True)
+    assert root.read_plan_text() == '{"planId": "p2"}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]  # no temp files left behind
+
+
+def test_run_ids_sort_by_creation_and_latest_is_the_newest(tmp_path):
+    root = JobRoot(tmp_path)
+    created = [root.new_run() for _ in range(5)]
+    ids = [r.run_id for r in created]
+    assert all(RUN_ID.match(i) for i in ids)
+    assert ids == sorted(ids) and len(set(ids)) == 5
+    assert [r.run_id for r in root.runs()] == ids
+    assert root.latest_run() == created[-1]
+    assert root.run(ids[2]).path == tmp_path / "runs" / ids[2]
+
+
+def test_ids_stay_monotonic_when_the_clock_steps_back(tmp_path):
+    root = JobRoot(tmp_path)
+    future = tmp_path / "runs" / "r-29991231T235959Z-00ff"
+    future.mkdir(parents=True)
+    (future / "run.json").write_text("{}")
+    run = root.new_run()
+    assert run.run_id == "r-29991231T235959Z-0100"
+    assert root.latest_run() == run
+
+
+def test_concurrent_creators_get_distinct_runs(tmp_path):
+    root = JobRoot(tmp_path)
+    ids: list[str] = []
+    lock = threading.Lock()
+
+    def create():
+        for _ in range(5):
+            run_id = root.new_run().run_id
+            with lock:
+                ids.append(run_id)
+
+    threads = [threading.Thread(target=create) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(ids) == 40 and len(set(ids)) == 40
+    assert [r.run_id for r in root.runs()] == sorted(ids)
+
+
+def test_new_run_has_an_empty_checkpoints_dir_and_a_marker(tmp_path):
+    run = JobRoot(tmp_path).new_run()
+    assert run.checkpoints_dir.is_dir() and list(run.checkpoints_dir.iterdir()) == []
+    assert run.checkpoint_dir("orders_agg") == run.path / "checkpoints" / "orders_agg"
+    marker = run.info()
+    assert marker["runId"] == run.run_id and marker["fromSnapshot"] is None
+    assert marker["createdAt"].endswith("Z")
+    assert json.loads((run.path / "run.json").read_text())["runId"] == run.run_id
+
+
+def test_half_created_runs_are_invisible(tmp_path):
+    root = JobRoot(tmp_path)
+    good = root.new_run()
+    crashed = tmp_path / "runs" / "r-29991231T235959Z-0000"  # a fork interrupted before its marker
+    (crashed / "checkpoints").mkdir(parents=True)
+    assert root.runs() == [good] and root.latest_run() == good
+    with pytest.raises(UserError, match="no complete run r-29991231T235959Z-0000"):
+        root.run("r-29991231T235959Z-0000")
+
+
+@pytest.mark.parametrize("uid", ["../escape", "a/b", "", ".hidden", "-x", "x" * 201])
+def test_query_uids_must_be_one_safe_path_component(tmp_path, uid):
+    run = JobRoot(tmp_path).new_run()
+    with pytest.raises(UserError, match="cannot name a checkpoint directory"):
+        run.checkpoint_dir(uid)
+
+
+@pytest.mark.parametrize("bad", ["s-20261122T081500Z-0000", "r-1", "../r-20261122T081500Z-0000"])
+def test_run_lookup_rejects_malformed_ids(tmp_path, bad):
+    with pytest.raises(UserError, match="is not a run id"):
+        JobRoot(tmp_path).run(bad)
+
+
+def test_unknown_snapshot_reference_says_what_is_expected(tmp_path):
+    with pytest.raises(UserError, match="neither a snapshot id") as err:
+        JobRoot(tmp_path).new_run(from_snapshot="nightly")
+    assert "s-20261122T081500Z-0000" in err.value.render()
+    assert JobRoot(tmp_path).runs() == []

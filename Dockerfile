@@ -1,0 +1,95 @@
+# syntax=docker/dockerfile:1.7
+# planengine images. Two targets, one build context:
+#   docker build --target engine   -t ghcr.io/planengine/engine:0.1     .   # Spark driver/executor + CLI
+#   docker build --target operator -t ghcr.io/planengine/operator:0.1.0 .   # kopf operator
+# Both run as the unprivileged user 10001 (the Helm chart's podSecurityContext matches).
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+ARG ENGINE_BASE_IMAGE=debian:bookworm-slim
+
+# --- builder: the planengine wheel ------------------------------------------------------------------
+FROM ${PYTHON_IMAGE} AS builder
+WORKDIR /src
+RUN pip install --no-cache-dir --disable-pip-version-check "build>=1.2"
+COPY pyproject.toml README.md ./
+COPY planengine ./planengine
+COPY operator ./operator
+RUN python -m build --wheel --outdir /dist . && ls /dist/planengine-*.whl
+
+# --- kafka-jars: Spark's Kafka connector for Spark 4.3 / Scala 2.13 -----------------------------------
+# The connector jars are not in pyspark's wheel. kafka-clients and commons-pool2 are taken at the versions
+# Spark 4.3.0 itself builds against (read from its parent POM), and every jar is checked against the
+# repository's published SHA-1.
+FROM ${PYTHON_IMAGE} AS kafka-jars
+ARG SPARK_VERSION=4.3.0
+ARG SCALA_BINARY_VERSION=2.13
+ARG MAVEN_REPOSITORY=https://repo1.maven.org/maven2
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends curl ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /jars
+RUN set -eu; \
+    fetch() { \
+      url="${MAVEN_REPOSITORY}/$1"; file="$(basename "$1")"; \
+      curl -fsSL -o "$file" "$url"; \
+      echo "$(curl -fsSL "$url.sha1" | cut -c1-40)  $file" | sha1sum -c -; \
+    }; \
+    spark="org/apache/spark"; sb="${SCALA_BINARY_VERSION}"; sv="${SPARK_VERSION}"; \
+    pom="$(curl -fsSL "${MAVEN_REPOSITORY}/${spark}/spark-parent_${sb}/${sv}/spark-parent_${sb}-${sv}.pom")"; \
+    kafka="$(printf '%s' "$pom" | sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' | head -n1)"; \
+    pool="$(printf '%s' "$pom" | sed -n 's:.*<commons-pool2.version>\(.*\)</commons-pool2.version>.*:\1:p' | head -n1)"; \
+    test -n "$kafka" && test -n "$pool"; \
+    fetch "${spark}/spark-sql-kafka-0-10_${sb}/${sv}/spark-sql-kafka-0-10_${sb}-${sv}.jar"; \
+    fetch "${spark}/spark-token-provider-kafka-0-10_${sb}/${sv}/spark-token-provider-kafka-0-10_${sb}-${sv}.jar"; \
+    fetch "org/apache/kafka/kafka-clients/${kafka}/kafka-clients-${kafka}.jar"; \
+    fetch "org/apache/commons/commons-pool2/${pool}/commons-pool2-${pool}.jar"; \
+    ls -l /jars
+
+# --- engine: JRE 17 + Python 3.11 + planengine[spark] + Kafka jars ----------------------------------
+FROM ${ENGINE_BASE_IMAGE} AS engine
+ENV DEBIAN_FRONTEND=noninteractive \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    VIRTUAL_ENV=/opt/planengine \
+    PATH=/opt/planengine/bin:$PATH \
+    PYSPARK_PYTHON=/opt/planengine/bin/python \
+    PYSPARK_DRIVER_PYTHON=/opt/planengine/bin/python
+# Debian bookworm ships Python 3.11 and OpenJDK 17; Spark finds `java` on PATH (no JAVA_HOME needed, so
+# the image builds on amd64 and arm64 alike). tini reaps the JVM's and Python workers' child processes.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      python3 python3-venv openjdk-17-jre-headless tini procps ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && python3 -m venv "$VIRTUAL_ENV" \
+ && groupadd --system --gid 10001 planengine \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /home/planengine --create-home planengine
+COPY --from=builder /dist/ /tmp/dist/
+RUN pip install --no-cache-dir --disable-pip-version-check "$(ls /tmp/dist/planengine-*.whl)[spark]" \
+ && rm -rf /tmp/dist
+COPY --from=kafka-jars /jars/ /tmp/kafka-jars/
+RUN jars="$(python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')" \
+ && test -d "$jars" \
+ && cp /tmp/kafka-jars/*.jar "$jars"/ \
+ && rm -rf /tmp/kafka-jars \
+ && python -c 'import planengine' \
+ && mkdir -p /var/lib/planengine/jobs \
+ && chown -R 10001:10001 /var/lib/planengine
+WORKDIR /home/planengine
+USER 10001:10001
+ENTRYPOINT ["/usr/bin/tini", "--", "planengine"]
+CMD ["--help"]
+
+# --- operator: slim Python + planengine[operator] ---------------------------------------------------
+FROM ${PYTHON_IMAGE} AS operator
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+RUN groupadd --system --gid 10001 planengine \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /home/planengine --create-home planengine
+COPY --from=builder /dist/ /tmp/dist/
+RUN pip install --no-cache-dir --disable-pip-version-check "$(ls /tmp/dist/planengine-*.whl)[operator]" \
+ && rm -rf /tmp/dist \
+ && python -c 'import planengine_operator'
+WORKDIR /home/planengine
+USER 10001:10001
+EXPOSE 8080 8081 9443
+ENTRYPOINT ["planengine-operator"]

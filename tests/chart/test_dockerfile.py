@@ -1,0 +1,189 @@
+"""Static checks of the Dockerfile (no Docker engine on CI): what can be known without building it."""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib.util
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+DOCKERFILE = REPO / "Dockerfile"
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+CHART_VALUES = yaml.safe_load((REPO / "charts" / "planengine-operator" / "values.yaml").read_text())
+CONSOLE_SCRIPTS = PYPROJECT["project"]["scripts"]
+# target -> (console script it runs, extra it installs)
+FINAL_TARGETS = {"engine": ("planengine", "spark"), "operator": ("planengine-operator", "operator")}
+
+
+@dataclass
+class Stage:
+    name: str
+    base: str
+    instructions: list[tuple[str, str]] = field(default_factory=list)
+
+    def all(self, keyword: str) -> list[str]:
+        return [args for kw, args in self.instructions if kw == keyword]
+
+    def last(self, keyword: str) -> str | None:
+        found = self.all(keyword)
+        return found[-1] if found else None
+
+
+def parse_dockerfile(text: str) -> tuple[dict[str, str], list[Stage]]:
+    """Global ARG defaults and the stages, with continuation lines joined and comments dropped."""
+    logical, buffer = [], ""
+    for raw in text.splitlines():
+        if not buffer and (not raw.strip() or raw.lstrip().startswith("#")):
+            continue
+        if buffer and raw.lstrip().startswith("#"):
+            continue
+        if raw.rstrip().endswith("\\"):
+            buffer += raw.rstrip()[:-1] + " "
+            continue
+        logical.append(buffer + raw)
+        buffer = ""
+    global_args: dict[str, str] = {}
+    stages: list[Stage] = []
+    for line in logical:
+        keyword, _, args = line.strip().partition(" ")
+        keyword, args = keyword.upper(), args.strip()
+        if keyword == "FROM":
+            match = re.match(r"^(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$", args, re.IGNORECASE)
+            assert match, f"cannot parse FROM {args}"
+            base = re.sub(r"\$\{(\w+)\}", lambda m: global_args.get(m.group(1), m.group(0)), match.group(1))
+            stages.append(Stage(name=match.group(2) or str(len(stages)), base=base))
+        elif not stages:
+            if keyword == "ARG":
+                name, _, default = args.partition("=")
+                global_args[name] = default
+        else:
+            stages[-1].instructions.append((keyword, args))
+    return global_args, stages
+
+
+GLOBAL_ARGS, STAGES = parse_dockerfile(DOCKERFILE.read_text())
+BY_NAME = {stage.name: stage for stage in STAGES}
+
+
+def copy_sources(args: str) -> tuple[str | None, list[str]]:
+    """(--from stage or None, sources) of a COPY instruction."""
+    words = json.loads(args) if args.startswith("[") else args.split()
+    source_stage = None
+    flags = [w for w in words if w.startswith("--")]
+    for flag in flags:
+        if flag.startswith("--from="):
+            source_stage = flag.split("=", 1)[1]
+    paths = [w for w in words if not w.startswith("--")]
+    return source_stage, paths[:-1]
+
+
+def dockerignore_excludes(path: str) -> bool:
+    """True if .dockerignore keeps `path` out of the build context (last matching rule wins)."""
+    rules = [
+        line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    excluded = False
+    for rule in rules:
+        negate = rule.startswith("!")
+        pattern = rule.lstrip("!").rstrip("/")
+        if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(path.split("/")[0], pattern):
+            excluded = not negate
+    return excluded
+
+
+def test_the_targets_exist():
+    assert {"builder", "engine", "operator"} <= set(BY_NAME)
+    assert len(BY_NAME) == len(STAGES), "stage names must be unique"
+
+
+def test_every_copy_source_exists_and_is_in_the_build_context():
+    for stage in STAGES:
+        for args in stage.all("COPY"):
+            source_stage, sources = copy_sources(args)
+            if source_stage is not None:
+                earlier = [s.name for s in STAGES[: STAGES.index(stage)]]
+                assert source_stage in earlier, f"{stage.name}: COPY --from={source_stage} is not an earlier stage"
+                continue
+            assert sources, f"{stage.name}: COPY {args} has no source"
+            for source in sources:
+                assert (REPO / source).exists(), f"{stage.name}: COPY source {source} does not exist in the repo"
+                assert not dockerignore_excludes(source), f".dockerignore excludes {source}, which is COPYed"
+
+
+def test_dockerignore_keeps_the_context_small():
+    assert dockerignore_excludes(".venv") and dockerignore_excludes(".tools") and dockerignore_excludes("tests")
+    assert not dockerignore_excludes("planengine")
+
+
+@pytest.mark.parametrize("target", sorted(FINAL_TARGETS))
+def test_final_stages_run_as_the_non_root_user_the_chart_expects(target):
+    user = BY_NAME[target].last("USER")
+    assert user is not None, f"{target}: no USER, so it runs as root"
+    uid = user.split(":")[0]
+    assert uid not in {"0", "root"}
+    assert uid == str(CHART_VALUES["podSecurityContext"]["runAsUser"])
+
+
+@pytest.mark.parametrize("target", sorted(FINAL_TARGETS))
+def test_entrypoints_are_declared_console_scripts(target):
+    script, extra = FINAL_TARGETS[target]
+    entrypoint = json.loads(BY_NAME[target].last("ENTRYPOINT"))
+    if entrypoint[0].endswith("tini"):
+        assert entrypoint[1] == "--"
+        entrypoint = entrypoint[2:]
+    assert entrypoint == [script]
+    assert script in CONSOLE_SCRIPTS
+    module, _, function = CONSOLE_SCRIPTS[script].partition(":")
+    assert importlib.util.find_spec(module) is not None, f"{script} -> {module} is not importable"
+    assert f"def {function}(" in Path(importlib.util.find_spec(module).origin).read_text()
+    installs = " ".join(BY_NAME[target].all("RUN"))
+    assert f"[{extra}]" in installs, f"{target} must pip install planengine[{extra}]"
+    assert extra in PYPROJECT["project"]["optional-dependencies"]
+
+
+def test_builder_builds_the_wheel_that_final_stages_install():
+    builder = " ".join(BY_NAME["builder"].all("RUN"))
+    assert "build --wheel" in builder and "/dist" in builder
+    for target in FINAL_TARGETS:
+        copies = [copy_sources(a) for a in BY_NAME[target].all("COPY")]
+        assert ("builder", ["/dist/"]) in copies
+
+
+def test_engine_has_java_17_python_311_and_pyspark_python():
+    engine = BY_NAME["engine"]
+    assert "bookworm" in engine.base  # Debian bookworm: python3 is 3.11
+    packages = " ".join(engine.all("RUN"))
+    assert "openjdk-17-jre-headless" in packages and "python3" in packages
+    env = " ".join(engine.all("ENV"))
+    venv = re.search(r"VIRTUAL_ENV=(\S+)", env).group(1)
+    assert f"PYSPARK_PYTHON={venv}/bin/python" in env
+    assert f"PATH={venv}/bin:" in env
+    assert PYPROJECT["project"]["requires-python"] == ">=3.11,<3.12"
+
+
+def test_engine_ships_the_kafka_connector_for_the_pinned_spark():
+    spark_pin = next(d for d in PYPROJECT["project"]["optional-dependencies"]["spark"] if d.startswith("pyspark"))
+    spark_version = spark_pin.split("==")[1]
+    jars_stage = BY_NAME["kafka-jars"]
+    args = dict(a.partition("=")[::2] for a in jars_stage.all("ARG"))
+    assert args["SPARK_VERSION"] == spark_version
+    assert args["SCALA_BINARY_VERSION"] == "2.13"
+    script = " ".join(jars_stage.all("RUN"))
+    for artifact in ("spark-sql-kafka-0-10_", "spark-token-provider-kafka-0-10_", "kafka-clients-", "commons-pool2-"):
+        assert artifact in script
+    assert "sha1sum -c" in script
+    # The pyspark we test with is built for the same Scala binary version.
+    spec = importlib.util.find_spec("pyspark")
+    if spec is not None:
+        jars = Path(spec.origin).parent / "jars"
+        assert (jars / f"spark-core_{args['SCALA_BINARY_VERSION']}-{spark_version}.jar").is_file()
+    engine_run = " ".join(BY_NAME["engine"].all("RUN"))
+    assert "pyspark" in engine_run and '"jars"' in engine_run and "/tmp/kafka-jars/*.jar" in engine_run

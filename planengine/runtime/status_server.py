@@ -102,7 +102,10 @@ class StatusServer:
         return f"http://{self.host}:{self.port}"
 
     def start(self) -> StatusServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="planengine-status", daemon=True)
+        # A short poll interval only bounds how long close() waits; requests are served immediately.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="planengine-status", daemon=True
+        )
         self._thread.start()
         return self
 

@@ -1,0 +1,103 @@
+"""Entry points: scripts to statements, and single queries, expressions and types to sqlglot trees."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from sqlglot import exp
+from sqlglot.errors import ParseError
+from sqlglot.tokens import Token
+
+from planengine.errors import SqlParseError
+from planengine.sql.convert import Origin, convert
+from planengine.sql.dialect import Flink
+from planengine.sql.errors import sql_error
+from planengine.sql.parser import FlinkParseError, FlinkParser
+from planengine.sql.splitter import StatementSource, split_statements, split_tokens
+from planengine.sql.statements import Query, Statement
+from planengine.sql.tokenizer import FlinkTokenError
+
+_DIALECT = Flink()
+
+
+def _tokenize(text: str, source: str | None) -> list[Token]:
+    try:
+        return _DIALECT.tokenize(text)
+    except FlinkTokenError as error:
+        before = [tok for tok in _DIALECT.tokenizer_class().tokenize(text[: error.offset])] if error.offset else []
+        statement = len(split_tokens(before)) + (1 if not before or before[-1].text == ";" else 0)
+        raise sql_error(error.reason, text, error.offset, statement=statement, source=source) from error
+
+
+def _parse_with(
+    method: Callable[[FlinkParser, list[Token], str], list | exp.Expression | None],
+    tokens: Sequence[Token],
+    text: str,
+    statement: int | None,
+    source: str | None,
+):
+    parser = _DIALECT.parser()
+    try:
+        return method(parser, list(tokens), text)
+    except FlinkParseError as error:
+        token = error.token
+        offset = 0 if token is None else (token.end + 1 if error.at_end else token.start)
+        raise sql_error(error.reason, text, offset, statement=statement, source=source) from error
+    except ParseError as error:  # a sqlglot error raised outside raise_error: keep its words
+        first = tokens[0].start if tokens else 0
+        raise sql_error(str(error).split("\n")[0], text, first, statement=statement, source=source) from error
+
+
+def _parse_statement(source_stmt: StatementSource, text: str, source: str | None) -> exp.Expression:
+    results = _parse_with(FlinkParser.parse, source_stmt.tokens, text, source_stmt.index, source)
+    return results[0]
+
+
+def parse_script(text: str, source: str | None = None) -> list[Statement]:
+    """All statements of a script, in order.
+
+    >>> [type(s).__name__ for s in parse_script("SET 'a' = 'b'; SELECT 1")]
+    ['SetOption', 'Query']
+    """
+    statements = []
+    for statement in split_statements(text, _tokenize(text, source)) if text.strip() else []:
+        node = _parse_statement(statement, text, source)
+        origin = Origin(text, statement.index, statement.start, statement.text, source)
+        statements.append(convert(node, origin))
+    return statements
+
+
+def parse_query(text: str) -> exp.Expression:
+    """Exactly one query (SELECT, VALUES, WITH, UNION), e.g. a view body.
+
+    >>> parse_query("SELECT `a` FROM t").sql("flink")
+    'SELECT `a` FROM t'
+    """
+    statements = parse_script(text)
+    if len(statements) != 1 or not isinstance(statements[0], Query):
+        raise SqlParseError(f"expected exactly one query, got {len(statements)} statement(s)")
+    return statements[0].query
+
+
+def parse_expression(text: str) -> exp.Expression:
+    """One scalar expression, e.g. a computed column or a watermark strategy.
+
+    >>> parse_expression("ts - INTERVAL '5' SECOND").sql("flink")
+    "ts - INTERVAL '5' SECOND"
+    """
+    node = _parse_with(FlinkParser.parse_scalar, _tokenize(text, None), text, None, None)
+    if node is None:
+        raise SqlParseError("expected an expression")
+    return node
+
+
+def parse_type(text: str) -> exp.DataType:
+    """One Flink type, e.g. ``DECIMAL(10, 2) NOT NULL`` or ``ROW<a INT, b ARRAY<STRING>>``.
+
+    >>> from planengine.sql.type_render import render_type
+    >>> render_type(parse_type("varchar(2147483647) not null"))
+    'STRING NOT NULL'
+    """
+    node = _parse_with(FlinkParser.parse_type, _tokenize(text, None), text, None, None)
+    assert isinstance(node, exp.DataType)
+    return node

@@ -216,6 +216,15 @@ class JobRoot:
         infos = [read_snapshot(p) for p in _id_dirs(self.snapshots_dir, "s")]
         return infos if include_incomplete else [i for i in infos if i.complete]
 
+    def snapshot(self, snapshot_id: str) -> SnapshotInfo:
+        """One snapshot by id, complete or not (check ``.complete`` before restoring from it)."""
+        from planengine.runtime.snapshots import read_snapshot
+
+        path = self.snapshot_dir(snapshot_id)
+        if not path.is_dir():
+            raise UserError(f"job root {self.path} has no snapshot {snapshot_id}")
+        return read_snapshot(path)
+
     def latest_snapshot(self) -> SnapshotInfo | None:
         """The newest complete snapshot; incomplete ones are never used."""
         complete = self.snapshots()

@@ -158,25 +158,30 @@ def take_snapshot(
         cut[uid] = wanted
 
     snapshot_id, path = job_root.reserve_snapshot_dir()
-    atomic_write_text(path / PLAN_FILE, plan_text)
-    for uid, last in cut.items():
-        _link_tree(run.checkpoint_dir(uid), path / "checkpoints" / uid, "auto", _committed_filter(last))
-    (path / "checkpoints").mkdir(exist_ok=True)
-    _make_read_only(path)
+    try:
+        atomic_write_text(path / PLAN_FILE, plan_text)
+        for uid, last in cut.items():
+            _link_tree(run.checkpoint_dir(uid), path / "checkpoints" / uid, "auto", _committed_filter(last))
+        (path / "checkpoints").mkdir(exist_ok=True)
+        _make_read_only(path)
 
-    manifest = {
-        "manifestVersion": MANIFEST_VERSION,
-        "snapshotId": snapshot_id,
-        "createdAt": utc_now_iso(),
-        "reason": reason,
-        "engineVersion": engine_version,
-        "sparkVersion": spark_version,
-        "planId": plan_id,
-        "runId": run.run_id,
-        "queries": {uid: {"lastBatchId": last} for uid, last in sorted(cut.items())},
-    }
-    atomic_write_text(path / MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n", overwrite=False)
-    os.chmod(path / MANIFEST_FILE, _READ_ONLY)
+        manifest = {
+            "manifestVersion": MANIFEST_VERSION,
+            "snapshotId": snapshot_id,
+            "createdAt": utc_now_iso(),
+            "reason": reason,
+            "engineVersion": engine_version,
+            "sparkVersion": spark_version,
+            "planId": plan_id,
+            "runId": run.run_id,
+            "queries": {uid: {"lastBatchId": last} for uid, last in sorted(cut.items())},
+        }
+        atomic_write_text(path / MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n", overwrite=False)
+        os.chmod(path / MANIFEST_FILE, _READ_ONLY)
+    except BaseException:
+        # Without a manifest it would only be listed as incomplete; do not leave the bytes behind either.
+        shutil.rmtree(path, ignore_errors=True)
+        raise
     return SnapshotInfo(snapshot_id, path, manifest)
 
 

@@ -308,3 +308,19 @@ def test_spark_continues_on_a_fork_and_the_snapshot_stays_byte_identical(spark, 
     expected = {"a": 4, "b": 4, "c": 3}
     assert run_counts(spark, source, rollback.checkpoint_dir("counts"), "counts_rollback") == expected
     assert checksums(snap.path) == before
+
+
+def test_a_failed_snapshot_leaves_nothing_behind(job):
+    root, run = job
+    (run.checkpoint_dir("agg") / "state" / "0" / "0" / "dangling").symlink_to("/nonexistent/file")
+    with pytest.raises(FileNotFoundError):
+        take_snapshot(root, run, reason="manual", last_batch_ids={}, **VERSIONS)
+    assert list_snapshots(root) == []
+
+
+def test_snapshot_lookup_by_id(job):
+    root, run = job
+    snap = take_snapshot(root, run, reason="manual", last_batch_ids={}, **VERSIONS)
+    assert root.snapshot(snap.snapshot_id) == snap
+    with pytest.raises(UserError, match="has no snapshot s-29991231T235959Z-0000"):
+        root.snapshot("s-29991231T235959Z-0000")

@@ -248,6 +248,10 @@ def _convert_insert(node: exp.Insert, origin: Origin) -> st.Insert:
         target = target.this
     if not isinstance(target, exp.Table):
         raise origin.error("INSERT needs a table name as its target")
+    if node.expression is None:
+        raise origin.error(
+            "expected SELECT or VALUES after the INSERT target", origin.start + len(origin.text)
+        )
     partition = target.args.get("partition")
     static_partition: list[tuple[str, str]] = []
     for item in partition.expressions if partition is not None else []:

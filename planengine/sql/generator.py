@@ -33,6 +33,7 @@ class FlinkGenerator(Generator):
 
     TRANSFORMS = {
         **Generator.TRANSFORMS,
+        exp.Array: lambda self, e: f"ARRAY[{self.expressions(e, flat=True)}]",
         exp.If: lambda self, e: self.func("IF", e.this, e.args.get("true"), e.args.get("false")),
         exp.TimestampAdd: lambda self, e: self.func(
             "TIMESTAMPADD", e.args.get("unit"), e.expression, e.this
@@ -89,10 +90,12 @@ class FlinkGenerator(Generator):
         return super().version_sql(expression)
 
     def trim_sql(self, expression: exp.Trim) -> str:
-        position = expression.args.get("position") or "BOTH"
+        position = expression.args.get("position")
         characters = self.sql(expression, "expression")
-        characters = f"{characters} " if characters else ""
-        return f"TRIM({position} {characters}FROM {self.sql(expression, 'this')})"
+        if not position and not characters:
+            return f"TRIM({self.sql(expression, 'this')})"
+        prefix = " ".join(part for part in (position or "BOTH", characters) if part)
+        return f"TRIM({prefix} FROM {self.sql(expression, 'this')})"
 
     def table_sql(self, expression: exp.Table, sep: str = " AS ") -> str:
         """Flink order: name, hints, partition, FOR SYSTEM_TIME AS OF, alias."""

@@ -76,7 +76,7 @@ class FlinkParseError(ParseError):
 
 
 def _token_text(token: Token | None) -> str:
-    if token is None:
+    if not token:
         return "end of input"
     return token.text
 
@@ -89,12 +89,12 @@ def _timestamp_unit(arg: exp.Expression | None) -> exp.Expression | None:
 
 
 def _build_timestampadd(args: list) -> exp.TimestampAdd:
-    unit, amount, value = (args + [None, None, None])[:3]
+    unit, amount, value = [*args, None, None, None][:3]
     return exp.TimestampAdd(this=value, expression=amount, unit=_timestamp_unit(unit))
 
 
 def _build_timestampdiff(args: list) -> exp.TimestampDiff:
-    unit, start, end = (args + [None, None, None])[:3]
+    unit, start, end = [*args, None, None, None][:3]
     return exp.TimestampDiff(this=end, expression=start, unit=_timestamp_unit(unit))
 
 
@@ -110,7 +110,11 @@ class FlinkParser(BaseParser):
         "WATERMARK": lambda self: self._parse_watermark(),
         "METADATA": lambda self: self._parse_metadata_column(),
     }
+    # Flink columns take no `WITH (...)` options; without this, a missing ')' before the table's
+    # WITH clause would be reported somewhere inside the options.
+    CONSTRAINT_PARSERS.pop("WITH", None)
     SCHEMA_UNNAMED_CONSTRAINTS = {*BaseParser.SCHEMA_UNNAMED_CONSTRAINTS, "WATERMARK"}
+    DROPPABLE = ("TABLE", "VIEW", "FUNCTION", "CATALOG", "DATABASE")
 
     def __init__(self, *args: t.Any, **kwargs: t.Any):
         super().__init__(*args, **kwargs)
@@ -120,7 +124,7 @@ class FlinkParser(BaseParser):
     # ---- errors ------------------------------------------------------------------------------------
 
     def raise_error(self, message: str, token: Token | None = None) -> None:
-        at_end = token is None and self._curr is None
+        at_end = not token and not self._curr  # sqlglot's end-of-input token is falsy
         token = token or self._curr or self._prev
         message = self._friendly(message, None if at_end else token)
         error = FlinkParseError(
@@ -180,9 +184,10 @@ class FlinkParser(BaseParser):
         if word == "CREATE" and self._flink_create_ahead():
             self._advance()
             return self._parse_flink_create()
-        if word == "DROP" and self._next and self._next.text.upper() == "CATALOG":
-            self._advance(2)
-            return self._parse_drop_catalog()
+        if word == "DROP":
+            return self._parse_flink_drop()
+        if word == "USE" and not self._next:
+            self.raise_error("expected CATALOG <name> or a database name after USE", self._curr)
         if word not in STATEMENT_KEYWORDS and self._curr.token_type != TokenType.L_PAREN:
             guess = difflib.get_close_matches(word, STATEMENT_KEYWORDS, n=1, cutoff=0.6)
             suggestion = f"; did you mean {guess[0]}?" if guess else ""
@@ -355,6 +360,24 @@ class FlinkParser(BaseParser):
             language=language,
         )
 
+    def _parse_flink_drop(self) -> exp.Expression | None:
+        index = self._index
+        self._advance()  # DROP
+        temporary = self._match(TokenType.TEMPORARY)
+        system = self._match_text_seq("SYSTEM")
+        kind = self._curr.text.upper() if self._curr else ""
+        if kind not in self.DROPPABLE:
+            self.raise_error(f"expected {', '.join(self.DROPPABLE[:-1])} or {self.DROPPABLE[-1]} after DROP")
+        if kind == "CATALOG":
+            self._advance()
+            return self._parse_drop_catalog()
+        if system:  # DROP TEMPORARY SYSTEM FUNCTION, which sqlglot does not know
+            self._advance()
+            exists = self._match_text_seq("IF", "EXISTS")
+            return exp.Drop(kind=kind, this=self._parse_table_parts(), exists=exists, temporary=temporary)
+        self._retreat(index)
+        return super()._parse_statement()
+
     def _parse_drop_catalog(self) -> exp.Drop:
         exists = self._match_text_seq("IF", "EXISTS")
         name = self._parse_id_var(any_token=False)
@@ -420,7 +443,9 @@ class FlinkParser(BaseParser):
     ) -> exp.Expression | None:
         word = self._curr.text.upper() if self._curr and self._curr.token_type != TokenType.STRING else ""
         follows = self._next.token_type if self._next else None
-        if word == "ROW" and follows in (TokenType.LT, TokenType.L_PAREN):
+        if word == "ROW" and follows == TokenType.LT:
+            return self._parse_nested_not_null(self._parse_row_type())
+        if word == "ROW" and follows == TokenType.L_PAREN:  # or the ROW(1, 2) constructor
             row = self._try_parse(self._parse_row_type)
             if row is not None:
                 return self._parse_nested_not_null(row)
@@ -454,6 +479,8 @@ class FlinkParser(BaseParser):
 
     def _parse_row_field(self) -> exp.ColumnDef:
         name = self._parse_id_var(any_token=True)
+        if isinstance(name, exp.Identifier):
+            name.set("quoted", True)  # field names are case-sensitive and always rendered quoted
         self._type_depth += 1
         try:
             kind = self._parse_types()
@@ -491,6 +518,7 @@ class FlinkParser(BaseParser):
         table = super()._parse_table_parts(*args, **kwargs)
         if isinstance(table, exp.Table) and self._match(TokenType.HINT):
             hint = self._hint_from_token(self._prev)
+            self._prev_comments = []  # the hint text is not a comment for the next node
             # sqlglot's _parse_table later overwrites the `hints` arg; keep it aside until then.
             table.meta["flink_table_hints"] = [hint]
         return table

@@ -1,0 +1,54 @@
+"""Client of the driver's HTTP status API (DESIGN §6): the only way the operator sees inside a driver."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+
+
+class DriverApiError(Exception):
+    pass
+
+
+async def get_status(base_url: str, timeout: float = 3.0) -> dict[str, Any] | None:
+    """``GET /v1/status``; None when the driver does not answer (starting, gone, or busy)."""
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
+            session.get(f"{base_url}/v1/status") as response,
+        ):
+            if response.status != 200:
+                return None
+            return json.loads(await response.text())
+    except (aiohttp.ClientError, TimeoutError, OSError, ValueError):
+        return None
+
+
+async def stop(base_url: str, *, snapshot: bool, drain: bool = False, timeout: float = 120.0) -> dict[str, Any]:
+    """``POST /v1/stop``: stop at a batch boundary, answer the snapshot id, exit 0."""
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
+            session.post(f"{base_url}/v1/stop", json={"snapshot": snapshot, "drain": drain}) as rsp,
+        ):
+            body = await rsp.text()
+            if rsp.status != 200:
+                raise DriverApiError(f"POST /v1/stop answered {rsp.status}: {body[:500]}")
+            return json.loads(body) if body.strip() else {}
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        raise DriverApiError(f"POST /v1/stop failed: {exc}") from exc
+
+
+def summarize(status: dict[str, Any]) -> tuple[int, str | None, str | None]:
+    """(committed batches over all queries, first query exception, run id) from a /v1/status body."""
+    batches = 0
+    exception = None
+    for query in status.get("queries") or []:
+        last = query.get("lastBatchId")
+        if isinstance(last, int) and last >= 0:
+            batches += last + 1
+        if query.get("exception") and exception is None:
+            exception = f"{query.get('uid')}: {query['exception']}"
+    return batches, exception, status.get("runId")

@@ -1,0 +1,1 @@
+"""Launchers run the engine CLI for a job: as local processes or as Kubernetes pods."""

@@ -1,0 +1,66 @@
+"""What every launcher offers the reconciler; results are plain data the state machine understands."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Protocol
+
+from planengine_operator.statemachine import DriverObservation
+
+
+class ToolPending(Exception):
+    """A short-lived tool (compile/check/migrate pod) is still running; look again on the next tick."""
+
+
+class LaunchError(Exception):
+    """A side effect failed; ``permanent`` ones (user errors, exit 2) end the operation."""
+
+    def __init__(self, message: str, *, reason: str = "LaunchFailed", permanent: bool = False) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.permanent = permanent
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolRun:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@dataclasses.dataclass(frozen=True)
+class JobRef:
+    """Identity of a job as the launchers need it."""
+
+    namespace: str
+    name: str
+    uid: str
+    job_root: str
+    body: dict[str, Any]  # the SparkPlanJob (for owner references and spec)
+
+
+class Launcher(Protocol):
+    kind: str
+
+    def job_root(self, namespace: str, name: str, spec: dict[str, Any]) -> str: ...
+
+    async def run_tool(self, job: JobRef, engine: str, key: str, argv: list[str],
+                       files: dict[str, str] | None = None) -> ToolRun: ...
+
+    async def launch(self, job: JobRef, engine: str, run_id: str, argv: list[str]) -> dict[str, Any]: ...
+
+    async def observe(self, job: JobRef) -> DriverObservation: ...
+
+    async def driver_url(self, job: JobRef) -> str | None: ...
+
+    async def stop(self, job: JobRef, *, snapshot: bool, timeout: float) -> dict[str, Any]: ...
+
+    async def read_file(self, job: JobRef, relpath: str) -> str | None: ...
+
+    async def write_file(self, job: JobRef, relpath: str, text: str) -> None: ...
+
+    async def list_snapshots(self, job: JobRef) -> list[dict[str, Any]]: ...
+
+    async def delete_snapshot(self, job: JobRef, snapshot_id: str) -> None: ...
+
+    async def close(self) -> None: ...

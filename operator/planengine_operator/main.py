@@ -1,0 +1,134 @@
+"""All kopf handlers. Each is a guard plus one call into a business module (STYLE: thin handlers).
+
+State lives in the SparkPlanJob status; the per-object ``memo`` caches our own latest status writes.
+Creation and spec updates kick the reconciler at once; the timer is the level-based loop that keeps
+comparing desired and observed state, so a missed event or an operator restart costs one interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+import kopf
+from aiohttp import web
+
+from planengine_operator import kube, metrics
+from planengine_operator.config import OperatorConfig
+from planengine_operator.fleet import Fleet
+from planengine_operator.launchers.base import Launcher
+from planengine_operator.reconciler import Reconciler
+
+GROUP, VERSION, PLURAL = "planengine.io", "v1alpha1", "sparkplanjobs"
+log = logging.getLogger(__name__)
+# The timer cadence is fixed when handlers register; the CLI exports it from the configuration first.
+TICK_SECONDS = float(os.environ.get("PLANENGINE_OPERATOR_TICK", "5"))
+
+
+class Runtime:
+    """Process-wide objects, created at startup from the configuration the CLI chose."""
+
+    config: OperatorConfig = OperatorConfig()
+    launcher: Launcher | None = None
+    fleet: Fleet | None = None
+    reconciler: Reconciler | None = None
+    locks: dict[str, asyncio.Lock] = {}
+
+
+def configure(config: OperatorConfig, launcher: Launcher) -> None:
+    Runtime.config = config
+    Runtime.launcher = launcher
+    Runtime.fleet = Fleet(config.defaultEngineVersion, config.rollout.maxConcurrent)
+    Runtime.reconciler = Reconciler(config, launcher, Runtime.fleet)
+    Runtime.locks = {}
+
+
+@kopf.on.startup()
+async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="planengine.io")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="planengine.io")
+    settings.posting.level = logging.INFO
+    settings.watching.server_timeout = 300
+    settings.networking.request_timeout = 60
+    if Runtime.reconciler is None:
+        from planengine_operator.cli import build_launcher
+
+        configure(Runtime.config, build_launcher(Runtime.config))
+    if Runtime.config.metrics.port:
+        await _serve_metrics(Runtime.config.metrics.port)
+
+
+async def _serve_metrics(port: int) -> None:
+    async def render(_: web.Request) -> web.Response:
+        return web.Response(text=metrics.render(), content_type="text/plain")
+
+    async def ready(_: web.Request) -> web.Response:
+        return web.Response(text="ok" if Runtime.reconciler else "starting",
+                            status=200 if Runtime.reconciler else 503)
+
+    app = web.Application()
+    app.router.add_get("/metrics", render)
+    app.router.add_get("/readyz", ready)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "0.0.0.0", port).start()
+
+
+@kopf.on.cleanup()
+async def cleanup(**_: Any) -> None:
+    if Runtime.launcher is not None:
+        await Runtime.launcher.close()
+    await kube.close()
+
+
+@kopf.on.login()
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    connection = kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    kube.configure(connection)
+    return connection
+
+
+@kopf.index(GROUP, VERSION, PLURAL)
+def fleet_index(namespace: str, name: str, spec: kopf.Spec, status: kopf.Status, **_: Any) -> dict[str, Any]:
+    """Seeds the fleet view from every job before any handler runs (kopf waits for indexes)."""
+    if Runtime.fleet is not None:
+        Runtime.fleet.observe(namespace, name, dict(spec), dict(status))
+    return {(namespace, name): status.get("phase")}
+
+
+async def _reconcile(body: kopf.Body, memo: kopf.Memo) -> None:
+    assert Runtime.reconciler is not None
+    key = f"{body['metadata']['namespace']}/{body['metadata']['name']}"
+    lock = Runtime.locks.setdefault(key, asyncio.Lock())
+    if lock.locked():
+        return  # the running pass will see this state too; the timer comes back anyway
+    async with lock:
+        await Runtime.reconciler.reconcile(body, memo)
+
+
+@kopf.on.create(GROUP, VERSION, PLURAL)
+@kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
+@kopf.on.resume(GROUP, VERSION, PLURAL)
+async def changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    await _reconcile(body, memo)
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, interval=TICK_SECONDS, initial_delay=min(TICK_SECONDS, 1.0))
+async def tick(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    await _reconcile(body, memo)
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL)
+async def deleted(body: kopf.Body, **_: Any) -> None:
+    """Stop the driver (children with owner references are garbage-collected by Kubernetes)."""
+    assert Runtime.launcher is not None and Runtime.fleet is not None
+    from planengine_operator.launchers.base import JobRef
+
+    status = dict(body.get("status") or {})
+    md = body["metadata"]
+    Runtime.fleet.forget(md["namespace"], md["name"])
+    if status.get("jobRoot"):
+        job = JobRef(md["namespace"], md["name"], md.get("uid", ""), status["jobRoot"], dict(body))
+        await Runtime.launcher.stop(job, snapshot=False, timeout=30)

@@ -1,0 +1,332 @@
+"""Glue between the pure state machine and the world: observe, decide, write ahead, act, record.
+
+One call of :func:`reconcile` runs steps until the job needs to wait (a stability gate, a backoff) so a
+create turns into a running driver within one tick. Every decision's status patch is written *before*
+its side effect; the status in the operator's memory is the freshest copy (the operator is the status's
+only writer), and after a restart the object's status is the log the protocol resumes from.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import kopf
+
+from planengine_operator import builders, kube, metrics, statemachine
+from planengine_operator.config import OperatorConfig
+from planengine_operator.launchers.base import JobRef, Launcher, LaunchError, ToolPending, ToolRun
+from planengine_operator.models import JobSpec
+from planengine_operator.statemachine import Action, Decision, JobView, Result
+
+log = logging.getLogger(__name__)
+MAX_STEPS_PER_TICK = 12
+
+
+def merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """RFC 7386 merge patch, applied to our in-memory copy exactly as the API server applies it.
+
+    >>> merge_patch({"a": {"b": 1, "c": 2}}, {"a": {"b": None, "d": 3}})
+    {'a': {'c': 2, 'd': 3}}
+    """
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict) and isinstance(target.get(key), dict):
+            merge_patch(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+    return target
+
+
+def new_run_id(now: datetime) -> str:
+    return now.strftime("r%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+class Reconciler:
+    def __init__(self, config: OperatorConfig, launcher: Launcher, fleet: Any) -> None:
+        self.config = config
+        self.launcher = launcher
+        self.fleet = fleet
+
+    # ------------------------------------------------------------------------------------- entry
+    async def reconcile(self, body: kopf.Body, memo: Any) -> None:
+        started = time.monotonic()
+        namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        if getattr(memo, "status", None) is None or memo.uid != body["metadata"].get("uid"):
+            memo.status = copy.deepcopy(dict(body.get("status") or {}))
+            memo.status.pop("kopf", None)
+            memo.uid = body["metadata"].get("uid")
+        spec_dict = dict(body.get("spec") or {})
+        spec = JobSpec.model_validate(spec_dict)
+        job_root = memo.status.get("jobRoot") or self.launcher.job_root(namespace, name, spec_dict)
+        job = JobRef(namespace, name, body["metadata"].get("uid", ""), job_root, dict(body))
+        try:
+            for _ in range(MAX_STEPS_PER_TICK):
+                observed = await self.launcher.observe(job)
+                view = self._view(body, spec, memo.status, job_root)
+                decision = statemachine.decide(view, observed)
+                if (decision.patch.get("upgrade") or {}).get("fleet") and "operation" in decision.patch:
+                    self.fleet.claim(namespace, name)  # before any await, so slots are never oversold
+                await self._record(body, memo, decision)
+                if decision.action is None:
+                    break
+                result = await self._execute(job, view, decision.action)
+                view = self._view(body, spec, memo.status, job_root)
+                await self._record(body, memo, statemachine.advance(view, decision.action, result))
+                if not result.ok and not result.values.get("permanent"):
+                    break  # a transient failure: try again on the next tick
+        finally:
+            self.fleet.observe(namespace, name, spec_dict, memo.status)
+            metrics.RECONCILE_SECONDS.observe(time.monotonic() - started)
+
+    def _view(self, body: kopf.Body, spec: JobSpec, status: dict[str, Any], job_root: str) -> JobView:
+        now = datetime.now(UTC)
+        return JobView(
+            name=body["metadata"]["name"], namespace=body["metadata"]["namespace"],
+            generation=int(body["metadata"].get("generation") or 1), spec=spec, status=status,
+            config=self.config, job_root=job_root, now=now, new_run_id=new_run_id(now),
+            fleet_allowed=self.fleet.allowed(body["metadata"]["namespace"], body["metadata"]["name"]),
+        )
+
+    async def _record(self, body: kopf.Body, memo: Any, decision: Decision) -> None:
+        """Write the patch (write-ahead), then mirror it in memory, then announce the events."""
+        if decision.patch:
+            previous = {s.get("id") for s in memo.status.get("snapshots") or []}
+            await kube.patch_job_status(body["metadata"]["namespace"], body["metadata"]["name"], decision.patch)
+            merge_patch(memo.status, decision.patch)
+            if "snapshots" in decision.patch:
+                kept = {s.get("id") for s in decision.patch["snapshots"] or []}
+                for dropped in previous - kept:
+                    await self.launcher.delete_snapshot(self._job(body, memo), dropped)
+            metrics.observe_transition(decision.patch, memo.status)
+        for event in decision.events:
+            kopf.event(body, type=event.type, reason=event.reason, message=event.message[:1000])
+
+    def _job(self, body: kopf.Body, memo: Any) -> JobRef:
+        md = body["metadata"]
+        return JobRef(md["namespace"], md["name"], md.get("uid", ""), memo.status.get("jobRoot", ""), dict(body))
+
+    # ------------------------------------------------------------------------------------- actions
+    async def _execute(self, job: JobRef, view: JobView, action: Action) -> Result:
+        handler = getattr(self, f"_do_{action.kind}")
+        try:
+            return await handler(job, view, action.params)
+        except LaunchError as exc:
+            return Result(False, {"permanent": exc.permanent}, str(exc), exc.reason)
+        except ToolPending as exc:
+            raise kopf.TemporaryError(str(exc), delay=2) from exc
+
+    async def _do_claim(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+        holder = f"{job.namespace}/{job.name}/{job.uid}"
+        lease = builders.build_lease(job.job_root, holder)
+        kopf.adopt(lease, owner=job.body)
+        ok, other = await kube.acquire_lease(job.namespace, lease)
+        if not ok:
+            other_job = "/".join((other or "?").split("/")[:2])
+            return Result(False, {"permanent": True},
+                          f"job root {job.job_root} is already used by {other_job}; one writer per job root: "
+                          "give this job its own spec.storage", "JobRootInUse")
+        return Result(True)
+
+    async def _do_compile(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+        spec = view.spec
+        engine = params["engineVersion"]
+        existing = await self.launcher.read_file(job, "plan.json")
+        plan_text: str | None = None
+        if spec.plan.compiledPlanRef is not None:
+            ref = spec.plan.compiledPlanRef
+            plan_text = await self._configmap_key(job, ref.name, ref.key, "compiled plan") if ref.name else (
+                Path(ref.uri or "").read_text())
+            await self.launcher.write_file(job, "plan.json", plan_text)
+        elif existing and not params.get("force"):
+            plan_text = existing  # restore: the job root already holds the plan in force
+        else:
+            program = spec.plan.sql or await self._configmap_key(
+                job, spec.plan.configMapRef.name, spec.plan.configMapRef.key or "script.sql", "SQL script")
+            catalog = None
+            if spec.catalog is not None:
+                ref = spec.catalog.configMapRef
+                catalog = await self._configmap_key(job, ref.name, ref.key or "catalog.sql", "catalog")
+            script = builders.build_compile_script(program, catalog, spec.planOptions)
+            target = "plan.json.new" if params.get("force") else "plan.json"
+            run = await self.launcher.run_tool(
+                job, engine, "compile", ["compile", "{work}/job.sql", "-o", f"{job.job_root}/{target}"],
+                files={"job.sql": script},
+            )
+            if run.exit_code != 0:
+                return _tool_failure("compile", run, permanent=run.exit_code == 2)
+            plan_text = await self.launcher.read_file(job, target)
+            if params.get("force") and plan_text is not None:
+                await self.launcher.write_file(job, "plan.json", plan_text)
+        if not plan_text:
+            return Result(False, {}, "compile wrote no plan.json", "CompileFailed")
+        try:
+            plan_id = str(json.loads(plan_text).get("planId") or "")
+        except ValueError as exc:
+            return Result(False, {"permanent": True}, f"plan.json is not JSON: {exc}", "BadPlan")
+        configmap = builders.build_plan_configmap(job.name, plan_text, plan_id)
+        kopf.adopt(configmap, owner=job.body)
+        await kube.apply(job.namespace, "configmaps", configmap)
+        return Result(True, {"planId": plan_id})
+
+    async def _configmap_key(self, job: JobRef, name: str | None, key: str, what: str) -> str:
+        configmap = await kube.get_configmap(job.namespace, name or "")
+        if configmap is None:
+            raise LaunchError(f"{what} ConfigMap {job.namespace}/{name} does not exist; create it or fix the "
+                              f"reference", reason="MissingConfigMap", permanent=True)
+        value = (configmap.get("data") or {}).get(key)
+        if value is None:
+            raise LaunchError(f"{what} ConfigMap {name} has no key {key!r}", reason="MissingConfigMap",
+                              permanent=True)
+        return str(value)
+
+    async def _do_check(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+        engine = params["engineVersion"]
+        run = await self.launcher.run_tool(job, engine, f"check-{engine}",
+                                           ["check", "--plan", f"{job.job_root}/plan.json", "--json"])
+        reason = _reason(run)
+        if run.exit_code == 0:
+            return Result(True, {"verdict": "compatible", "reason": reason})
+        if run.exit_code == 3:
+            return Result(True, {"verdict": "migrate", "reason": reason})
+        if run.exit_code == 4:
+            return Result(True, {"verdict": "incompatible", "reason": reason})
+        return _tool_failure("check", run, permanent=run.exit_code == 2)
+
+    async def _do_migrate(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+        engine, run_id = params["engineVersion"], params["runId"]
+        target = f"{job.job_root}/runs/{run_id}/plan.json"
+        if self.launcher.kind == "local":
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+        run = await self.launcher.run_tool(job, engine, f"migrate-{engine}",
+                                           ["migrate", "--plan", f"{job.job_root}/plan.json", "-o", target])
+        if run.exit_code != 0:
+            return _tool_failure("migrate", run, permanent=True)
+        return Result(True, {"planFile": target})
+
+    async def _do_stop(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+        """Stop the old driver and confirm it is gone; the snapshot survives an operator crash mid-way."""
+        snapshot_wanted = params["how"] == "snapshot"
+        answer = await self.launcher.stop(job, snapshot=snapshot_wanted, timeout=self.config.timing.stopTimeout)
+        snapshot_id = answer.get("snapshot") or answer.get("snapshotId") or answer.get("id")
+        if snapshot_wanted and not snapshot_id:
+            # Stopped before a crash of ours, or the driver died: find the snapshot it wrote, else fork
+            # the newest checkpoint so the next run still starts from the latest committed state.
+            snapshot_id = await self._snapshot_since(job, params.get("since"))
+            if not snapshot_id and view.status.get("runId"):
+                return await self._do_fork(job, view, {"reason": params.get("reason")})
+        if not snapshot_id:
+            return Result(True, {})
+        ref = await self._snapshot_ref(job, view, snapshot_id, params.get("reason") or "upgrade")
+        return Result(True, {"snapshot": snapshot_id, "snapshotRef": ref})
+
+    async def _snapshot_since(self, job: JobRef, since: str | None) -> str | None:
+        moment = statemachine.parse_iso(since)
+        found = await self.launcher.list_snapshots(job)
+        for manifest in reversed(found):
+            created = statemachine.parse_iso(manifest.get("createdAt") or manifest.get("created"))
+            if moment is None or (created and created >= moment) or manifest["_mtime"] >= moment.timestamp():
+                return str(manifest["id"])
+        return None
+
+    async def _snapshot_ref(self, job: JobRef, view: JobView, snapshot_id: str, reason: str) -> dict[str, Any]:
+        manifest: dict[str, Any] = {}
+        text = await self.launcher.read_file(job, f"snapshots/{snapshot_id}/manifest.json")
+        if text:
+            try:
+                manifest = json.loads(text)
+            except ValueError:
+                manifest = {}
+        allowed = {"upgrade", "manual", "periodic", "restart", "suspend", "rollback"}
+        return {
+            "id": snapshot_id,
+            "createdAt": manifest.get("createdAt") or statemachine.iso(view.now),
+            "reason": reason if reason in allowed else "manual",
+            "engineVersion": manifest.get("engineVersion") or view.status.get("engineVersion"),
+            "runId": manifest.get("runId") or view.status.get("runId"),
+        }
+
+    async def _do_fork(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+        """``planengine snapshot --job-root``: a snapshot from the newest checkpoint (driver gone or live)."""
+        engine = view.status.get("engineVersion") or view.config.defaultEngineVersion
+        run = await self.launcher.run_tool(job, engine, "snapshot", ["snapshot", "--job-root", job.job_root])
+        if run.exit_code != 0:
+            return _tool_failure("snapshot", run, permanent=False)
+        snapshot_id = _snapshot_id_from(run.stdout) or await self._snapshot_since(job, None)
+        if not snapshot_id:
+            return Result(True, {})  # nothing committed yet: the next run starts empty
+        reason = params.get("reason") or "restart"
+        ref = await self._snapshot_ref(job, view, snapshot_id, reason)
+        return Result(True, {"snapshot": snapshot_id, "snapshotRef": ref})
+
+    async def _do_snapshot(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+        return await self._do_fork(job, view, params)
+
+    async def _do_launch(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+        snapshot = None if params.get("stateless") else params.get("snapshot")
+        snapshot_path = f"{job.job_root}/snapshots/{snapshot}" if snapshot else None
+        plan = params.get("planFile") or f"{job.job_root}/plan.json"
+        argv = builders.run_argv(plan, job.job_root, snapshot_path)
+        started = await self.launcher.launch(job, params["engineVersion"], params["runId"], argv)
+        baseline = 0
+        if snapshot:
+            text = await self.launcher.read_file(job, f"snapshots/{snapshot}/manifest.json")
+            baseline = _committed_in_manifest(text)
+        return Result(True, {**started, "baselineBatches": baseline})
+
+
+def _committed_in_manifest(text: str | None) -> int:
+    """Batches already committed in a snapshot (the new run's batch ids continue from them)."""
+    if not text:
+        return 0
+    try:
+        manifest = json.loads(text)
+    except ValueError:
+        return 0
+    batches = manifest.get("lastBatchIds") or manifest.get("queries") or {}
+    total = 0
+    items = batches.values() if isinstance(batches, dict) else [q.get("lastBatchId") for q in batches]
+    for value in items:
+        if isinstance(value, int) and value >= 0:
+            total += value + 1
+    return total
+
+
+def _snapshot_id_from(stdout: str) -> str | None:
+    text = stdout.strip()
+    if not text:
+        return None
+    try:
+        data = json.loads(text.splitlines()[-1])
+        if isinstance(data, dict):
+            return data.get("snapshot") or data.get("snapshotId") or data.get("id")
+    except ValueError:
+        pass
+    last = text.splitlines()[-1].strip()
+    return last if last and " " not in last else None
+
+
+def _reason(run: ToolRun) -> str:
+    try:
+        data = json.loads(run.stdout.strip() or "{}")
+        if isinstance(data, dict):
+            reasons = data.get("reasons") or data.get("reason") or data.get("message")
+            if isinstance(reasons, list):
+                return "; ".join(str(r) for r in reasons)
+            if reasons:
+                return str(reasons)
+    except ValueError:
+        pass
+    return (run.stderr.strip() or run.stdout.strip())[-500:]
+
+
+def _tool_failure(tool: str, run: ToolRun, *, permanent: bool) -> Result:
+    message = f"planengine {tool} exited {run.exit_code}: {_reason(run)}"
+    return Result(False, {"permanent": permanent}, message, f"{tool.capitalize()}Failed")

@@ -1,0 +1,92 @@
+"""Classify what changed between the desired spec and what the job runs now.
+
+Each class of change has its own procedure (upgrade, restart from a snapshot, refusal, ...), so the state
+machine asks one question here instead of comparing fields itself. Pure: spec and status in, a verdict out.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from typing import Any
+
+from planengine_operator.models import JobSpec
+
+
+class Change(enum.Enum):
+    NONE = "none"
+    START = "start"  # never started
+    PLAN_CHANGED = "plan-changed"  # program text changed: refused unless stateless
+    RECOMPILE = "recompile"  # program changed and upgradeMode stateless accepts losing state
+    SUSPEND = "suspend"
+    RESUME = "resume"
+    UPGRADE = "upgrade"
+    UPGRADE_BLOCKED = "upgrade-blocked"  # the same target was refused or rolled back before
+    RESTART = "restart"  # runtime settings or restartNonce
+    SNAPSHOT = "snapshot"  # snapshotNonce
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def program_hash(spec: JobSpec) -> str:
+    """What the plan is compiled from: a change here means a different topology and state layout."""
+    return _digest(
+        {
+            "plan": spec.plan.model_dump(exclude_none=True),
+            "catalog": spec.catalog.model_dump(exclude_none=True) if spec.catalog else None,
+            "planOptions": spec.planOptions,
+        }
+    )
+
+
+def config_hash(spec: JobSpec) -> str:
+    """Runtime settings that need a driver restart (same engine, same state) when they change."""
+    return _digest(
+        {
+            "driver": spec.driver.model_dump(),
+            "executor": spec.executor.model_dump(),
+            "sparkConf": spec.sparkConf,
+            "podTemplate": spec.podTemplate,
+            "image": spec.image,
+        }
+    )
+
+
+def target_engine(spec: JobSpec, default_engine: str) -> str:
+    """Jobs without an explicit engineVersion follow the fleet default."""
+    return spec.engineVersion or default_engine
+
+
+def classify(spec: JobSpec, status: dict[str, Any], default_engine: str) -> Change:
+    """The single most important pending change, in the order they must be handled.
+
+    Suspension wins over everything but a refused program change, because a suspended job must not be
+    upgraded or restarted; the upgrade comes before a plain restart because it restarts anyway.
+    """
+    if not status.get("planId") or not status.get("runId"):
+        if status.get("phase") == "Suspended" and spec.state == "suspended":
+            return Change.NONE
+        return Change.START if spec.state == "running" else Change.NONE
+    if status.get("specHash") and program_hash(spec) != status["specHash"]:
+        return Change.RECOMPILE if spec.upgradeMode == "stateless" else Change.PLAN_CHANGED
+    suspended = status.get("phase") == "Suspended"
+    if spec.state == "suspended":
+        return Change.NONE if suspended else Change.SUSPEND
+    if suspended:
+        return Change.RESUME
+    target = target_engine(spec, default_engine)
+    if target != status.get("engineVersion"):
+        upgrade = status.get("upgrade") or {}
+        if upgrade.get("to") == target and upgrade.get("step") in ("Refused", "RolledBack"):
+            return Change.UPGRADE_BLOCKED
+        return Change.UPGRADE
+    if config_hash(spec) != (status.get("driver") or {}).get("configHash"):
+        return Change.RESTART
+    if spec.restartNonce is not None and spec.restartNonce != status.get("restartNonce"):
+        return Change.RESTART
+    if spec.snapshotNonce is not None and spec.snapshotNonce != status.get("snapshotNonce"):
+        return Change.SNAPSHOT
+    return Change.NONE

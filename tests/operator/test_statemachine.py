@@ -1,0 +1,311 @@
+"""The state machine as a transition table: every step x success / failure / crash-and-restart.
+
+A "crash" is modelled exactly as it happens: the write-ahead patch of a step was written, its side effect
+may or may not have run, and a fresh operator calls ``decide`` on that status. It must ask for the same
+side effect again (each is idempotent) or, when the world shows it done, finish without repeating it.
+"""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from planengine_operator.config import OperatorConfig
+from planengine_operator.models import JobSpec
+from planengine_operator.reconciler import merge_patch
+from planengine_operator.specdiff import config_hash, program_hash
+from planengine_operator.statemachine import (
+    DriverObservation,
+    JobView,
+    Result,
+    advance,
+    backoff_seconds,
+    decide,
+    iso,
+    retention,
+)
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+CONFIG = OperatorConfig.model_validate({
+    "defaultEngineVersion": "0.1", "launcher": "local",
+    "engines": {"0.1": {}, "0.2": {}}, "stability": {"minBatches": 3, "window": "60s"},
+})
+SPEC = {"plan": {"sql": "INSERT INTO s SELECT * FROM t"}, "engineVersion": "0.1"}
+ALIVE = DriverObservation(running=True, run_id="r1", healthy=True, batches=10)
+
+
+def view(status, spec=None, now=NOW, run_id="r2", fleet_allowed=True):
+    return JobView(name="j", namespace="ns", generation=2, spec=JobSpec.model_validate(spec or SPEC),
+                   status=status, config=CONFIG, job_root="/jobs/ns/j", now=now, new_run_id=run_id,
+                   fleet_allowed=fleet_allowed)
+
+
+def running(**over):
+    spec = JobSpec.model_validate(SPEC)
+    status = {"phase": "Running", "planId": "p1", "runId": "r1", "engineVersion": "0.1",
+              "specHash": program_hash(spec), "observedGeneration": 2,
+              "driver": {"configHash": config_hash(spec), "baselineBatches": 0}}
+    status.update(over)
+    return status
+
+
+def step(status, action_kind, result, spec=None):
+    """Decide (expecting ``action_kind``), then advance with ``result``; returns the new status."""
+    status = dict(status)
+    decision = decide(view(status, spec), ALIVE if status.get("runId") else DriverObservation.gone())
+    merge_patch(status, decision.patch)
+    assert decision.action is not None and decision.action.kind == action_kind, decision
+    merge_patch(status, advance(view(status, spec), decision.action, result).patch)
+    return status
+
+
+def begin(status, spec=None, observed=ALIVE):
+    status = dict(status)
+    decision = decide(view(status, spec), observed)
+    merge_patch(status, decision.patch)
+    return status, decision
+
+
+# ------------------------------------------------------------------------------------------ start
+def test_start_claims_compiles_launches_and_reports_running():
+    status, _ = begin({}, observed=DriverObservation.gone())
+    assert status["phase"] == "Pending" and status["operation"]["step"] == "Claim"
+    status = step(status, "claim", Result(True))
+    assert status["operation"]["step"] == "Compile"
+    status = step(status, "compile", Result(True, {"planId": "abc"}))
+    assert status["planId"] == "abc" and status["operation"]["step"] == "Launch"
+    run_id = status["operation"]["runId"]
+    status = step(status, "launch", Result(True, {"name": "123", "statusUrl": "http://x"}))
+    assert status["phase"] == "Running" and status["runId"] == run_id and "operation" not in status
+    assert status["lastStableSpec"]["engineVersion"] == "0.1"
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
+
+
+@pytest.mark.parametrize("step_name,kind,reason", [
+    ("Claim", "claim", "JobRootInUse"), ("Compile", "compile", "CompileFailed")])
+def test_start_failures_are_permanent_until_the_spec_changes(step_name, kind, reason):
+    status = {"phase": "Pending", "operation": {"type": "Start", "step": step_name, "engineVersion": "0.1"}}
+    status = step(status, kind, Result(False, {"permanent": True}, "boom", reason))
+    assert status["phase"] == "Failed" and "boom" in status["error"]
+    assert {c["type"]: c["reason"] for c in status["conditions"]}["Degraded"] == reason
+    assert decide(view(status), DriverObservation.gone()).action is None  # waits for a new generation
+
+
+def test_launch_after_crash_adopts_the_running_driver_instead_of_starting_another():
+    status = {"phase": "Starting", "planId": "p", "operation": {
+        "type": "Start", "step": "Launch", "runId": "r9", "engineVersion": "0.1"}}
+    decision = decide(view(status), DriverObservation(running=True, run_id="r9", healthy=True, batches=0))
+    assert decision.action is None and decision.patch["phase"] == "Running" and decision.patch["runId"] == "r9"
+
+
+def test_launch_after_crash_without_driver_launches_the_same_run_id():
+    status = {"phase": "Starting", "planId": "p", "operation": {
+        "type": "Start", "step": "Launch", "runId": "r9", "engineVersion": "0.1"}}
+    decision = decide(view(status), DriverObservation.gone())
+    assert decision.action.kind == "launch" and decision.action.params["runId"] == "r9"
+
+
+# ------------------------------------------------------------------------------------------ upgrade
+UPGRADE_SPEC = {**SPEC, "engineVersion": "0.2"}
+
+
+def upgrade_until(step_name):
+    """Drive a successful upgrade up to (and including the write-ahead of) ``step_name``."""
+    status, _ = begin(running(), UPGRADE_SPEC)
+    assert status["operation"]["step"] == "Check" and status["upgrade"]["step"] == "Check"
+    script = [("Check", "check", Result(True, {"verdict": "compatible"})),
+              ("Stop", "stop", Result(True, {"snapshot": "s1", "snapshotRef": {"id": "s1", "createdAt": iso(NOW)}})),
+              ("Launch", "launch", Result(True, {"name": "2", "statusUrl": "http://y", "baselineBatches": 10}))]
+    for name, kind, result in script:
+        if name == step_name:
+            return status
+        status = step(status, kind, result, UPGRADE_SPEC)
+    return status
+
+
+def test_upgrade_happy_path_records_every_step_then_stable_spec():
+    status = upgrade_until("Stabilize")
+    assert status["operation"]["step"] == "Stabilize" and status["engineVersion"] == "0.2"
+    assert status["upgrade"]["snapshot"] == "s1" and status["lastSnapshot"]["id"] == "s1"
+    new_run = status["runId"]
+    assert new_run != "r1"
+    not_yet = DriverObservation(running=True, run_id=new_run, healthy=True, batches=11)
+    assert decide(view(status, UPGRADE_SPEC), not_yet).patch == {}
+    enough = DriverObservation(running=True, run_id=new_run, healthy=True, batches=13)
+    decision = decide(view(status, UPGRADE_SPEC), enough)
+    merge_patch(status, decision.patch)
+    assert status["upgrade"]["step"] == "Succeeded" and status["phase"] == "Running"
+    assert status["lastStableSpec"]["engineVersion"] == "0.2" and "operation" not in status
+    assert [e.reason for e in decision.events] == ["UpgradeSucceeded"]
+
+
+@pytest.mark.parametrize("verdict,next_step", [("compatible", "Stop"), ("migrate", "Migrate")])
+def test_check_verdicts_lead_on(verdict, next_step):
+    status, _ = begin(running(), UPGRADE_SPEC)
+    status = step(status, "check", Result(True, {"verdict": verdict}), UPGRADE_SPEC)
+    assert status["operation"]["step"] == next_step
+
+
+def test_migration_writes_the_plan_into_the_new_run_only():
+    status, _ = begin(running(), UPGRADE_SPEC)
+    status = step(status, "check", Result(True, {"verdict": "migrate"}), UPGRADE_SPEC)
+    decision = decide(view(status, UPGRADE_SPEC), ALIVE)
+    run_id = status["operation"]["runId"]
+    assert decision.action.kind == "migrate" and decision.action.params["runId"] == run_id
+    status = step(status, "migrate", Result(True, {"planFile": f"/jobs/ns/j/runs/{run_id}/plan.json"}),
+                  UPGRADE_SPEC)
+    status = step(status, "stop", Result(True, {"snapshot": "s1"}), UPGRADE_SPEC)
+    launch = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
+    assert launch.params["planFile"].endswith(f"runs/{run_id}/plan.json") and launch.params["runId"] == run_id
+
+
+@pytest.mark.parametrize("result", [
+    Result(True, {"verdict": "incompatible", "reason": "state layout changed"}),
+    Result(False, {}, "state layout changed", "CheckFailed")])
+def test_incompatible_target_is_refused_and_the_old_job_keeps_running(result):
+    status, _ = begin(running(), UPGRADE_SPEC)
+    status = step(status, "check", result, UPGRADE_SPEC)
+    assert status["upgrade"]["step"] == "Refused" and "state layout changed" in status["upgrade"]["message"]
+    assert status["phase"] == "Running" and status["runId"] == "r1" and status["engineVersion"] == "0.1"
+    assert {c["type"]: c["reason"] for c in status["conditions"]}["Degraded"] == "UpgradeRefused"
+    again = decide(view(status, UPGRADE_SPEC), ALIVE)
+    assert again.action is None and "operation" not in again.patch  # not retried
+
+
+@pytest.mark.parametrize("observed,cause", [
+    (DriverObservation.gone(exit_code=1), "exited"),
+    (DriverObservation(running=True, run_id=None, healthy=True, batches=10, exception="boom"), "boom"),
+])
+def test_gate_failure_rolls_back_to_the_old_engine_from_the_same_snapshot(observed, cause):
+    status = upgrade_until("Stabilize")
+    decision = decide(view(status, UPGRADE_SPEC, run_id="r3"), observed)
+    merge_patch(status, decision.patch)
+    assert status["phase"] == "RollingBack" and status["operation"]["step"] == "Rollback"
+    assert cause in status["upgrade"]["message"]
+    launch = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
+    assert launch.kind == "launch" and launch.params["engineVersion"] == "0.1"
+    assert launch.params["snapshot"] == "s1" and launch.params["runId"] == "r3"
+    merge_patch(status, advance(view(status, UPGRADE_SPEC), launch, Result(True, {"name": "3"})).patch)
+    assert status["phase"] == "RolledBack" and status["engineVersion"] == "0.1"
+    assert status["upgrade"]["step"] == "RolledBack" and cause in status["upgrade"]["message"]
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
+
+
+def test_gate_times_out_without_enough_batches():
+    status = upgrade_until("Stabilize")
+    later = NOW + timedelta(seconds=61)
+    observed = DriverObservation(running=True, run_id=status["runId"], healthy=True, batches=11)
+    decision = decide(view(status, UPGRADE_SPEC, now=later), observed)
+    assert decision.patch["phase"] == "RollingBack" and "1 of 3 batches" in decision.patch["upgrade"]["message"]
+
+
+def test_new_engine_failing_to_start_rolls_back():
+    status = upgrade_until("Launch")
+    status = step(status, "launch", Result(False, {}, "image pull failed", "LaunchFailed"), UPGRADE_SPEC)
+    assert status["operation"]["step"] == "Rollback"
+
+
+@pytest.mark.parametrize("step_name,kind", [
+    ("Check", "check"), ("Stop", "stop"), ("Launch", "launch")])
+def test_crash_after_the_write_ahead_repeats_the_same_step(step_name, kind):
+    status = upgrade_until(step_name)
+    observed = ALIVE if step_name != "Launch" else DriverObservation.gone()
+    first = decide(view(status, UPGRADE_SPEC), observed).action
+    again = decide(view(dict(status), UPGRADE_SPEC), observed).action  # a new operator process
+    assert first == again and first.kind == kind
+
+
+def test_stop_after_crash_when_the_driver_is_already_gone_still_asks_for_the_snapshot():
+    status = upgrade_until("Stop")
+    action = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
+    assert action.kind == "stop" and action.params["how"] == "snapshot"
+    assert action.params["since"] == status["operation"]["started"]
+
+
+def test_transient_failure_retries_the_same_step_with_backoff():
+    status = upgrade_until("Stop")
+    status = step(status, "stop", Result(False, {}, "timeout", "StopTimeout"), UPGRADE_SPEC)
+    assert status["operation"]["step"] == "Stop" and status["operation"]["attempt"] == 1
+
+
+@pytest.mark.parametrize("mode,expected", [("snapshot", ("snapshot", "Launch")),
+                                           ("last-checkpoint", ("kill", "Fork")),
+                                           ("stateless", ("kill", "Launch"))])
+def test_upgrade_modes(mode, expected):
+    spec = {**UPGRADE_SPEC, "upgradeMode": mode}
+    status, _ = begin(running(), spec)
+    status = step(status, "check", Result(True, {"verdict": "compatible"}), spec)
+    stop = decide(view(status, spec), ALIVE).action
+    assert stop.params["how"] == expected[0]
+    snap = {"snapshot": "s1"} if mode == "snapshot" else {}
+    merge_patch(status, advance(view(status, spec), stop, Result(True, snap)).patch)
+    assert status["operation"]["step"] == expected[1]
+    if mode == "stateless":
+        launch = decide(view(status, spec), DriverObservation.gone()).action
+        assert launch.params["stateless"] is True
+
+
+# ------------------------------------------------------------------------------------------ fleet
+def test_fleet_upgrade_waits_for_a_slot():
+    spec = {"plan": SPEC["plan"]}
+    status = running(specHash=program_hash(JobSpec.model_validate(spec)))
+    cfg_view = view(status, spec, fleet_allowed=False)
+    cfg = CONFIG.model_copy(update={"defaultEngineVersion": "0.2"})
+    blocked = decide(JobView(**{**cfg_view.__dict__, "config": cfg}), ALIVE)
+    assert blocked.action is None and "operation" not in blocked.patch
+    allowed = decide(JobView(**{**cfg_view.__dict__, "config": cfg, "fleet_allowed": True}), ALIVE)
+    assert allowed.patch["upgrade"]["fleet"] is True and allowed.patch["operation"]["type"] == "Upgrade"
+
+
+# ------------------------------------------------------------------------------------------ others
+def test_unknown_engine_version_is_reported_not_attempted():
+    decision = decide(view(running(), {**SPEC, "engineVersion": "9.9"}), ALIVE)
+    assert decision.action is None and "9.9 is not in the operator's engine catalog" in decision.patch["error"]
+    assert [e.reason for e in decision.events] == ["UnknownEngineVersion"]
+
+
+def test_plan_change_is_refused_with_advice():
+    decision = decide(view(running(), {**SPEC, "plan": {"sql": "INSERT INTO s SELECT 1"}}), ALIVE)
+    assert "new SparkPlanJob" in decision.patch["error"] and "stateless" in decision.patch["error"]
+    assert decision.action is None
+
+
+def test_suspend_stops_with_snapshot_and_resume_starts_from_it():
+    spec = {**SPEC, "state": "suspended"}
+    status, _ = begin(running(), spec)
+    assert status["phase"] == "Suspending"
+    status = step(status, "stop", Result(True, {"snapshot": "s7", "snapshotRef": {"id": "s7"}}), spec)
+    assert status["phase"] == "Suspended" and status["lastSnapshot"]["id"] == "s7"
+    status, _ = begin(status, SPEC, DriverObservation.gone())
+    launch = decide(view(status), DriverObservation.gone()).action
+    assert launch.kind == "launch" and launch.params["snapshot"] == "s7"
+
+
+def test_dead_driver_restarts_from_a_fork_with_backoff():
+    status, decision = begin(running(), observed=DriverObservation.gone(exit_code=137))
+    assert status["operation"]["type"] == "Restart" and status["restarts"]["count"] == 1
+    assert "exit code 137" in decision.events[0].message
+    stop = decide(view(status), DriverObservation.gone()).action
+    assert stop.params["how"] == "kill"
+    merge_patch(status, advance(view(status), stop, Result(True, {})).patch)
+    assert status["operation"]["step"] == "Fork"
+    # A second failure right away waits for the backoff.
+    crashed = running(restarts={"count": 1, "lastAt": iso(NOW)})
+    assert decide(view(crashed), DriverObservation.gone()).action is None
+    assert "operation" not in decide(view(crashed), DriverObservation.gone()).patch
+    assert backoff_seconds(3, CONFIG) == 40.0
+
+
+def test_snapshot_nonce_takes_a_snapshot_and_records_the_nonce():
+    spec = {**SPEC, "snapshotNonce": 5}
+    status, _ = begin(running(), spec)
+    assert status["operation"]["type"] == "Snapshot"
+    status = step(status, "snapshot", Result(True, {"snapshot": "s9", "snapshotRef": {"id": "s9"}}), spec)
+    assert status["snapshotNonce"] == 5 and status["lastSnapshot"]["id"] == "s9"
+    assert decide(view(status, spec), ALIVE).action is None
+
+
+def test_retention_keeps_newest_and_pinned_and_drops_old():
+    snaps = [{"id": f"s{i}", "createdAt": iso(NOW - timedelta(days=10 - i))} for i in range(6)]
+    keep, drop = retention(snaps, NOW, max_count=2, max_age=7 * 86400, pinned={"s0"})
+    assert [s["id"] for s in keep] == ["s0", "s4", "s5"]
+    assert [s["id"] for s in drop] == ["s1", "s2", "s3"]

@@ -1,0 +1,50 @@
+"""LocalLauncher against the contract engine double: launch, observe batches, stop with a snapshot."""
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from planengine_operator.config import OperatorConfig
+from planengine_operator.launchers.base import JobRef
+from planengine_operator.launchers.local import LocalLauncher
+
+ENGINE = str(Path(__file__).parent / "e2e" / "contract_engine.py")
+
+
+@pytest.mark.timeout(60)
+def test_launch_observe_stop_with_snapshot(tmp_path):
+    src, out, root = tmp_path / "in", tmp_path / "out", tmp_path / "root"
+    src.mkdir()
+    for i in range(3):
+        (src / f"{i:03d}.txt").write_text(f"row-{i}\n")
+    config = OperatorConfig.model_validate({"launcher": "local", "jobRootBase": str(tmp_path), "engines": {
+        "0.1": {"localCommand": [sys.executable, ENGINE, "--engine-version", "0.1", "--batch-interval", "0.05"]}}})
+    launcher = LocalLauncher(config)
+    job = JobRef("ns", "j", "uid", str(root), {})
+
+    async def scenario():
+        script = tmp_path / "job.sql"
+        script.write_text(f"CREATE TABLE t WITH ('path' = '{src}'); CREATE TABLE s WITH ('path' = '{out}');")
+        run = await launcher.run_tool(job, "0.1", "compile", ["compile", str(script), "-o", f"{root}/plan.json"])
+        assert run.exit_code == 0 and json.loads((root / "plan.json").read_text())["planId"]
+        await launcher.launch(job, "0.1", "r1", ["run", "--plan", f"{root}/plan.json", "--job-root", str(root)])
+        deadline = time.monotonic() + 20
+        while True:
+            observed = await launcher.observe(job)
+            if observed.healthy and observed.batches == 3:
+                break
+            assert time.monotonic() < deadline, observed
+            await asyncio.sleep(0.1)
+        assert observed.run_id == "r1" and observed.exception is None
+        answer = await launcher.stop(job, snapshot=True, timeout=20)
+        assert (await launcher.observe(job)).running is False
+        manifest = json.loads((root / "snapshots" / answer["snapshot"] / "manifest.json").read_text())
+        assert list(manifest["lastBatchIds"].values()) == [2]
+        rows = sorted(line for f in out.glob("batch-*.txt") for line in f.read_text().splitlines())
+        assert rows == ["row-0\t0.1", "row-1\t0.1", "row-2\t0.1"]
+
+    asyncio.run(scenario())

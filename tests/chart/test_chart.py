@@ -263,9 +263,10 @@ def test_one_operator_replaced_not_overlapped(render):
 
 
 def test_probes_hit_the_health_endpoint_and_metrics_port_is_exposed(render):
-    _, container = operator_container(render({"metrics": {"port": 9090}}))
+    _, container = operator_container(render({"metrics": {"port": 9090}, "health": {"port": 8181}}))
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"health": 8081, "metrics": 9090}
+    assert ports == {"health": 8181, "metrics": 9090}
+    assert "http://0.0.0.0:8181/healthz" in container["args"]
     for probe in ("livenessProbe", "readinessProbe"):
         assert container[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
 
@@ -273,7 +274,7 @@ def test_probes_hit_the_health_endpoint_and_metrics_port_is_exposed(render):
 def test_operator_command_config_and_namespaces(render):
     deployment, container = operator_container(render())
     assert container["command"] == ["planengine-operator"]
-    assert container["args"] == ["--config", CONFIG_PATH]
+    assert container["args"] == ["--config", CONFIG_PATH, "--liveness", "http://0.0.0.0:8081/healthz"]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["PLANENGINE_OPERATOR_CONFIG"] == CONFIG_PATH
     mount = next(m for m in container["volumeMounts"] if m["name"] == "config")
@@ -283,7 +284,10 @@ def test_operator_command_config_and_namespaces(render):
     assert volume["configMap"]["name"] == configmap["metadata"]["name"]
 
     _, container = operator_container(render({"watchNamespaces": ["a", "b"], "extraArgs": ["--verbose"]}))
-    assert container["args"] == ["--config", CONFIG_PATH, "--namespace", "a", "--namespace", "b", "--verbose"]
+    assert container["args"] == [
+        "--config", CONFIG_PATH, "--liveness", "http://0.0.0.0:8081/healthz",
+        "--namespace", "a", "--namespace", "b", "--verbose",
+    ]
 
 
 def test_image_defaults_to_app_version_and_digest_pins_it(render):
@@ -565,3 +569,15 @@ def test_notes_say_what_to_do_next(helm_run):
     assert "kubectl apply -n team-a -f" in notes
     for path in re.findall(r"-f (examples/\S+)", notes):
         assert (REPO / path).is_file(), f"NOTES.txt points at {path}, which does not exist"
+
+
+def test_rendered_arguments_parse_in_the_operator_cli(render):
+    """The Deployment's args are accepted by planengine-operator's own argument parser (shared contract)."""
+    cli = pytest.importorskip("planengine_operator.cli")
+    if not hasattr(cli, "parse_args"):
+        pytest.skip("planengine_operator.cli has no parse_args yet")
+    _, container = operator_container(render({"watchNamespaces": ["a", "b"]}))
+    args = cli.parse_args(container["args"])
+    assert args.config == CONFIG_PATH
+    assert args.namespace == ["a", "b"]
+    assert args.liveness == "http://0.0.0.0:8081/healthz"

@@ -52,9 +52,7 @@ def name_parts(node: exp.Expression) -> st.NameParts:
 
 
 def _options(properties: list[exp.Expression]) -> tuple[tuple[str, str], ...]:
-    return tuple(
-        (prop.this.name, prop.args["value"].name) for prop in properties if type(prop) is exp.Property
-    )
+    return tuple((prop.this.name, prop.args["value"].name) for prop in properties if type(prop) is exp.Property)
 
 
 def _has_property(create: exp.Expression, kind: type[exp.Expression]) -> bool:
@@ -249,9 +247,7 @@ def _convert_insert(node: exp.Insert, origin: Origin) -> st.Insert:
     if not isinstance(target, exp.Table):
         raise origin.error("INSERT needs a table name as its target")
     if node.expression is None:
-        raise origin.error(
-            "expected SELECT or VALUES after the INSERT target", origin.start + len(origin.text)
-        )
+        raise origin.error("expected SELECT or VALUES after the INSERT target", origin.start + len(origin.text))
     partition = target.args.get("partition")
     static_partition: list[tuple[str, str]] = []
     for item in partition.expressions if partition is not None else []:

@@ -35,23 +35,21 @@ class FlinkGenerator(Generator):
         **Generator.TRANSFORMS,
         exp.Array: lambda self, e: f"ARRAY[{self.expressions(e, flat=True)}]",
         exp.If: lambda self, e: self.func("IF", e.this, e.args.get("true"), e.args.get("false")),
-        exp.TimestampAdd: lambda self, e: self.func(
-            "TIMESTAMPADD", e.args.get("unit"), e.expression, e.this
-        ),
-        exp.TimestampDiff: lambda self, e: self.func(
-            "TIMESTAMPDIFF", e.args.get("unit"), e.expression, e.this
-        ),
+        exp.TimestampAdd: lambda self, e: self.func("TIMESTAMPADD", e.args.get("unit"), e.expression, e.this),
+        exp.TimestampDiff: lambda self, e: self.func("TIMESTAMPDIFF", e.args.get("unit"), e.expression, e.this),
         exp.WatermarkColumnConstraint: lambda self, e: (
             f"WATERMARK FOR {self.sql(e, 'this')} AS {self.sql(e, 'expression')}"
         ),
-        ast.MetadataColumnConstraint: lambda self, e: "METADATA"
-        + (f" FROM {_literal_sql(e.this)}" if e.this else "")
-        + (" VIRTUAL" if e.args.get("virtual") else ""),
+        ast.MetadataColumnConstraint: lambda self, e: (
+            "METADATA"
+            + (f" FROM {_literal_sql(e.this)}" if e.this else "")
+            + (" VIRTUAL" if e.args.get("virtual") else "")
+        ),
         ast.WindowTableFunction: lambda self, e: self.windowtablefunction_sql(e),
         ast.SetOptionStatement: lambda self, e: (
             f"SET {_literal_sql(e.this)} = {_literal_sql(e.expression)}" if e.this else "SET"
         ),
-        ast.ResetOptionStatement: lambda self, e: (f"RESET {_literal_sql(e.this)}" if e.this else "RESET"),
+        ast.ResetOptionStatement: lambda self, e: f"RESET {_literal_sql(e.this)}" if e.this else "RESET",
         ast.ShowStatement: lambda self, e: f"SHOW {e.this}",
         ast.CreateCatalogStatement: lambda self, e: (
             f"CREATE CATALOG {self.sql(e, 'this')} WITH ({self.expressions(e, flat=True)})"
@@ -70,9 +68,9 @@ class FlinkGenerator(Generator):
         ast.MigratePlanStatement: lambda self, e: (
             f"COMPILE PLAN {_literal_sql(e.this)} FROM {_literal_sql(e.expression)}"
         ),
-        ast.ExplainStatement: lambda self, e: "EXPLAIN "
-        + (f"{self.expressions(e, flat=True)} " if e.expressions else "")
-        + self.sql(e, "this"),
+        ast.ExplainStatement: lambda self, e: (
+            "EXPLAIN " + (f"{self.expressions(e, flat=True)} " if e.expressions else "") + self.sql(e, "this")
+        ),
         ast.ExplainPlanStatement: lambda self, e: f"EXPLAIN PLAN {_literal_sql(e.this)}",
     }
 

@@ -490,8 +490,10 @@ class FlinkParser(BaseParser):
             self.raise_error("expected a type for the ROW field")
         field = exp.ColumnDef(this=name, kind=kind)
         if self._match(TokenType.STRING):  # field description
-            field.set("constraints", [exp.ColumnConstraint(kind=exp.CommentColumnConstraint(
-                this=exp.Literal.string(self._prev.text)))])
+            field.set(
+                "constraints",
+                [exp.ColumnConstraint(kind=exp.CommentColumnConstraint(this=exp.Literal.string(self._prev.text)))],
+            )
         return field
 
     def _parse_multiset_type(self) -> exp.DataType:
@@ -503,9 +505,7 @@ class FlinkParser(BaseParser):
             self._type_depth -= 1
         if not self._match(TokenType.GT):
             self.raise_error("expected '>' after the MULTISET element type")
-        return exp.DataType(
-            this=exp.DType.USERDEFINED, kind="MULTISET", expressions=[element], nested=True
-        )
+        return exp.DataType(this=exp.DType.USERDEFINED, kind="MULTISET", expressions=[element], nested=True)
 
     # ---- FROM items: window TVFs, table hints ----------------------------------------------------
 
@@ -531,9 +531,7 @@ class FlinkParser(BaseParser):
     def _parse_table(self, *args: t.Any, **kwargs: t.Any) -> t.Any:
         schema = kwargs.get("schema", args[0] if args else False)
         if not schema and self._window_tvf_ahead():
-            return self._parse_window_tvf(
-                joins=kwargs.get("joins", False), alias_tokens=kwargs.get("alias_tokens")
-            )
+            return self._parse_window_tvf(joins=kwargs.get("joins", False), alias_tokens=kwargs.get("alias_tokens"))
         result = super()._parse_table(*args, **kwargs)
         table = result.this if isinstance(result, exp.Schema) else result
         if isinstance(table, exp.Table) and "flink_table_hints" in table.meta:
@@ -577,9 +575,7 @@ class FlinkParser(BaseParser):
                 name = positional[position]
                 position += 1
             if name not in positional:
-                self.raise_error(
-                    f"unknown argument '{name}' for {kind}; expected {', '.join(positional)}", kind_token
-                )
+                self.raise_error(f"unknown argument '{name}' for {kind}; expected {', '.join(positional)}", kind_token)
             if name == "DATA" and not isinstance(value, exp.Table):
                 self.raise_error(f"the DATA argument of {kind} must be TABLE <name>", kind_token)
             if name == "TIMECOL" and not isinstance(value, exp.Column):

@@ -1,0 +1,89 @@
+"""Factories: how a ``WITH ('connector' = '…', …)`` map becomes a source, sink or format.
+
+A factory declares its options (``required_options`` / ``optional_options``) as typed ``ConfigOption``s,
+and which of them may change between compiling a plan and restoring it without changing the topology
+(``mutable_options``; DESIGN §3 ``table.plan.restore.enrich-table-options``). Factories are found through
+the ``planengine.factories`` entry-point group (``planengine.connectors.discovery``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from planengine.catalog.objects import CatalogTable, ObjectIdentifier
+from planengine.connectors.base import DecodingFormat, DynamicTableSink, DynamicTableSource, EncodingFormat
+from planengine.connectors.options import ConfigOption
+from planengine.schema import ResolvedSchema
+
+
+@dataclass(frozen=True)
+class FactoryContext:
+    """Everything a factory may look at: the table, its identifier, and the session configuration."""
+
+    identifier: ObjectIdentifier
+    table: CatalogTable
+    config: Mapping[str, str] = field(default_factory=dict)
+    is_temporary: bool = False
+
+    @property
+    def options(self) -> dict[str, str]:
+        return self.table.options_dict
+
+    @property
+    def schema(self) -> ResolvedSchema:
+        return self.table.schema
+
+
+class Factory(ABC):
+    """Base of connector and format factories."""
+
+    factory_identifier: ClassVar[str]
+    #: One line for docs/connectors.md.
+    description: ClassVar[str] = ""
+
+    def required_options(self) -> Sequence[ConfigOption[Any]]:
+        return ()
+
+    def optional_options(self) -> Sequence[ConfigOption[Any]]:
+        return ()
+
+    def mutable_options(self) -> frozenset[str]:
+        """Keys that may differ between plan and catalog at restore; ``'x.*'`` covers a whole namespace."""
+        return frozenset()
+
+
+def is_mutable_option(factory: Factory, key: str) -> bool:
+    """Whether ``key`` may change between compile and restore without a topology change."""
+    for pattern in factory.mutable_options():
+        if pattern == key or (pattern.endswith("*") and key.startswith(pattern[:-1])):
+            return True
+    return False
+
+
+class DynamicTableSourceFactory(Factory):
+    @abstractmethod
+    def create_dynamic_table_source(self, ctx: FactoryContext) -> DynamicTableSource: ...
+
+
+class DynamicTableSinkFactory(Factory):
+    @abstractmethod
+    def create_dynamic_table_sink(self, ctx: FactoryContext) -> DynamicTableSink: ...
+
+
+class FormatFactory(Factory):
+    """A format's options are declared unprefixed (``ignore-parse-errors``) and used under its identifier
+    (``json.ignore-parse-errors``, or ``key.json.…`` / ``value.json.…`` for Kafka key/value formats)."""
+
+
+class DecodingFormatFactory(FormatFactory):
+    @abstractmethod
+    def create_decoding_format(self, ctx: FactoryContext, options: Mapping[str, Any]) -> DecodingFormat:
+        """``options``: this format's typed values, unprefixed, defaults filled in."""
+
+
+class EncodingFormatFactory(FormatFactory):
+    @abstractmethod
+    def create_encoding_format(self, ctx: FactoryContext, options: Mapping[str, Any]) -> EncodingFormat: ...

@@ -33,6 +33,8 @@ class FlinkGenerator(Generator):
 
     TRANSFORMS = {
         **Generator.TRANSFORMS,
+        exp.SchemaCommentProperty: lambda self, e: f"COMMENT {self.sql(e, 'this')}",
+        exp.PartitionedByProperty: lambda self, e: f"PARTITIONED BY {self.sql(e, 'this')}",
         exp.Array: lambda self, e: f"ARRAY[{self.expressions(e, flat=True)}]",
         exp.If: lambda self, e: self.func("IF", e.this, e.args.get("true"), e.args.get("false")),
         exp.TimestampAdd: lambda self, e: self.func("TIMESTAMPADD", e.args.get("unit"), e.expression, e.this),

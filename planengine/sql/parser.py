@@ -374,7 +374,7 @@ class FlinkParser(BaseParser):
         if system:  # DROP TEMPORARY SYSTEM FUNCTION, which sqlglot does not know
             self._advance()
             exists = self._match_text_seq("IF", "EXISTS")
-            return exp.Drop(kind=kind, this=self._parse_table_parts(), exists=exists, temporary=temporary)
+            return exp.Drop(kind=kind, tables=[self._parse_table_parts()], exists=exists, temporary=temporary)
         self._retreat(index)
         return super()._parse_statement()
 
@@ -382,7 +382,7 @@ class FlinkParser(BaseParser):
         exists = self._match_text_seq("IF", "EXISTS")
         name = self._parse_id_var(any_token=False)
         self._expect(name, f"expected a catalog name, found '{_token_text(self._curr)}'")
-        return exp.Drop(kind="CATALOG", this=exp.Table(this=name), exists=exists)
+        return exp.Drop(kind="CATALOG", tables=[exp.Table(this=name)], exists=exists)
 
     # ---- CREATE TABLE details ----------------------------------------------------------------------
 

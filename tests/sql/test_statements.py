@@ -108,7 +108,11 @@ def test_catalog_database_use():
         "CREATE DATABASE IF NOT EXISTS c.db; USE CATALOG c; USE db; USE c.db"
     )
     assert catalog == st.CreateCatalog(
-        index=1, location=catalog.location, text=catalog.text, name="c", options=(("type", "generic_in_memory"), ("x", "y"))
+        index=1,
+        location=catalog.location,
+        text=catalog.text,
+        name="c",
+        options=(("type", "generic_in_memory"), ("x", "y")),
     )
     assert isinstance(database, st.CreateDatabase) and database.name == ("c", "db") and database.if_not_exists
     assert isinstance(use_catalog, st.UseCatalog) and use_catalog.name == "c"

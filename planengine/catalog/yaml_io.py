@@ -82,9 +82,15 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    tag = "tag:yaml.org,2002:str"
     if "\n" in value:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+        return dumper.represent_scalar(tag, value, style="|")
+    analysis = dumper.analyze_scalar(value)
+    needs_quotes = not (analysis.allow_flow_plain and analysis.allow_block_plain)
+    if needs_quotes and "'" in value and '"' not in value and "\\" not in value:
+        # SQL text is full of single quotes: "`ts` - INTERVAL '5' SECOND" beats '`ts` - INTERVAL ''5'' SECOND'.
+        return dumper.represent_scalar(tag, value, style='"')
+    return dumper.represent_scalar(tag, value)
 
 
 def _represent_flow_list(dumper: yaml.SafeDumper, value: FlowList) -> yaml.SequenceNode:

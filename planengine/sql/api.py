@@ -60,7 +60,7 @@ def parse_script(text: str, source: str | None = None) -> list[Statement]:
     ['SetOption', 'Query']
     """
     statements = []
-    for statement in split_statements(text, _tokenize(text, source)) if text.strip() else []:
+    for statement in split_statements(text, _tokenize(text, source), source) if text.strip() else []:
         node = _parse_statement(statement, text, source)
         origin = Origin(text, statement.index, statement.start, statement.text, source)
         statements.append(convert(node, origin))

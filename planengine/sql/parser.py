@@ -75,10 +75,11 @@ class FlinkParseError(ParseError):
         self.at_end = False  # the input ended where more was expected: point just after `token`
 
 
-def _token_text(token: Token | None) -> str:
+def _found(token: Token | None) -> str:
+    """How an error names the token it stopped at: quoted text, or "end of input"."""
     if not token:
         return "end of input"
-    return token.text
+    return f"'{token.text}'"
 
 
 def _timestamp_unit(arg: exp.Expression | None) -> exp.Expression | None:
@@ -137,18 +138,18 @@ class FlinkParser(BaseParser):
 
     def _friendly(self, message: str, token: Token | None) -> str:
         """Reword sqlglot's generic messages as "what was expected" for Flink users."""
-        found = _token_text(token)
+        found = _found(token)
         if message == "Invalid expression / Unexpected token":
-            return f"missing ';' or unexpected '{found}'"
+            return f"missing ';' or unexpected {found}"
         if message == "Expecting )":
             where = f" after {self._paren_context[-1]}" if self._paren_context else ""
-            return f"expected ')'{where}, found '{found}'"
-        if message.startswith("Required keyword: 'this' missing"):
-            return f"incomplete expression near '{found}'"
+            return f"expected ')'{where}, found {found}"
+        if message.startswith("Required keyword:"):
+            return f"incomplete expression, found {found}"
         if message.startswith("Expected table name"):
-            return f"expected a table name, found '{found}'"
+            return f"expected a table name, found {found}"
         if message.startswith("Expecting "):
-            return f"expected {message[len('Expecting ') :]}, found '{found}'"
+            return f"expected {message[len('Expecting ') :]}, found {found}"
         return message
 
     def _match_r_paren(self, expression: exp.Expression | None = None) -> None:
@@ -161,7 +162,7 @@ class FlinkParser(BaseParser):
 
     def _expect_string(self, what: str) -> exp.Literal:
         if not self._match(TokenType.STRING):
-            self.raise_error(f"expected {what} as a quoted string, found '{_token_text(self._curr)}'")
+            self.raise_error(f"expected {what} as a quoted string, found {_found(self._curr)}")
         return exp.Literal.string(self._prev.text)
 
     # ---- chunking and statements ----------------------------------------------------------------
@@ -214,7 +215,7 @@ class FlinkParser(BaseParser):
         while self._curr and self._curr.token_type != stop:
             self._advance()
         if first is None or first is self._curr:
-            self.raise_error(f"expected {what}, found '{_token_text(self._curr)}'")
+            self.raise_error(f"expected {what}, found {_found(self._curr)}")
         return exp.Literal.string(self.sql[first.start : self._prev.end + 1])
 
     def _parse_reset_option(self) -> ast.ResetOptionStatement:
@@ -309,7 +310,7 @@ class FlinkParser(BaseParser):
             insert.meta["span"] = (start.start, self._prev.end)
             inserts.append(insert)
             if not self._match(TokenType.SEMICOLON) and not (self._curr and self._curr.token_type == TokenType.END):
-                self.raise_error(f"missing ';' or unexpected '{_token_text(self._curr)}' in statement set")
+                self.raise_error(f"missing ';' or unexpected {_found(self._curr)} in statement set")
         if not inserts:
             self.raise_error("a statement set needs at least one INSERT", self._prev)
         return ast.StatementSetBlock(expressions=inserts, legacy=legacy)
@@ -335,7 +336,7 @@ class FlinkParser(BaseParser):
     def _parse_flink_create(self) -> exp.Expression:
         if self._match_text_seq("CATALOG"):
             name = self._parse_id_var(any_token=False)
-            self._expect(name, f"expected a catalog name, found '{_token_text(self._curr)}'")
+            self._expect(name, f"expected a catalog name, found {_found(self._curr)}")
             self._expect(self._match(TokenType.WITH), "expected WITH ('type' = '...') after the catalog name")
             return ast.CreateCatalogStatement(this=name, expressions=self._parse_wrapped_properties())
         temporary = self._match(TokenType.TEMPORARY)
@@ -381,7 +382,7 @@ class FlinkParser(BaseParser):
     def _parse_drop_catalog(self) -> exp.Drop:
         exists = self._match_text_seq("IF", "EXISTS")
         name = self._parse_id_var(any_token=False)
-        self._expect(name, f"expected a catalog name, found '{_token_text(self._curr)}'")
+        self._expect(name, f"expected a catalog name, found {_found(self._curr)}")
         return exp.Drop(kind="CATALOG", tables=[exp.Table(this=name)], exists=exists)
 
     # ---- CREATE TABLE details ----------------------------------------------------------------------
@@ -404,7 +405,9 @@ class FlinkParser(BaseParser):
         return ast.MetadataColumnConstraint(this=key, virtual=self._match_text_seq("VIRTUAL"))
 
     def _parse_primary_key(self, *args: t.Any, **kwargs: t.Any) -> t.Any:
-        primary = self._tokens[max(self._index - 2, 0)]
+        primary = next(
+            (tok for tok in reversed(self._tokens[: self._index]) if tok.text.upper() == "PRIMARY"), self._prev
+        )
         key = super()._parse_primary_key(*args, **kwargs)
         options = [str(option).upper() for option in key.args.get("options") or []]
         if "NOT ENFORCED" not in options:
@@ -427,9 +430,7 @@ class FlinkParser(BaseParser):
         key = self._expect_string("an option key like 'connector'")
         self._expect(self._match(TokenType.EQ), f"expected '=' after option key '{key.name}'")
         if not self._match(TokenType.STRING):
-            self.raise_error(
-                f"the value of option '{key.name}' must be a quoted string, found '{_token_text(self._curr)}'"
-            )
+            self.raise_error(f"the value of option '{key.name}' must be a quoted string, found {_found(self._curr)}")
         return exp.Property(this=key, value=exp.Literal.string(self._prev.text))
 
     # ---- types ---------------------------------------------------------------------------------------
@@ -613,7 +614,7 @@ class FlinkParser(BaseParser):
         else:
             value = self._parse_assignment()
             if value is None:
-                self.raise_error(f"expected a window function argument, found '{_token_text(self._curr)}'")
+                self.raise_error(f"expected a window function argument, found {_found(self._curr)}")
         return name, value, partition_by
 
     def _parse_tvf_partition_columns(self) -> list[exp.Expression]:
@@ -649,5 +650,5 @@ class FlinkParser(BaseParser):
     def _parse_type_statement(self) -> exp.Expression | None:
         parsed = self._parse_types(allow_identifiers=False)
         if not isinstance(parsed, exp.DataType):
-            self.raise_error(f"expected a type, found '{_token_text(self._curr or self._prev)}'")
+            self.raise_error(f"expected a type, found {_found(self._curr or self._prev)}")
         return self._parse_nested_not_null(parsed)

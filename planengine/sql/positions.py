@@ -28,6 +28,6 @@ def caret_excerpt(text: str, line: int, column: int, width: int = 100) -> str:
     """
     lines = text.split("\n")
     source = lines[line - 1] if 0 < line <= len(lines) else ""
-    start = max(0, column - 1 - width // 2)
+    start = 0 if len(source) <= width else max(0, column - 1 - width // 2)
     snippet = source[start : start + width].rstrip("\r")
     return f"  {snippet}\n  {' ' * (column - 1 - start)}^"

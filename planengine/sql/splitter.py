@@ -88,7 +88,7 @@ def split_tokens(tokens: Sequence[Token]) -> list[Chunk]:
     return chunks
 
 
-def split_statements(text: str, tokens: Sequence[Token]) -> list[StatementSource]:
+def split_statements(text: str, tokens: Sequence[Token], source: str | None = None) -> list[StatementSource]:
     """Statements of ``text`` (already tokenized into ``tokens``) with their source text and position."""
     statements = []
     for number, chunk in enumerate(split_tokens(tokens), start=1):
@@ -110,5 +110,6 @@ def split_statements(text: str, tokens: Sequence[Token]) -> list[StatementSource
                 text,
                 chunk.unclosed_begin.start,
                 statement=number,
+                source=source,
             )
     return statements

@@ -54,7 +54,8 @@ TVF_CASES = [
     ),
     (
         "CUMULATE",
-        "CUMULATE(STEP => INTERVAL '2' MINUTE, SIZE => INTERVAL '10' MINUTE, DATA => TABLE t, TIMECOL => DESCRIPTOR(ts))",
+        "CUMULATE(STEP => INTERVAL '2' MINUTE, SIZE => INTERVAL '10' MINUTE, "
+        "DATA => TABLE t, TIMECOL => DESCRIPTOR(ts))",
         ("INTERVAL '10' MINUTE", None, "INTERVAL '2' MINUTE", None, None),
     ),
     (
@@ -190,7 +191,8 @@ def test_over_window_frames(frame, kind, start, start_side):
 
 def test_named_window_clause():
     query = parse_query(
-        "SELECT SUM(x) OVER w, MAX(x) OVER w FROM t WINDOW w AS (PARTITION BY a ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)"
+        "SELECT SUM(x) OVER w, MAX(x) OVER w FROM t "
+        "WINDOW w AS (PARTITION BY a ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)"
     )
     (named,) = query.args["windows"]
     assert named.name == "w"

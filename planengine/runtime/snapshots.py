@@ -246,10 +246,21 @@ def _link_tree(source: Path, target: Path, mode: ForkMode, keep: Callable[[tuple
                         raise
                     use_links = False
                     stats.fallback_reason = f"hard link failed ({os.strerror(e.errno)}); copying instead"
-            shutil.copyfile(src, dst)
-            os.chmod(dst, 0o644)
+            _durable_copy(src, dst)
             stats.files_copied += 1
     return stats
+
+
+def _durable_copy(src: Path, dst: Path) -> None:
+    """Copy and fsync, so a manifest or run marker written afterwards never outlives the data it names.
+
+    Hard links need no such care: they are metadata, ordered by the filesystem's journal.
+    """
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        shutil.copyfileobj(fin, fout, 1 << 20)
+        fout.flush()
+        os.fsync(fout.fileno())
+    os.chmod(dst, 0o644)
 
 
 def _make_read_only(root: Path) -> None:

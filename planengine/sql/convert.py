@@ -111,7 +111,7 @@ def convert(node: exp.Expression, origin: Origin) -> st.Statement:
         return st.MigratePlan(**header, new_path=node.this.name, old_path=node.expression.name)
     if isinstance(node, ast.ExplainStatement):
         details = tuple(detail.name for detail in node.expressions)
-        return st.Explain(**header, body=convert(node.this, origin), details=details)
+        return st.Explain(**header, body=convert(node.this, _nested(node.this, origin)), details=details)
     if isinstance(node, ast.ExplainPlanStatement):
         return st.ExplainPlan(**header, path=node.this.name)
     if isinstance(node, ast.ShowStatement):
@@ -265,14 +265,18 @@ def _convert_insert(node: exp.Insert, origin: Origin) -> st.Insert:
     )
 
 
-def _inner_insert(node: exp.Insert, origin: Origin) -> st.Insert:
-    """An INSERT inside a statement set keeps its own text and position, with the block's number."""
+def _nested(node: exp.Expression, origin: Origin) -> Origin:
+    """A statement nested in another (statement-set INSERT, EXPLAIN or plan body) keeps its own text and
+    position, with the enclosing statement's number."""
     start, end = node.meta.get("span", (origin.start, origin.start + len(origin.text) - 1))
-    inner = Origin(origin.script, origin.index, start, origin.script[start : end + 1], origin.source)
-    return _convert_insert(node, inner)
+    return Origin(origin.script, origin.index, start, origin.script[start : end + 1], origin.source)
+
+
+def _inner_insert(node: exp.Insert, origin: Origin) -> st.Insert:
+    return _convert_insert(node, _nested(node, origin))
 
 
 def _plan_body(node: exp.Expression, origin: Origin) -> st.Insert | st.StatementSet:
-    body = convert(node, origin)
+    body = convert(node, _nested(node, origin))
     assert isinstance(body, st.Insert | st.StatementSet)
     return body

@@ -245,6 +245,9 @@ class FlinkParser(BaseParser):
         return ast.ExplainStatement(this=self._parse_explained(), expressions=details or None)
 
     def _parse_explained(self) -> exp.Expression:
+        return self._with_span(self._parse_explained_unmarked)
+
+    def _parse_explained_unmarked(self) -> exp.Expression:
         if not self._curr:
             self.raise_error("expected a statement to explain")
         if self._match_text_seq("STATEMENT", "SET"):
@@ -267,6 +270,17 @@ class FlinkParser(BaseParser):
         return ast.CompilePlanStatement(this=path, expression=self._parse_plan_body(), exists=exists)
 
     def _parse_plan_body(self) -> exp.Expression:
+        return self._with_span(self._parse_plan_body_unmarked)
+
+    def _with_span(self, parse: t.Callable[[], exp.Expression]) -> exp.Expression:
+        """Record the source span of a nested statement, so it gets its own text and location."""
+        start = self._curr
+        node = parse()
+        if start:
+            node.meta["span"] = (start.start, self._prev.end)
+        return node
+
+    def _parse_plan_body_unmarked(self) -> exp.Expression:
         """What a plan is compiled from: an INSERT or a statement set (optionally prefixed by EXECUTE)."""
         self._match(TokenType.EXECUTE)
         if self._match_text_seq("STATEMENT", "SET"):

@@ -261,3 +261,13 @@ def test_statement_numbers_locations_and_text():
 def test_empty_script():
     assert parse_script("") == []
     assert parse_script("  -- only a comment\n;;") == []
+
+
+def test_nested_statements_keep_their_own_text_and_position():
+    compiled, explained = parse_script(
+        "COMPILE PLAN 'p' FOR INSERT INTO t SELECT 1;\nEXPLAIN CHANGELOG_MODE\n  SELECT * FROM t"
+    )
+    assert compiled.body.text == "INSERT INTO t SELECT 1"
+    assert (compiled.body.index, compiled.body.location.column) == (1, 22)
+    assert explained.body.text == "SELECT * FROM t"
+    assert (explained.body.index, explained.body.location.line, explained.body.location.column) == (2, 3, 3)

@@ -35,6 +35,9 @@ class CallContext:
     name: str
     operand_types: tuple[DataType, ...]
     literals: tuple[Any, ...] = ()  # per operand: the literal value, or NO_LITERAL
+    # The type the call site asks for, when the syntax names one: CAST/TRY_CAST targets,
+    # REINTERPRET, JSON_VALUE ... RETURNING. Re-inference from a plan passes the recorded call type.
+    target_type: DataType | None = None
 
     def fail(self, message: str) -> ValidationError:
         signature = ", ".join(str(t) for t in self.operand_types)

@@ -146,7 +146,6 @@ def main(argv: list[str] | None = None) -> int:
         f"{DELTA_BYTES} B, one big `.snapshot` per partition holding the rest, {BATCHES} offsets and commits; "
         "the same file count at every size.",
         f"- Median of {args.repeats} forks each; page cache warm (source just written), `sync` between runs.",
-        "",
         "- Copies are fsynced file by file (as `fork_snapshot` does, so a run marker never outlives its data);",
         "  hard links are metadata only.",
         "",

@@ -356,3 +356,23 @@ def test_files_are_written_atomically_without_leftovers(root, small_table):
         catalog.alter_table(("default", "t"), small_table(comment=comment))
     assert sorted(os.listdir(root / "default" / "tables")) == ["t.yaml"]
     assert catalog.get_table(("default", "t")).comment == "three"
+
+
+def test_a_read_only_filesystem_is_detected_even_as_root(root, small_table, monkeypatch):
+    """Root ignores permission bits but not a read-only mount (EROFS), which is what a ConfigMap volume is."""
+    import errno
+    import tempfile
+
+    open_catalog(root).create_table(("default", "orders"), small_table())
+
+    def read_only_filesystem(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", read_only_filesystem)
+    catalog = open_catalog(root)
+    assert catalog.read_only
+    assert catalog.get_table(("default", "orders")) == small_table()
+    with pytest.raises(CatalogError) as error:
+        catalog.drop_table(("default", "orders"))
+    assert "is read-only because directory" in error.value.message
+    assert "is not writable (a mounted ConfigMap is always read-only)" in error.value.message

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -360,9 +362,6 @@ def test_files_are_written_atomically_without_leftovers(root, small_table):
 
 def test_a_read_only_filesystem_is_detected_even_as_root(root, small_table, monkeypatch):
     """Root ignores permission bits but not a read-only mount (EROFS), which is what a ConfigMap volume is."""
-    import errno
-    import tempfile
-
     open_catalog(root).create_table(("default", "orders"), small_table())
 
     def read_only_filesystem(*args, **kwargs):

@@ -87,10 +87,12 @@ def load_factory(identifier: str) -> Factory | None:
     return None
 
 
-def available_factories(kind: type[F] = Factory) -> dict[str, F]:  # type: ignore[assignment]
+def available_factories(kind: type[F] = Factory, *, include_registered: bool = True  # type: ignore[assignment]
+                        ) -> dict[str, F]:
     """All loadable factories of ``kind`` by identifier (plug-ins that fail to load are left out)."""
     found: dict[str, F] = {}
-    for name in sorted({*_entry_points(), *_registered}):
+    names = {*_entry_points(), *_registered} if include_registered else set(_entry_points())
+    for name in sorted(names):
         try:
             factory = load_factory(name)
         except ValidationError:

@@ -41,8 +41,12 @@ class Factory(ABC):
     """Base of connector and format factories."""
 
     factory_identifier: ClassVar[str]
-    #: One line for docs/connectors.md.
+    #: For docs/connectors.md: one line, and how the connector's changelog behaves.
     description: ClassVar[str] = ""
+    changelog_doc: ClassVar[str] = ""
+    #: For docs/connectors.md: the classes it creates, whose ability mix-ins are listed.
+    source_class: ClassVar[type | None] = None
+    sink_class: ClassVar[type | None] = None
 
     def required_options(self) -> Sequence[ConfigOption[Any]]:
         return ()
@@ -53,6 +57,11 @@ class Factory(ABC):
     def mutable_options(self) -> frozenset[str]:
         """Keys that may differ between plan and catalog at restore; ``'x.*'`` covers a whole namespace."""
         return frozenset()
+
+    def documented_pattern_options(self) -> Sequence[ConfigOption[Any]]:
+        """Options whose keys depend on the table or pass through (``fields.<column>.kind``,
+        ``properties.*``), described once for the docs; validation derives the real ones."""
+        return ()
 
 
 def is_mutable_option(factory: Factory, key: str) -> bool:

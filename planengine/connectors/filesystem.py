@@ -207,6 +207,10 @@ class FileSystemTableSink(DynamicTableSink, SupportsPartitioning, SupportsOverwr
 class FileSystemTableFactory(DynamicTableSourceFactory, DynamicTableSinkFactory):
     factory_identifier = "filesystem"
     description = "Files in a directory, partitioned by directory (`k=v/`); batch or continuous read."
+    changelog_doc = ("Source: the format's changelog (json, csv, parquet: I; debezium-json, changelog-json: "
+                     "I,UB,UA,D), narrowed or declared with 'changelog-mode'. Sink: what the format can encode.")
+    source_class = FileSystemTableSource
+    sink_class = FileSystemTableSink
 
     def required_options(self) -> Sequence[ConfigOption[Any]]:
         return (PATH, FORMAT)

@@ -45,10 +45,9 @@ class ProducedRow:
         if nested:
             raise ValidationError(f"nested projection {nested} was pushed into a source that reads top-level "
                                   "columns only", hint="this is a planner bug: check supports_nested_projection()")
-        width = len(self.physical_type.fields)
         base = self.physical_indices
-        # Indices refer to the row produced so far (Flink applies projection once; restore replays in order).
-        bad = [p[0] for p in projected_fields if not 0 <= p[0] < len(base) or p[0] >= width]
+        # Indices refer to the physical row produced so far (restore replays specs in their recorded order).
+        bad = [p[0] for p in projected_fields if not 0 <= p[0] < len(base)]
         if bad:
             raise ValidationError(f"projection indices {bad} are out of range for {self.physical_type}")
         self.projection = [base[p[0]] for p in projected_fields]

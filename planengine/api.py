@@ -1,0 +1,307 @@
+"""The Python API (FLIP-190's Table API, pythonic): ``TableEnvironment`` and statement sets.
+
+>>> env = TableEnvironment()
+>>> _ = env.execute_sql(
+...     "CREATE TABLE clicks (user_id BIGINT, page STRING) WITH ('connector' = 'datagen');"
+...     "CREATE TABLE counts (page STRING, views BIGINT, PRIMARY KEY (page) NOT ENFORCED)"
+...     "  WITH ('connector' = 'blackhole')")
+>>> plan = env.compile_plan_sql("INSERT INTO counts SELECT page, COUNT(*) FROM clicks GROUP BY page")
+>>> [n["type"] for n in plan.data["nodes"]]
+['stream-exec-table-source-scan_1', 'stream-exec-calc_1', 'stream-exec-group-aggregate_1', 'stream-exec-sink_1']
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from planengine.catalog.manager import CatalogManager
+from planengine.catalog.objects import CatalogFunction
+from planengine.errors import PlanError, UserError, ValidationError
+from planengine.functions.registry import FunctionRegistry, default_registry
+from planengine.plan import serde
+from planengine.plan.compiled_plan import CompiledPlan
+from planengine.planner.ddl import table_from_statement, view_from_query
+from planengine.planner.planner import Planner, PlanResult
+from planengine.sql import parse_script
+from planengine.sql import statements as S
+
+log = logging.getLogger("planengine")
+
+
+@dataclass
+class TableResult:
+    """What executing one statement produced: a message, rows (SHOW), text (EXPLAIN) or a plan."""
+
+    kind: str  # OK | ROWS | EXPLAIN | PLAN | JOB
+    message: str = ""
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    plan: CompiledPlan | None = None
+    job: Any = None
+
+    def __str__(self) -> str:
+        if self.kind == "ROWS":
+            return "\n".join(" | ".join(str(v) for v in r) for r in self.rows)
+        return self.message
+
+
+class TableEnvironment:
+    """A session: catalogs, configuration and functions; plans and runs statements."""
+
+    def __init__(self, config: dict[str, str] | None = None, catalog_manager: CatalogManager | None = None,
+                 registry: FunctionRegistry | None = None):
+        self.config: dict[str, str] = dict(config or {})
+        self.catalog_manager = catalog_manager or CatalogManager()
+        self.registry = registry or default_registry()
+        self.runner: Any = None  # set by the runtime to execute plans (planengine.runtime)
+
+    # --- statements ---------------------------------------------------------------------------------
+    def execute_sql(self, script: str, source: str | None = None) -> list[TableResult]:
+        """Execute every statement of a script in order; DDL applies immediately."""
+        return [self.execute_statement(stmt) for stmt in parse_script(script, source)]
+
+    def execute_statement(self, stmt: S.Statement) -> TableResult:
+        handler = getattr(self, f"_exec_{type(stmt).__name__}", None)
+        if handler is None:
+            raise ValidationError(f"statement {type(stmt).__name__} is not supported here", location=stmt.location)
+        try:
+            return handler(stmt)
+        except UserError as error:
+            if error.location is None:
+                raise type(error)(error.message, location=stmt.location, hint=error.hint) from None
+            raise
+
+    def _exec_CreateTable(self, stmt: S.CreateTable) -> TableResult:
+        table = table_from_statement(stmt, self.registry)
+        identifier = self.catalog_manager.qualify(stmt.name)
+        self.catalog_manager.create_table(identifier, table, stmt.temporary, stmt.if_not_exists)
+        return TableResult("OK", f"table {identifier} created")
+
+    def _exec_CreateView(self, stmt: S.CreateView) -> TableResult:
+        planner = self._planner()
+        node = planner.convert_query(stmt.location, stmt.query)
+        view = view_from_query(stmt.query, list(node.row_type.fields), stmt.column_names)
+        identifier = self.catalog_manager.qualify(stmt.name)
+        self.catalog_manager.create_view(identifier, view, stmt.temporary, stmt.if_not_exists)
+        return TableResult("OK", f"view {identifier} created")
+
+    def _exec_CreateFunction(self, stmt: S.CreateFunction) -> TableResult:
+        if stmt.language.upper() != "PYTHON":
+            raise ValidationError(f"functions in {stmt.language} are not supported; planengine runs Python functions",
+                                  location=stmt.location, hint="implement it in Python and use LANGUAGE PYTHON")
+        fn = CatalogFunction(stmt.class_name, "PYTHON")
+        if stmt.system:
+            self.catalog_manager.create_function(stmt.name[-1], fn, temporary=True, system=True,
+                                                 ignore_if_exists=stmt.if_not_exists)
+        else:
+            identifier = self.catalog_manager.qualify(stmt.name)
+            self.catalog_manager.create_function(identifier, fn, stmt.temporary, False, stmt.if_not_exists)
+        return TableResult("OK", f"function {'.'.join(stmt.name)} created")
+
+    def _exec_CreateCatalog(self, stmt: S.CreateCatalog) -> TableResult:
+        self.catalog_manager.create_catalog_from_options(stmt.name, dict(stmt.options))
+        return TableResult("OK", f"catalog {stmt.name} created")
+
+    def _exec_CreateDatabase(self, stmt: S.CreateDatabase) -> TableResult:
+        self.catalog_manager.create_database(stmt.name, if_not_exists=stmt.if_not_exists)
+        return TableResult("OK", f"database {'.'.join(stmt.name)} created")
+
+    def _exec_UseCatalog(self, stmt: S.UseCatalog) -> TableResult:
+        self.catalog_manager.use_catalog(stmt.name)
+        return TableResult("OK", f"using catalog {stmt.name}")
+
+    def _exec_UseDatabase(self, stmt: S.UseDatabase) -> TableResult:
+        self.catalog_manager.use_database(stmt.name)
+        return TableResult("OK", f"using database {'.'.join(stmt.name)}")
+
+    def _exec_Drop(self, stmt: S.Drop) -> TableResult:
+        cm = self.catalog_manager
+        if stmt.kind == "TABLE":
+            cm.drop_table(stmt.name, stmt.temporary, stmt.if_exists)
+        elif stmt.kind == "VIEW":
+            cm.drop_view(stmt.name, stmt.temporary, stmt.if_exists)
+        elif stmt.kind == "FUNCTION":
+            if stmt.temporary and len(stmt.name) == 1 and cm.get_system_function(stmt.name[0]) is not None:
+                cm.drop_system_function(stmt.name[0], stmt.if_exists)
+            else:
+                cm.drop_function(stmt.name, stmt.temporary, stmt.if_exists)
+        elif stmt.kind == "CATALOG":
+            cm.drop_catalog(stmt.name[-1], stmt.if_exists)
+        elif stmt.kind == "DATABASE":
+            cm.drop_database(stmt.name, stmt.if_exists)
+        return TableResult("OK", f"{stmt.kind.lower()} {'.'.join(stmt.name)} dropped")
+
+    def _exec_SetOption(self, stmt: S.SetOption) -> TableResult:
+        if stmt.key is None:
+            return TableResult("ROWS", rows=sorted(self.config.items()))
+        self.config[stmt.key] = stmt.value or ""
+        return TableResult("OK", f"set {stmt.key}")
+
+    def _exec_ResetOption(self, stmt: S.ResetOption) -> TableResult:
+        if stmt.key is None:
+            self.config.clear()
+        else:
+            self.config.pop(stmt.key, None)
+        return TableResult("OK", "reset")
+
+    def _exec_Show(self, stmt: S.Show) -> TableResult:
+        cm = self.catalog_manager
+        listing = {
+            "TABLES": cm.list_tables, "VIEWS": cm.list_views, "FUNCTIONS": cm.list_functions,
+            "CATALOGS": cm.list_catalogs, "DATABASES": cm.list_databases,
+        }[stmt.kind]
+        return TableResult("ROWS", rows=[(n,) for n in listing()])
+
+    def _exec_Insert(self, stmt: S.Insert) -> TableResult:
+        plan = self.compile_plan([stmt])
+        return self._execute(plan)
+
+    def _exec_StatementSet(self, stmt: S.StatementSet) -> TableResult:
+        plan = self.compile_plan(list(stmt.inserts))
+        return self._execute(plan)
+
+    def _exec_CompilePlan(self, stmt: S.CompilePlan) -> TableResult:
+        path = Path(stmt.path)
+        if path.exists() and stmt.if_not_exists and not self._force_recompile():
+            return TableResult("PLAN", f"plan {path} exists; kept (IF NOT EXISTS)",
+                               plan=CompiledPlan.from_file(path, env=self))
+        plan = self.compile_plan(_inserts(stmt.body))
+        plan.write_to_file(path)
+        return TableResult("PLAN", f"plan {plan.plan_id} written to {path}", plan=plan)
+
+    def _exec_CompileAndExecutePlan(self, stmt: S.CompileAndExecutePlan) -> TableResult:
+        plan = CompiledPlan.from_file(stmt.path, if_absent=lambda: self.compile_plan(_inserts(stmt.body)), env=self)
+        return self._execute(plan)
+
+    def _exec_ExecutePlan(self, stmt: S.ExecutePlan) -> TableResult:
+        return self._execute(self.load_plan(stmt.path))
+
+    def _exec_MigratePlan(self, stmt: S.MigratePlan) -> TableResult:
+        from planengine.plan.migrate import migrate_plan
+
+        old = CompiledPlan.from_file(stmt.old_path, env=self)
+        migrated, decisions = migrate_plan(old.data)
+        new = CompiledPlan(migrated, self)
+        new.write_to_file(stmt.new_path)
+        return TableResult("PLAN", "\n".join([f"plan migrated to {stmt.new_path}", *decisions]), plan=new)
+
+    def _exec_Explain(self, stmt: S.Explain) -> TableResult:
+        body = stmt.body
+        if isinstance(body, S.Query):
+            from planengine.planner.programs import explain_dag
+
+            node = self._planner().convert_query(body.location, body.query)
+            return TableResult("EXPLAIN", "== Abstract Syntax Tree ==\n" + explain_dag([node]))
+        return TableResult("EXPLAIN", self.explain_inserts(_inserts(body), stmt.details))
+
+    def _exec_ExplainPlan(self, stmt: S.ExplainPlan) -> TableResult:
+        plan = self.load_plan(stmt.path)
+        report = plan.check()
+        return TableResult("EXPLAIN", plan.explain() + "\n\n== Restore check ==\n" + report.summary())
+
+    def _exec_Query(self, stmt: S.Query) -> TableResult:
+        raise ValidationError("a bare SELECT has no sink to run into in a streaming job", location=stmt.location,
+                              hint="INSERT INTO a table (e.g. a 'print' or 'filesystem' sink), or EXPLAIN it")
+
+    # --- plans ------------------------------------------------------------------------------------------
+    def _planner(self) -> Planner:
+        return Planner(self.catalog_manager, self.registry, self.config)
+
+    def _force_recompile(self) -> bool:
+        return str(self.config.get("table.plan.force-recompile", "false")).lower() == "true"
+
+    def plan_inserts(self, inserts: list[S.Insert], *, trace: bool = False) -> PlanResult:
+        return self._planner().plan_inserts(inserts, trace=trace)
+
+    def compile_plan(self, inserts: list[S.Insert]) -> CompiledPlan:
+        result = self.plan_inserts(inserts)
+        plan = serde.write_plan(result.sinks, self.config)
+        return CompiledPlan(plan, self, result.sinks)
+
+    def compile_plan_sql(self, insert_sql: str) -> CompiledPlan:
+        """Compile one INSERT or statement set (given as SQL) into a plan."""
+        statements = parse_script(insert_sql)
+        if len(statements) != 1:
+            raise ValidationError(f"compile_plan_sql takes one INSERT or statement set, got {len(statements)} "
+                                  "statements", hint="run DDL with execute_sql first")
+        return self.compile_plan(_inserts(statements[0]))
+
+    def load_plan(self, path_or_json: str | Path) -> CompiledPlan:
+        text = str(path_or_json)
+        if text.lstrip().startswith("{"):
+            return CompiledPlan.from_json(text, self)
+        return CompiledPlan.from_file(text, env=self)
+
+    def explain_sql(self, sql: str, details: Iterable[str] = ()) -> str:
+        statements = parse_script(sql)
+        if len(statements) != 1:
+            raise ValidationError("explain_sql takes exactly one statement")
+        stmt = statements[0]
+        if isinstance(stmt, S.Explain):
+            return str(self.execute_statement(stmt))
+        return self.explain_inserts(_inserts(stmt), tuple(details))
+
+    def explain_inserts(self, inserts: list[S.Insert], details: Iterable[str] = ()) -> str:
+        from planengine.planner.programs import explain_dag
+
+        result = self.plan_inserts(inserts, trace=True)
+        parts = ["== Abstract Syntax Tree ==", explain_dag(result.logical), "",
+                 "== Optimized Logical Plan ==", explain_dag(result.optimized)]
+        if any(d.upper() == "PLAN_ADVICE" for d in details) or any(d.upper() == "ESTIMATED_COST" for d in details):
+            parts += ["", "== Rule trace =="]
+            for step in result.trace:
+                parts += [f"-- after {step.program}/{step.rule}", step.plan]
+        plan = serde.write_plan(result.sinks, self.config)
+        parts += ["", "== Physical Execution Plan ==", CompiledPlan(plan).explain()]
+        if any(d.upper() == "JSON_EXECUTION_PLAN" for d in details):
+            parts += ["", "== Compiled Plan JSON ==", serde.dumps(plan)]
+        return "\n".join(parts)
+
+    def create_statement_set(self) -> StatementSetBuilder:
+        return StatementSetBuilder(self)
+
+    def _execute(self, plan: CompiledPlan) -> TableResult:
+        if self.runner is None:
+            try:
+                from planengine.runtime.executor import default_runner
+            except ImportError as error:
+                raise PlanError(f"executing plans needs the Spark runtime ({error})",
+                                hint="pip install 'planengine[spark]', or COMPILE PLAN to only write the plan") from None
+            self.runner = default_runner(self)
+        job = self.runner.execute(plan)
+        return TableResult("JOB", f"plan {plan.plan_id[:12]} executed", plan=plan, job=job)
+
+
+class StatementSetBuilder:
+    """``env.create_statement_set().add_insert_sql(...).add_insert_sql(...).compile_plan()``."""
+
+    def __init__(self, env: TableEnvironment):
+        self.env = env
+        self.inserts: list[S.Insert] = []
+
+    def add_insert_sql(self, sql: str) -> StatementSetBuilder:
+        statements = parse_script(sql)
+        for stmt in statements:
+            self.inserts.extend(_inserts(stmt))
+        return self
+
+    def compile_plan(self) -> CompiledPlan:
+        return self.env.compile_plan(self.inserts)
+
+    def explain(self, *details: str) -> str:
+        return self.env.explain_inserts(self.inserts, details)
+
+    def execute(self) -> TableResult:
+        return self.env._execute(self.compile_plan())
+
+
+def _inserts(stmt: S.Statement) -> list[S.Insert]:
+    if isinstance(stmt, S.Insert):
+        return [stmt]
+    if isinstance(stmt, S.StatementSet):
+        return list(stmt.inserts)
+    raise ValidationError(f"expected INSERT or a statement set, got {type(stmt).__name__}",
+                          location=stmt.location, hint="plans are compiled from INSERT statements")

@@ -1,0 +1,382 @@
+"""The exec node catalogue (FLIP-190): one class per node family, each registered by name and version.
+
+Fields marked with ``json_field`` are the node's plan JSON; everything a translator needs must be here,
+because a restored plan is never re-planned. Options a node reads at run time are listed in its
+``consumed_options`` and frozen into ``configuration`` at compile time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from planengine.exec.base import (
+    BOOL,
+    INT,
+    INTS,
+    RAW,
+    STR,
+    Codec,
+    ExecNode,
+    ExecNodeMetadata,
+    exec_node,
+    json_field,
+    of_json,
+    optional,
+    tuple_of,
+)
+from planengine.planner.expressions import Expr, Literal
+from planengine.planner.logical import AggregateCall, GroupWindow, OverFrame, SortKey, WindowSpec
+
+EXPR = Codec(lambda e: e.to_json(), Expr.from_json)
+OPT_EXPR = optional(EXPR)
+EXPRS = tuple_of(EXPR)
+AGGS = tuple_of(of_json(AggregateCall))
+SORT_KEYS = tuple_of(of_json(SortKey))
+WINDOW = of_json(WindowSpec)
+OPT_INT = optional(INT)
+ROWS = Codec(lambda rows: [[v.to_json() for v in r] for r in rows],
+             lambda rows: tuple(tuple(Expr.from_json(v) for v in r) for r in rows))
+
+STATE_TTL = "table.exec.state.ttl"
+MINI_BATCH = ("table.exec.mini-batch.enabled", "table.exec.mini-batch.allow-latency", "table.exec.mini-batch.size")
+
+
+def _meta(name: str, version: int = 1, consumed: tuple[str, ...] = (), operators: tuple[str, ...] = (),
+          min_plan: str = "0.1", min_state: str = "0.1") -> ExecNodeMetadata:
+    return ExecNodeMetadata(f"stream-exec-{name}", version, consumed, operators, min_plan, min_state)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A table as a plan stores it: identifier plus (depending on the compile strategy) schema and options.
+
+    ``resolved`` is filled at compile time from the catalog; the plan serializer decides how much of it
+    is written, and restore resolves the rest (DESIGN §3, catalog-object strategies).
+    """
+
+    identifier: str
+    resolved: Any = None  # planengine.planner.logical.TableRef
+    temporary: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        from planengine.plan.catalog_objects import encode_table
+
+        return encode_table(self)
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> TableSpec:
+        from planengine.plan.catalog_objects import decode_table
+
+        return decode_table(data)
+
+
+TABLE = of_json(TableSpec)
+
+
+def _specs_codec() -> Codec:
+    def encode(specs: tuple[Any, ...]) -> list[Any]:
+        return [s.to_json() for s in specs]
+
+    def decode(data: list[Any]) -> tuple[Any, ...]:
+        from planengine.connectors.specs import spec_from_json
+
+        return tuple(spec_from_json(d) for d in data)
+
+    return Codec(encode, decode)
+
+
+SPECS = _specs_codec()
+
+
+# --- sources, sinks, stateless ---------------------------------------------------------------------------
+@exec_node(_meta("table-source-scan", operators=("source",),
+                 consumed=("table.exec.source.idle-timeout",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class TableSourceScan(ExecNode):
+    table: TableSpec = json_field("table", TABLE)
+    abilities: tuple[Any, ...] = json_field("abilities", SPECS, (), omit_empty=True)
+
+
+@exec_node(_meta("calc"))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Calc(ExecNode):
+    projection: tuple[Expr, ...] = json_field("projection", EXPRS)
+    condition: Expr | None = json_field("condition", OPT_EXPR, None)
+
+
+@exec_node(_meta("values", operators=("values",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Values(ExecNode):
+    tuples: tuple[tuple[Literal, ...], ...] = json_field("tuples", ROWS)
+
+
+@exec_node(_meta("union"))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Union(ExecNode):
+    pass
+
+
+@exec_node(_meta("exchange"))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Exchange(ExecNode):
+    pass
+
+
+@exec_node(_meta("watermark-assigner", consumed=("table.exec.source.idle-timeout",),
+                 operators=("watermark-assigner",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class WatermarkAssigner(ExecNode):
+    rowtime_field: int = json_field("rowtimeFieldIndex", INT)
+    watermark: Expr = json_field("watermarkExpr", EXPR)
+
+
+@exec_node(_meta("sink", consumed=("table.exec.sink.not-null-enforcer", "table.exec.sink.upsert-materialize",
+                                    STATE_TTL), operators=("sink", "upsert-materializer")))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Sink(ExecNode):
+    STATE_NAMES = ("materializedRows",)
+    table: TableSpec = json_field("table", TABLE)
+    abilities: tuple[Any, ...] = json_field("abilities", SPECS, (), omit_empty=True)
+    input_changelog_mode: str = json_field("inputChangelogMode", STR, "I")
+    upsert_materialize: bool = json_field("requireUpsertMaterialize", BOOL, False)
+    upsert_keys: tuple[int, ...] = json_field("upsertKeys", INTS, (), omit_empty=True)
+    # Positions of the sink table's persisted columns that the input fills, in input order.
+    target_columns: tuple[int, ...] = json_field("targetColumns", INTS, (), omit_empty=True)
+
+
+@exec_node(_meta("correlate", operators=("correlate",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Correlate(ExecNode):
+    join_type: str = json_field("joinType", STR)
+    invocation: Expr = json_field("invocation", EXPR)  # the UNNEST operand
+    with_ordinality: bool = json_field("withOrdinality", BOOL, False)
+    condition: Expr | None = json_field("condition", OPT_EXPR, None)
+
+
+@exec_node(_meta("drop-update-before"))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class DropUpdateBefore(ExecNode):
+    pass
+
+
+# --- aggregations -------------------------------------------------------------------------------------------
+@exec_node(_meta("group-aggregate", consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class GroupAggregate(ExecNode):
+    STATE_NAMES = ("accumulators", "distinctValues")
+    grouping: tuple[int, ...] = json_field("grouping", INTS)
+    aggregates: tuple[AggregateCall, ...] = json_field("aggCalls", AGGS)
+    need_retraction: bool = json_field("needRetraction", BOOL, False)
+    generate_update_before: bool = json_field("generateUpdateBefore", BOOL, True)
+
+
+@exec_node(_meta("window-table-function", operators=("window-assigner",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class WindowTableFunction(ExecNode):
+    window: WindowSpec = json_field("windowing", WINDOW)
+
+
+@exec_node(_meta("window-aggregate", consumed=(STATE_TTL, "table.local-time-zone"),
+                 operators=("window-aggregate",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class WindowAggregate(ExecNode):
+    """Aggregates per window; output = grouping fields, aggregates, then window_start, window_end, window_time."""
+
+    STATE_NAMES = ("windowAccumulators",)
+    grouping: tuple[int, ...] = json_field("grouping", INTS)
+    aggregates: tuple[AggregateCall, ...] = json_field("aggCalls", AGGS)
+    window: WindowSpec = json_field("windowing", WINDOW)
+
+
+@exec_node(_meta("group-window-aggregate", consumed=(STATE_TTL,), operators=("group-window-aggregate",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class GroupWindowAggregate(ExecNode):
+    STATE_NAMES = ("windowAccumulators",)
+    grouping: tuple[int, ...] = json_field("grouping", INTS)
+    aggregates: tuple[AggregateCall, ...] = json_field("aggCalls", AGGS)
+    group_window: GroupWindow = json_field("window", Codec(
+        lambda w: {"spec": w.spec.to_json(), "properties": [list(p) for p in w.properties],
+                   "timeType": None if w.time_type is None else str(w.time_type)},
+        lambda d: GroupWindow(WindowSpec.from_json(d["spec"]), tuple(tuple(p) for p in d["properties"]),
+                              None if d.get("timeType") is None else __import__(
+                                  "planengine.types", fromlist=["parse_type"]).parse_type(d["timeType"]))))
+
+
+@exec_node(_meta("over-aggregate", consumed=(STATE_TTL,), operators=("over-aggregate",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class OverAggregate(ExecNode):
+    STATE_NAMES = ("pendingRows", "accumulators")
+    partition_keys: tuple[int, ...] = json_field("partition", INTS)
+    order_keys: tuple[SortKey, ...] = json_field("orderBy", SORT_KEYS)
+    frame: OverFrame = json_field("frame", of_json(OverFrame))
+    aggregates: tuple[AggregateCall, ...] = json_field("aggCalls", AGGS)
+
+
+# --- ranking and deduplication ----------------------------------------------------------------------------
+@exec_node(_meta("rank", consumed=(STATE_TTL,), operators=("rank",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Rank(ExecNode):
+    STATE_NAMES = ("rankedRows",)
+    rank_type: str = json_field("rankType", STR)  # ROW_NUMBER | RANK | DENSE_RANK
+    partition_keys: tuple[int, ...] = json_field("partition", INTS)
+    order_keys: tuple[SortKey, ...] = json_field("orderBy", SORT_KEYS)
+    rank_start: int = json_field("rankStart", INT, 1)
+    rank_end: int = json_field("rankEnd", INT)
+    output_rank_number: bool = json_field("outputRowNumber", BOOL, False)
+    generate_update_before: bool = json_field("generateUpdateBefore", BOOL, True)
+
+
+@exec_node(_meta("deduplicate", consumed=(STATE_TTL, *MINI_BATCH), operators=("deduplicate",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Deduplicate(ExecNode):
+    STATE_NAMES = ("keptRow",)
+    unique_keys: tuple[int, ...] = json_field("uniqueKeys", INTS)
+    is_rowtime: bool = json_field("isRowtime", BOOL)
+    keep_last_row: bool = json_field("keepLastRow", BOOL)
+    order_field: int = json_field("orderField", INT)
+    generate_update_before: bool = json_field("generateUpdateBefore", BOOL, True)
+
+
+@exec_node(_meta("window-rank", consumed=(STATE_TTL,), operators=("window-rank",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class WindowRank(ExecNode):
+    STATE_NAMES = ("windowRankedRows",)
+    rank_type: str = json_field("rankType", STR)
+    partition_keys: tuple[int, ...] = json_field("partition", INTS)
+    order_keys: tuple[SortKey, ...] = json_field("orderBy", SORT_KEYS)
+    rank_start: int = json_field("rankStart", INT, 1)
+    rank_end: int = json_field("rankEnd", INT)
+    output_rank_number: bool = json_field("outputRowNumber", BOOL, False)
+    window_start_field: int = json_field("windowStartIndex", INT)
+    window_end_field: int = json_field("windowEndIndex", INT)
+
+
+@exec_node(_meta("window-deduplicate", consumed=(STATE_TTL,), operators=("window-deduplicate",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class WindowDeduplicate(ExecNode):
+    STATE_NAMES = ("windowKeptRow",)
+    partition_keys: tuple[int, ...] = json_field("partitionKeys", INTS)
+    order_field: int = json_field("orderKey", INT)
+    keep_last_row: bool = json_field("keepLastRow", BOOL)
+    window_start_field: int = json_field("windowStartIndex", INT)
+    window_end_field: int = json_field("windowEndIndex", INT)
+
+
+@exec_node(_meta("changelog-normalize", consumed=(STATE_TTL, *MINI_BATCH), operators=("changelog-normalize",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class ChangelogNormalize(ExecNode):
+    STATE_NAMES = ("latestRow",)
+    unique_keys: tuple[int, ...] = json_field("uniqueKeys", INTS)
+    generate_update_before: bool = json_field("generateUpdateBefore", BOOL, True)
+
+
+@exec_node(_meta("sort-limit", consumed=(STATE_TTL,), operators=("sort-limit",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class SortLimit(ExecNode):
+    STATE_NAMES = ("topRows",)
+    order_keys: tuple[SortKey, ...] = json_field("orderBy", SORT_KEYS)
+    offset: int = json_field("offset", INT, 0)
+    limit: int = json_field("limit", INT)
+    generate_update_before: bool = json_field("generateUpdateBefore", BOOL, True)
+
+
+@exec_node(_meta("limit", consumed=(STATE_TTL,), operators=("limit",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Limit(ExecNode):
+    STATE_NAMES = ("emittedCount",)
+    offset: int = json_field("offset", INT, 0)
+    limit: int = json_field("limit", INT)
+
+
+@exec_node(_meta("temporal-sort", operators=("temporal-sort",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class TemporalSort(ExecNode):
+    STATE_NAMES = ("bufferedRows",)
+    order_keys: tuple[SortKey, ...] = json_field("orderBy", SORT_KEYS)
+
+
+# --- joins ----------------------------------------------------------------------------------------------------
+JOIN_FIELDS_DOC = "leftKeys/rightKeys index the left and right inputs; nonEquiCondition reads left ++ right."
+
+
+@exec_node(_meta("join", consumed=(STATE_TTL,), operators=("join",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Join(ExecNode):
+    STATE_NAMES = ("leftRows", "rightRows")
+    join_type: str = json_field("joinType", STR)
+    left_keys: tuple[int, ...] = json_field("leftKeys", INTS)
+    right_keys: tuple[int, ...] = json_field("rightKeys", INTS)
+    filter_nulls: tuple[bool, ...] = json_field("filterNulls", Codec(list, tuple))
+    non_equi_condition: Expr | None = json_field("nonEquiCondition", OPT_EXPR, None)
+    left_ttl_ms: int | None = json_field("leftStateTtlMs", OPT_INT, None, omit_empty=True)
+    right_ttl_ms: int | None = json_field("rightStateTtlMs", OPT_INT, None, omit_empty=True)
+
+
+@exec_node(_meta("interval-join", operators=("interval-join",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class IntervalJoin(ExecNode):
+    STATE_NAMES = ("leftBuffer", "rightBuffer")
+    join_type: str = json_field("joinType", STR)
+    left_keys: tuple[int, ...] = json_field("leftKeys", INTS)
+    right_keys: tuple[int, ...] = json_field("rightKeys", INTS)
+    non_equi_condition: Expr | None = json_field("nonEquiCondition", OPT_EXPR, None)
+    is_event_time: bool = json_field("isEventTime", BOOL)
+    left_time_field: int = json_field("leftTimeIndex", INT)
+    right_time_field: int = json_field("rightTimeIndex", INT)
+    # right.time - lower <= left.time <= right.time + upper, in milliseconds (Flink's leftLowerBound etc.)
+    left_lower_bound_ms: int = json_field("leftLowerBound", INT)
+    left_upper_bound_ms: int = json_field("leftUpperBound", INT)
+
+
+@exec_node(_meta("window-join", operators=("window-join",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class WindowJoin(ExecNode):
+    STATE_NAMES = ("leftWindowRows", "rightWindowRows")
+    join_type: str = json_field("joinType", STR)
+    left_keys: tuple[int, ...] = json_field("leftKeys", INTS)
+    right_keys: tuple[int, ...] = json_field("rightKeys", INTS)
+    non_equi_condition: Expr | None = json_field("nonEquiCondition", OPT_EXPR, None)
+    left_window: WindowSpec = json_field("leftWindowing", WINDOW)
+    right_window: WindowSpec = json_field("rightWindowing", WINDOW)
+    left_window_fields: tuple[int, ...] = json_field("leftWindowStartEnd", INTS)
+    right_window_fields: tuple[int, ...] = json_field("rightWindowStartEnd", INTS)
+
+
+@exec_node(_meta("lookup-join", consumed=("table.exec.async-lookup.buffer-capacity", "table.exec.async-lookup.timeout"),
+                 operators=("lookup-join",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class LookupJoin(ExecNode):
+    join_type: str = json_field("joinType", STR)
+    table: TableSpec = json_field("temporalTable", TABLE)
+    # lookup key: dimension-table column index -> left field index (or a constant)
+    lookup_keys: tuple[tuple[int, Any], ...] = json_field("lookupKeys", Codec(
+        lambda pairs: [{"tableField": k, **({"inputField": v} if isinstance(v, int) else {"constant": v.to_json()})}
+                       for k, v in pairs],
+        lambda data: tuple((d["tableField"], d["inputField"] if "inputField" in d else Expr.from_json(d["constant"]))
+                           for d in data)))
+    remaining_condition: Expr | None = json_field("joinCondition", OPT_EXPR, None)
+    projection_on_table: tuple[int, ...] = json_field("projectionOnTemporalTable", INTS, (), omit_empty=True)
+
+
+@exec_node(_meta("temporal-join", consumed=(STATE_TTL,), operators=("temporal-join",)))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class TemporalJoin(ExecNode):
+    STATE_NAMES = ("leftPending", "rightVersions")
+    join_type: str = json_field("joinType", STR)
+    left_keys: tuple[int, ...] = json_field("leftKeys", INTS)
+    right_keys: tuple[int, ...] = json_field("rightKeys", INTS)
+    non_equi_condition: Expr | None = json_field("nonEquiCondition", OPT_EXPR, None)
+    left_time_field: int = json_field("leftTimeAttributeIndex", INT)
+    right_time_field: int | None = json_field("rightTimeAttributeIndex", OPT_INT, None)
+    is_event_time: bool = json_field("isEventTime", BOOL, True)
+
+
+ALL_NODE_CLASSES: tuple[type[ExecNode], ...] = (
+    TableSourceScan, Calc, Values, Union, Exchange, WatermarkAssigner, Sink, Correlate, DropUpdateBefore,
+    GroupAggregate, WindowTableFunction, WindowAggregate, GroupWindowAggregate, OverAggregate, Rank, Deduplicate,
+    WindowRank, WindowDeduplicate, ChangelogNormalize, SortLimit, Limit, TemporalSort, Join, IntervalJoin,
+    WindowJoin, LookupJoin, TemporalJoin,
+)
+
+_ = RAW  # re-exported codec for node-specific extensions

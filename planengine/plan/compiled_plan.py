@@ -1,0 +1,130 @@
+"""``CompiledPlan``: the compiled, versioned JSON plan and what can be done with it (DESIGN §3)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from planengine.errors import PlanError, PlanIncompatible, PlanMigrationRequired
+from planengine.plan import serde
+from planengine.plan.restore import INCOMPATIBLE, NEEDS_MIGRATION, CheckReport, check_plan
+
+if TYPE_CHECKING:
+    from planengine.api import TableEnvironment
+
+log = logging.getLogger("planengine.plan")
+
+
+class CompiledPlan:
+    """A plan as JSON plus, lazily, its restored exec DAG.
+
+    Restoring never re-plans: the DAG is rebuilt node by node from the JSON, with tables resolved under the
+    catalog-object strategies of the environment it is restored in.
+    """
+
+    def __init__(self, plan: dict[str, Any], env: TableEnvironment | None = None, sinks: list[Any] | None = None):
+        self._plan = plan
+        self._env = env
+        self._sinks = sinks
+        self.restore_decisions: list[str] = []
+
+    # --- construction --------------------------------------------------------------------------------
+    @staticmethod
+    def from_json(text: str, env: TableEnvironment | None = None) -> CompiledPlan:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise PlanError(f"plan is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}",
+                            hint="compile it again with planengine compile") from None
+        if not isinstance(data, dict) or "nodes" not in data:
+            raise PlanError("plan JSON has no 'nodes': this is not a compiled plan")
+        return CompiledPlan(data, env)
+
+    @staticmethod
+    def from_file(path: str | os.PathLike[str], if_absent: Callable[[], CompiledPlan] | None = None,
+                  env: TableEnvironment | None = None) -> CompiledPlan:
+        """Load a plan; with ``if_absent``, compile and write it first when the file does not exist."""
+        p = Path(path)
+        if not p.exists():
+            if if_absent is None:
+                raise PlanError(f"plan file {p} does not exist", hint="compile it with COMPILE PLAN or planengine "
+                                                                       "compile")
+            plan = if_absent()
+            plan.write_to_file(p, ignore_if_exists=True)
+            return plan
+        return CompiledPlan.from_json(p.read_text(encoding="utf-8"), env)
+
+    # --- properties ----------------------------------------------------------------------------------
+    @property
+    def plan_id(self) -> str:
+        return str(self._plan.get("planId"))
+
+    @property
+    def engine_version(self) -> str:
+        return str(self._plan.get("engineVersion"))
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self._plan
+
+    def as_json(self) -> str:
+        return serde.dumps(self._plan)
+
+    def write_to_file(self, path: str | os.PathLike[str], ignore_if_exists: bool = False) -> None:
+        p = Path(path)
+        if p.exists():
+            force = self._env is not None and str(self._env.config.get("table.plan.force-recompile", "false")
+                                                  ).lower() == "true"
+            if ignore_if_exists and not force:
+                return
+            if not force:
+                raise PlanError(f"plan file {p} already exists",
+                                hint="use COMPILE PLAN ... IF NOT EXISTS, delete the file, or SET "
+                                     "'table.plan.force-recompile' = 'true'")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text(self.as_json(), encoding="utf-8")
+        os.replace(tmp, p)
+
+    # --- restore -------------------------------------------------------------------------------------
+    def check(self) -> CheckReport:
+        return check_plan(self._plan)
+
+    def restore(self) -> list[Any]:
+        """The exec DAG (sinks), after the restore checks; raises with what to do when it cannot."""
+        if self._sinks is not None:
+            return self._sinks
+        report = self.check()
+        if report.status == NEEDS_MIGRATION:
+            raise PlanMigrationRequired("the plan needs migration before this engine can restore it:\n"
+                                        + report.summary(), hint="COMPILE PLAN 'new.json' FROM 'old.json'")
+        if report.status == INCOMPATIBLE:
+            raise PlanIncompatible("this engine cannot restore the plan:\n" + report.summary())
+        from planengine.plan.catalog_objects import RestoreContext, restoring
+
+        config = dict(self._env.config) if self._env is not None else {}
+        catalogs = self._env.catalog_manager if self._env is not None else None
+        with restoring(RestoreContext.from_config(config, catalogs)) as ctx:
+            self._sinks = serde.read_plan(self._plan)
+        self.restore_decisions = ctx.decisions
+        log.info("restored plan %s (%d nodes) written by engine %s", self.plan_id, len(self._plan["nodes"]),
+                 self.engine_version)
+        return self._sinks
+
+    def explain(self) -> str:
+        from planengine.plan.explain import explain_plan_json
+
+        return explain_plan_json(self._plan)
+
+    def execute(self, **options: Any) -> Any:
+        """Run the plan (restoring it first). Needs the Spark runtime (``pip install planengine[spark]``)."""
+        try:
+            from planengine.runtime.executor import execute_compiled_plan
+        except ImportError as error:
+            raise PlanError(f"the Spark runtime is not available: {error}",
+                            hint="install planengine[spark]") from None
+        return execute_compiled_plan(self, self._env, **options)

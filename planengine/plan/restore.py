@@ -1,0 +1,132 @@
+"""Restore checks: can this engine restore a plan, from its JSON alone? (DESIGN §3)
+
+Every check says what to do when it fails. The verdict maps onto the CLI's exit codes: compatible (0),
+needs migration (3: ``COMPILE PLAN 'new' FROM 'old'`` / ``planengine migrate``), incompatible (4).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from planengine.exec import base as B
+from planengine.plan.serde import compute_plan_id
+from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION, SUPPORTED_MINOR_WINDOW
+
+log = logging.getLogger("planengine.restore")
+
+COMPATIBLE = "compatible"
+NEEDS_MIGRATION = "needs-migration"
+INCOMPATIBLE = "incompatible"
+EXIT_CODES = {COMPATIBLE: 0, NEEDS_MIGRATION: 3, INCOMPATIBLE: 4}
+
+
+@dataclass
+class CheckReport:
+    status: str = COMPATIBLE
+    reasons: list[dict[str, Any]] = field(default_factory=list)
+    plan_id: str | None = None
+    plan_engine_version: str | None = None
+
+    def add(self, status: str, message: str, *, node: int | None = None, hint: str | None = None) -> None:
+        rank = {COMPATIBLE: 0, NEEDS_MIGRATION: 1, INCOMPATIBLE: 2}
+        if rank[status] > rank[self.status]:
+            self.status = status
+        entry: dict[str, Any] = {"status": status, "message": message}
+        if node is not None:
+            entry["node"] = node
+        if hint:
+            entry["hint"] = hint
+        self.reasons.append(entry)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "exitCode": self.exit_code, "engineVersion": ENGINE_VERSION,
+                "planEngineVersion": self.plan_engine_version, "planId": self.plan_id, "reasons": self.reasons}
+
+    def summary(self) -> str:
+        lines = [f"plan {self.plan_id or '?'}: {self.status}"]
+        for r in self.reasons:
+            where = f"node {r['node']}: " if "node" in r else ""
+            lines.append(f"  - {where}{r['message']}" + (f" ({r['hint']})" if r.get("hint") else ""))
+        return "\n".join(lines)
+
+
+def _minor(version: str) -> tuple[int, int] | None:
+    try:
+        major, minor = version.split(".")[:2]
+        return int(major), int(minor)
+    except (ValueError, AttributeError):
+        return None
+
+
+def check_plan(plan: dict[str, Any]) -> CheckReport:
+    from planengine.functions.registry import default_registry
+
+    report = CheckReport(plan_id=plan.get("planId"), plan_engine_version=plan.get("engineVersion"))
+    fmt = plan.get("formatVersion")
+    if fmt != PLAN_FORMAT_VERSION:
+        report.add(INCOMPATIBLE, f"plan format version {fmt!r} is not readable by this engine "
+                                 f"(reads {PLAN_FORMAT_VERSION})", hint="run the plan on the engine that wrote it")
+        return report
+    ours, theirs = _minor(ENGINE_VERSION), _minor(str(plan.get("engineVersion")))
+    if theirs is None or ours is None:
+        report.add(INCOMPATIBLE, f"plan engine version {plan.get('engineVersion')!r} is malformed")
+    elif theirs > ours:
+        report.add(INCOMPATIBLE, f"plan was compiled by a newer engine ({plan['engineVersion']}) than this one "
+                                 f"({ENGINE_VERSION})", hint="restore it with that engine version or newer")
+    elif theirs[0] != ours[0] or ours[1] - theirs[1] > SUPPORTED_MINOR_WINDOW:
+        report.add(NEEDS_MIGRATION, f"plan engine version {plan['engineVersion']} is outside the supported window "
+                                    f"of {ENGINE_VERSION} (this minor and the {SUPPORTED_MINOR_WINDOW} before it)",
+                   hint="migrate it step by step with COMPILE PLAN 'new' FROM 'old' on an intermediate engine")
+    if plan.get("planId") and compute_plan_id(plan) != plan["planId"]:
+        report.add(INCOMPATIBLE, "planId does not match the plan's content: the file was edited by hand or is "
+                                 "corrupt", hint="recompile the plan, or migrate it, instead of editing it")
+    registry = default_registry()
+    for node in plan.get("nodes", []):
+        nid = node.get("id")
+        try:
+            name, version = B.split_type_name(str(node.get("type")))
+        except ValueError as error:
+            report.add(INCOMPATIBLE, str(error), node=nid)
+            continue
+        if B.lookup(name, version) is not None:
+            log.info("restore check: node %s %s-%s registered", nid, name, version)
+        elif B.dropped(name, version):
+            report.add(NEEDS_MIGRATION, f"exec node {name} version {version} is no longer restorable by this engine",
+                       node=nid, hint="migrate the plan with COMPILE PLAN 'new' FROM 'old' (or planengine migrate)")
+        else:
+            known = sorted(v for (n, v) in B.registered() if n == name)
+            report.add(INCOMPATIBLE, f"exec node {name} version {version} is unknown to this engine"
+                       + (f" (it has versions {known})" if known else ""), node=nid,
+                       hint="restore with the engine version that compiled the plan")
+        for ref in _function_refs(node):
+            fn_name, fn_version = ref
+            try:
+                registry.get(fn_name, fn_version)
+            except Exception:  # noqa: BLE001 - any lookup failure is a verdict, not a crash
+                report.add(INCOMPATIBLE, f"built-in function {fn_name} version {fn_version} is not available",
+                           node=nid, hint="restore with the engine version that compiled the plan")
+    return report
+
+
+def _function_refs(value: Any) -> list[tuple[str, int]]:
+    found: list[tuple[str, int]] = []
+    if isinstance(value, dict):
+        fn = value.get("function")
+        if value.get("kind") == "CALL" and isinstance(fn, dict) and "name" in fn and "version" in fn:
+            found.append((fn["name"], int(fn["version"])))
+        if "aggCalls" in value:
+            for agg in value["aggCalls"]:
+                if agg.get("version") is not None:
+                    found.append((agg["function"], int(agg["version"])))
+        for v in value.values():
+            found.extend(_function_refs(v))
+    elif isinstance(value, list):
+        for v in value:
+            found.extend(_function_refs(v))
+    return found

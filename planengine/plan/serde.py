@@ -1,0 +1,152 @@
+"""Exec DAG ⇄ plan JSON (DESIGN §3), byte-deterministic.
+
+Writing: nodes in topological order get ids 1..n, edges follow each node's input order, every dict is
+built in a fixed key order, and ``planId`` is the SHA-256 of the canonical body, so the same program always
+yields the same bytes. Reading: node types are looked up by ``(name, version)`` in the registry and built
+from their JSON fields, never re-planned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from planengine.connectors.changelog import ChangelogMode
+from planengine.errors import PlanError
+from planengine.exec import base as B
+from planengine.exec.nodes import Sink
+from planengine.types import parse_type
+from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION
+
+SPARK_VERSION = "4.3.0"
+
+# Options a node may consume, with the defaults frozen into plans when the session does not set them.
+OPTION_DEFAULTS: dict[str, str] = {
+    "table.exec.state.ttl": "0 ms",
+    "table.exec.mini-batch.enabled": "false",
+    "table.exec.mini-batch.allow-latency": "0 ms",
+    "table.exec.mini-batch.size": "-1",
+    "table.exec.source.idle-timeout": "0 ms",
+    "table.exec.sink.not-null-enforcer": "ERROR",
+    "table.exec.sink.upsert-materialize": "AUTO",
+    "table.exec.async-lookup.buffer-capacity": "100",
+    "table.exec.async-lookup.timeout": "3 min",
+    "table.local-time-zone": "UTC",
+}
+# Session options recorded in the plan envelope because they shape the topology or its semantics.
+TOPOLOGY_PREFIXES = ("table.exec.", "table.optimizer.", "table.local-time-zone")
+
+
+def node_configuration(node: B.ExecNode, config: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for key in node.metadata.consumed_options:
+        value = config.get(key, OPTION_DEFAULTS.get(key))
+        if value is not None:
+            out.append((key, str(value)))
+    return tuple(out)
+
+
+def write_plan(sinks: list[Sink], config: dict[str, str]) -> dict[str, Any]:
+    from planengine.plan.catalog_objects import CompileStrategy, compiling, mask_options
+
+    order = B.topological(list(sinks))
+    ids = {id(n): i + 1 for i, n in enumerate(order)}
+    nodes_json = []
+    edges_json = []
+    with compiling(CompileStrategy.from_config(config)):
+        for node in order:
+            nid = ids[id(node)]
+            entry: dict[str, Any] = {"id": nid, "type": node.type_name}
+            configuration = dict(node.configuration) or dict(node_configuration(node, config))
+            if configuration:
+                entry["configuration"] = configuration
+            if node.inputs:
+                props = node.input_properties or tuple(B.InputProperty() for _ in node.inputs)
+                entry["inputProperties"] = [p.to_json() for p in props]
+            entry["outputType"] = str(node.output_type)
+            entry["changelogMode"] = str(node.changelog_mode)
+            if node.state:
+                entry["state"] = [s.to_json() for s in node.state]
+                entry["uids"] = [f"{nid}_{node.metadata.name}-{node.metadata.version}_{op}"
+                                 for op in node.metadata.produced_operators]
+            entry.update(node.specific_json())
+            entry["description"] = node.description
+            nodes_json.append(entry)
+            props = node.input_properties or tuple(B.InputProperty() for _ in node.inputs)
+            for child, prop in zip(node.inputs, props):
+                shuffle = {"type": "FORWARD"} if prop.distribution == "ANY" else (
+                    {"type": "HASH", "keys": list(prop.keys)} if prop.distribution == "HASH" else
+                    {"type": prop.distribution})
+                edges_json.append({"source": ids[id(child)], "target": nid, "shuffle": shuffle})
+    topology_config = {k: v for k, v in sorted(mask_options(config).items()) if k.startswith(TOPOLOGY_PREFIXES)}
+    body: dict[str, Any] = {
+        "formatVersion": PLAN_FORMAT_VERSION,
+        "engineVersion": ENGINE_VERSION,
+        "sparkVersion": SPARK_VERSION,
+        "config": topology_config,
+        "nodes": nodes_json,
+        "edges": edges_json,
+    }
+    plan_id = compute_plan_id(body)
+    return {"formatVersion": body["formatVersion"], "engineVersion": body["engineVersion"],
+            "sparkVersion": body["sparkVersion"], "planId": plan_id, "config": body["config"],
+            "nodes": nodes_json, "edges": edges_json}
+
+
+def compute_plan_id(plan: dict[str, Any]) -> str:
+    body = {k: v for k, v in plan.items() if k != "planId"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def dumps(plan: dict[str, Any]) -> str:
+    return json.dumps(plan, indent=2, ensure_ascii=False) + "\n"
+
+
+def read_plan(plan: dict[str, Any]) -> list[Sink]:
+    """Build the exec DAG of a (checked) plan. Raise PlanError for structural problems."""
+    nodes_by_id: dict[int, B.ExecNode] = {}
+    inputs_of: dict[int, list[int]] = {}
+    for edge in plan.get("edges", []):
+        inputs_of.setdefault(edge["target"], []).append(edge["source"])
+    consumers: set[int] = {e["source"] for e in plan.get("edges", [])}
+    for data in plan.get("nodes", []):
+        nid = data["id"]
+        try:
+            name, version = B.split_type_name(data["type"])
+        except ValueError as error:
+            raise PlanError(f"node {nid}: {error}") from None
+        cls = B.lookup(name, version)
+        if cls is None:
+            raise PlanError(f"node {nid}: exec node {data['type']} is not registered in this engine")
+        try:
+            inputs = tuple(nodes_by_id[i] for i in inputs_of.get(nid, []))
+        except KeyError as error:
+            raise PlanError(f"node {nid}: input node {error.args[0]} is not defined before it") from None
+        try:
+            kwargs = cls.decode_specific(data)
+            node = cls(
+                inputs=inputs,
+                output_type=parse_type(data["outputType"]),
+                description=data.get("description", ""),
+                changelog_mode=ChangelogMode.parse(data.get("changelogMode", "I")),
+                configuration=tuple((k, str(v)) for k, v in (data.get("configuration") or {}).items()),
+                input_properties=tuple(B.InputProperty.from_json(p) for p in data.get("inputProperties", [])),
+                state=tuple(B.StateDeclaration.from_json(s) for s in data.get("state", [])),
+                version=version,
+                **kwargs,
+            )
+        except (KeyError, ValueError, TypeError) as error:
+            raise PlanError(f"node {nid} ({data['type']}): malformed field: {error}") from None
+        nodes_by_id[nid] = node
+    sinks = [n for nid, n in nodes_by_id.items() if nid not in consumers]
+    bad = [n for n in sinks if not isinstance(n, Sink)]
+    if bad:
+        raise PlanError(f"plan has dangling nodes that feed no sink: {[n.type_name for n in bad]}")
+    return sinks  # type: ignore[return-value]
+
+
+def node_ids(sinks: list[Sink]) -> dict[int, int]:
+    order = B.topological(list(sinks))
+    return {id(n): i + 1 for i, n in enumerate(order)}

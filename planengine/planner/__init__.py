@@ -1,0 +1,1 @@
+"""planengine.planner"""

@@ -1,0 +1,320 @@
+"""Changelog inference over the whole exec DAG in one pass (DESIGN §5, phase A).
+
+1. Bottom-up, every node's *produced* row kinds from its inputs (sources declare theirs; an upsert source
+   gets a ``ChangelogNormalize`` so the rest of the plan sees a retract stream).
+2. Top-down from the sinks, the *required* update kind of every edge: ``BEFORE_AND_AFTER`` where a
+   consumer must retract (aggregates, joins, Top-N, filters, retract sinks) or ``ONLY_UPDATE_AFTER`` where
+   an upsert sink keyed like its input needs no before-images. A node read by several consumers takes the
+   strictest requirement, so a shared sub-plan is planned once.
+3. Nodes that can skip update-befores stop generating them; a CDC source whose consumers need only
+   after-images gets ``DropUpdateBefore``; an upsert sink whose key differs from its input's upsert key gets
+   the upsert materialiser.
+A query that cannot run fails here with the node and the remedy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planengine.connectors.changelog import ALL, INSERT_ONLY, ChangelogMode, RowKind
+from planengine.errors import UnsupportedQueryError
+from planengine.exec import nodes as X
+from planengine.exec.base import ExecNode, InputProperty, StateDeclaration, rebuild
+from planengine.planner.expressions import InputRef
+
+BEFORE_AND_AFTER = "BEFORE_AND_AFTER"
+ONLY_UPDATE_AFTER = "ONLY_UPDATE_AFTER"
+NONE = "NONE"
+
+RETRACT = ChangelogMode.of(RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER)
+INSERT_DELETE = ChangelogMode.of(RowKind.INSERT, RowKind.DELETE)
+
+# Nodes whose input must be insert-only (their Spark operators assume append-only input).
+_APPEND_ONLY_CONSUMERS = (
+    X.WindowAggregate, X.GroupWindowAggregate, X.WindowTableFunction, X.WindowRank, X.WindowDeduplicate,
+    X.IntervalJoin, X.WindowJoin, X.OverAggregate, X.TemporalSort, X.Deduplicate, X.Limit,
+)
+# Nodes that consume updates by retracting, so they need UPDATE_BEFORE from updating inputs.
+_RETRACTING_CONSUMERS = (X.GroupAggregate, X.Rank, X.SortLimit, X.Join)
+# Nodes that can be told not to emit UPDATE_BEFORE.
+_UB_OPTIONAL = (X.GroupAggregate, X.Rank, X.SortLimit, X.ChangelogNormalize, X.Deduplicate)
+
+
+def infer_changelog(sinks: list[X.Sink], config: dict[str, str]) -> list[X.Sink]:
+    roots = _normalize_upsert_sources(list(sinks))
+    roots = _assign_modes(roots)
+    required = _required_update_kinds(roots)
+    roots = _apply_requirements(roots, required)
+    roots = _assign_modes(roots)
+    roots = _finish_sinks(roots, config)
+    return roots  # type: ignore[return-value]
+
+
+# --- 1. upsert sources ---------------------------------------------------------------------------------------
+def _source_mode(scan: X.TableSourceScan) -> ChangelogMode:
+    source = getattr(scan, "_source", None)
+    if source is None:
+        return scan.changelog_mode
+    return source.changelog_mode()
+
+
+def _normalize_upsert_sources(roots: list[ExecNode]) -> list[ExecNode]:
+    def fn(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ExecNode:
+        node = _copy_with_inputs(node, inputs)
+        if not isinstance(node, X.TableSourceScan):
+            return node
+        mode = _source_mode(node)
+        scan = _with_mode(node, mode)
+        if mode.contains(RowKind.UPDATE_AFTER) and not mode.contains(RowKind.UPDATE_BEFORE) or (
+                mode.key_only_deletes):
+            schema = node.table.resolved.table.schema if node.table.resolved is not None else None
+            if schema is None or schema.primary_key is None:
+                raise UnsupportedQueryError(
+                    f"table {node.table.identifier} produces an upsert changelog ({mode}) but declares no "
+                    "PRIMARY KEY", hint="add PRIMARY KEY (...) NOT ENFORCED to the table")
+            keys = tuple(node.field_names.index(c) for c in schema.primary_key.columns)
+            return X.ChangelogNormalize(
+                inputs=(scan,), output_type=node.output_type, unique_keys=keys, changelog_mode=ALL,
+                state=tuple(StateDeclaration(n, 0) for n in X.ChangelogNormalize.STATE_NAMES),
+                input_properties=(InputProperty("HASH", keys),),
+                description=f"ChangelogNormalize(key=[{', '.join(node.field_names[k] for k in keys)}])")
+        return scan
+
+    return rebuild(roots, fn)
+
+
+def _with_mode(node: ExecNode, mode: ChangelogMode) -> ExecNode:
+    if node.changelog_mode == mode:
+        return node
+    new = replace(node, changelog_mode=mode)
+    for attr in ("_source", "_sink"):
+        if hasattr(node, attr):
+            object.__setattr__(new, attr, getattr(node, attr))
+    return new
+
+
+# --- 2. modes bottom-up ---------------------------------------------------------------------------------------
+def _produced(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ChangelogMode:
+    modes = [i.changelog_mode for i in inputs]
+    if isinstance(node, X.TableSourceScan):
+        return _source_mode(node)
+    if isinstance(node, X.Values):
+        return INSERT_ONLY
+    if isinstance(node, _APPEND_ONLY_CONSUMERS):
+        for child in inputs:
+            if not child.changelog_mode.contains_only_inserts():
+                raise UnsupportedQueryError(
+                    f"{_short(node)} doesn't support consuming update and delete changes which are produced by "
+                    f"{_short(child)}",
+                    hint="window aggregates, interval/window joins, OVER aggregates, deduplication and LIMIT need "
+                         "an insert-only input; aggregate after them instead of before, or use a regular GROUP BY",
+                )
+        if isinstance(node, X.Deduplicate):
+            if node.keep_last_row:
+                return RETRACT if node.generate_update_before else ChangelogMode.of(RowKind.INSERT,
+                                                                                   RowKind.UPDATE_AFTER)
+            if node.is_rowtime:
+                return RETRACT if node.generate_update_before else ChangelogMode.of(RowKind.INSERT,
+                                                                                   RowKind.UPDATE_AFTER)
+            return INSERT_ONLY
+        return INSERT_ONLY
+    if isinstance(node, X.GroupAggregate):
+        retracting = any(m.contains(RowKind.UPDATE_BEFORE) or m.contains_deletes() for m in modes)
+        kinds = {RowKind.INSERT, RowKind.UPDATE_AFTER}
+        if node.generate_update_before:
+            kinds.add(RowKind.UPDATE_BEFORE)
+        if retracting:
+            kinds.add(RowKind.DELETE)
+        return ChangelogMode(frozenset(kinds))
+    if isinstance(node, X.Rank | X.SortLimit | X.ChangelogNormalize):
+        kinds = {RowKind.INSERT, RowKind.UPDATE_AFTER, RowKind.DELETE}
+        if node.generate_update_before:
+            kinds.add(RowKind.UPDATE_BEFORE)
+        return ChangelogMode(frozenset(kinds))
+    if isinstance(node, X.Join):
+        if all(m.contains_only_inserts() for m in modes) and node.join_type in ("INNER", "SEMI"):
+            return INSERT_ONLY
+        if all(m.contains_only_inserts() for m in modes) and node.join_type == "ANTI":
+            return INSERT_DELETE
+        return ALL
+    if isinstance(node, X.TemporalJoin):
+        if not modes[0].contains_only_inserts():
+            raise UnsupportedQueryError(
+                f"{_short(node)}: the probe side of a temporal join must be insert-only, but {_short(inputs[0])} "
+                "produces updates")
+        return INSERT_ONLY
+    if isinstance(node, X.DropUpdateBefore):
+        return ChangelogMode(frozenset(k for k in modes[0].kinds if k is not RowKind.UPDATE_BEFORE))
+    if isinstance(node, X.Union):
+        out = modes[0]
+        for m in modes[1:]:
+            out = out.union(m)
+        return out
+    if isinstance(node, X.Sink):
+        return modes[0]
+    # Calc, WatermarkAssigner, Exchange, Correlate, LookupJoin: pass through.
+    return modes[0] if modes else INSERT_ONLY
+
+
+def _assign_modes(roots: list[ExecNode]) -> list[ExecNode]:
+    def fn(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ExecNode:
+        node = _copy_with_inputs(node, inputs)
+        return _with_mode(node, _produced(node, inputs))
+
+    return rebuild(roots, fn)
+
+
+def _copy_with_inputs(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ExecNode:
+    if inputs == node.inputs:
+        return node
+    new = replace(node, inputs=inputs)
+    for attr in ("_source", "_sink"):
+        if hasattr(node, attr):
+            object.__setattr__(new, attr, getattr(node, attr))
+    return new
+
+
+# --- 3. required update kinds top-down ---------------------------------------------------------------------
+def _sink_requirement(sink: X.Sink) -> str:
+    child = sink.inputs[0]
+    if child.changelog_mode.contains_only_inserts():
+        return NONE
+    target = getattr(sink, "_sink", None)
+    requested = child.changelog_mode
+    accepted = target.changelog_mode(requested) if target is not None else ALL
+    if accepted.contains_only_inserts():
+        raise UnsupportedQueryError(
+            f"sink {sink.table.identifier} accepts insert-only rows but {_short(child)} produces updates "
+            f"({child.changelog_mode})",
+            hint=f"give {sink.table.identifier} a PRIMARY KEY (upsert) or use a connector/format that accepts a "
+                 "changelog, e.g. 'format' = 'changelog-json'",
+        )
+    if accepted.contains(RowKind.UPDATE_BEFORE):
+        return BEFORE_AND_AFTER
+    schema = sink.table.resolved.table.schema if sink.table.resolved is not None else None
+    if schema is None or schema.primary_key is None:
+        raise UnsupportedQueryError(
+            f"sink {sink.table.identifier} accepts upserts (I,UA,D) but declares no PRIMARY KEY",
+            hint="add PRIMARY KEY (...) NOT ENFORCED to the sink table")
+    return ONLY_UPDATE_AFTER
+
+
+def _input_requirement(node: ExecNode, own: str, index: int) -> str:
+    """What ``node`` needs from its input ``index``, given what its consumers need from it (``own``)."""
+    if isinstance(node, _RETRACTING_CONSUMERS):
+        return BEFORE_AND_AFTER
+    if isinstance(node, X.Calc) and node.condition is not None:
+        return BEFORE_AND_AFTER  # a filter may drop an update-after whose before-image passed it
+    if isinstance(node, X.ChangelogNormalize):
+        return ONLY_UPDATE_AFTER
+    if isinstance(node, X.Sink):
+        return own
+    return own
+
+
+def _required_update_kinds(roots: list[ExecNode]) -> dict[int, str]:
+    required: dict[int, str] = {}
+    order = _reverse_topological(roots)
+    for node in order:
+        own = required.get(id(node), NONE)
+        if isinstance(node, X.Sink):
+            own = _sink_requirement(node)
+            required[id(node)] = own
+        for i, child in enumerate(node.inputs):
+            need = _input_requirement(node, own, i) if not child.changelog_mode.contains_only_inserts() else NONE
+            if isinstance(node, X.Sink):
+                need = own
+            required[id(child)] = _strictest(required.get(id(child), NONE), need)
+    return required
+
+
+def _strictest(a: str, b: str) -> str:
+    rank = {NONE: 0, ONLY_UPDATE_AFTER: 1, BEFORE_AND_AFTER: 2}
+    return a if rank[a] >= rank[b] else b
+
+
+def _reverse_topological(roots: list[ExecNode]) -> list[ExecNode]:
+    from planengine.exec.base import topological
+
+    return list(reversed(topological(roots)))
+
+
+def _apply_requirements(roots: list[ExecNode], required: dict[int, str]) -> list[ExecNode]:
+    def fn(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ExecNode:
+        need = required.get(id(node), NONE)
+        new = _copy_with_inputs(node, inputs)
+        if isinstance(new, _UB_OPTIONAL) and need == ONLY_UPDATE_AFTER:
+            new = replace(new, generate_update_before=False)
+            for attr in ("_source",):
+                if hasattr(node, attr):
+                    object.__setattr__(new, attr, getattr(node, attr))
+        elif isinstance(new, X.TableSourceScan) and need == ONLY_UPDATE_AFTER and new.changelog_mode.contains(
+                RowKind.UPDATE_BEFORE):
+            return X.DropUpdateBefore(inputs=(new,), output_type=new.output_type, description="DropUpdateBefore")
+        return new
+
+    return rebuild(roots, fn)
+
+
+# --- 4. sinks: upsert materialisation ------------------------------------------------------------------------
+def upsert_keys(node: ExecNode) -> tuple[int, ...] | None:
+    """The key that identifies rows of an updating node's output, if known."""
+    if isinstance(node, X.GroupAggregate):
+        return tuple(range(len(node.grouping)))
+    if isinstance(node, X.ChangelogNormalize):
+        return node.unique_keys
+    if isinstance(node, X.Deduplicate):
+        return node.unique_keys
+    if isinstance(node, X.Rank):
+        if node.rank_end == 1 and node.rank_start == 1:
+            return node.partition_keys
+        if node.output_rank_number:
+            return (*node.partition_keys, len(node.field_names) - 1)
+        return None
+    if isinstance(node, X.Calc):
+        child = upsert_keys(node.inputs[0])
+        if child is None:
+            return None
+        positions = {}
+        for i, e in enumerate(node.projection):
+            if isinstance(e, InputRef) and e.index not in positions:
+                positions[e.index] = i
+        if all(k in positions for k in child):
+            return tuple(positions[k] for k in child)
+        return None
+    if isinstance(node, X.DropUpdateBefore | X.WatermarkAssigner | X.Exchange):
+        return upsert_keys(node.inputs[0])
+    return None
+
+
+def _finish_sinks(roots: list[ExecNode], config: dict[str, str]) -> list[ExecNode]:
+    mode_option = config.get("table.exec.sink.upsert-materialize", "AUTO").upper()
+    out = []
+    for sink in roots:
+        assert isinstance(sink, X.Sink)
+        child = sink.inputs[0]
+        materialize = False
+        keys: tuple[int, ...] = ()
+        schema = sink.table.resolved.table.schema if sink.table.resolved is not None else None
+        if schema is not None and schema.primary_key is not None and not child.changelog_mode.contains_only_inserts():
+            persisted = [c.name for c in schema.columns if c.is_persisted]
+            target = sink.target_columns or tuple(range(len(persisted)))
+            pk_positions = tuple(target.index(persisted.index(c)) for c in schema.primary_key.columns
+                                 if persisted.index(c) in target)
+            keys = pk_positions
+            child_keys = upsert_keys(child)
+            if mode_option == "FORCE":
+                materialize = True
+            elif mode_option == "AUTO":
+                materialize = child_keys is None or set(child_keys) != set(pk_positions)
+        new = replace(sink, input_changelog_mode=str(child.changelog_mode), upsert_materialize=materialize,
+                      upsert_keys=keys, changelog_mode=child.changelog_mode,
+                      state=tuple(StateDeclaration(n, 0) for n in X.Sink.STATE_NAMES) if materialize else ())
+        if hasattr(sink, "_sink"):
+            object.__setattr__(new, "_sink", sink._sink)  # type: ignore[attr-defined]
+        out.append(new)
+    return out
+
+
+def _short(node: ExecNode) -> str:
+    return node.description or type(node).__name__

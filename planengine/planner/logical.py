@@ -1,0 +1,700 @@
+"""The logical plan: immutable, typed relational nodes validated when built.
+
+Rules rewrite these (``planengine.planner.rules``); ``planengine.planner.physical`` turns them into exec
+nodes. A multi-sink statement set is one DAG: identical sub-plans are the same object after
+``planengine.planner.rules.share_common_subplans`` (found by ``digest``), which is what lets the exec DAG
+read a source once for several sinks.
+
+Every node has ``inputs`` and ``row_type`` (a ROW type; field names are the output column names).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
+from typing import Any
+
+from planengine.catalog.objects import CatalogTable, ObjectIdentifier
+from planengine.errors import InternalError
+from planengine.planner.expressions import Expr, InputRef, Literal
+from planengine.types import BIGINT, DataType, RowField, row
+
+
+@dataclass(frozen=True, eq=False)
+class LogicalNode:
+    """Base class. Equality is identity; ``digest`` is structural and used to find shared sub-plans."""
+
+    @property
+    def inputs(self) -> tuple[LogicalNode, ...]:
+        return ()
+
+    @property
+    def row_type(self) -> DataType:
+        raise NotImplementedError
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        raise NotImplementedError
+
+    @property
+    def field_names(self) -> list[str]:
+        return self.row_type.field_names()
+
+    @property
+    def field_types(self) -> list[DataType]:
+        return [f.type for f in self.row_type.fields]
+
+    def explain_terms(self) -> str:
+        return ""
+
+    @cached_property
+    def digest(self) -> str:
+        """Structural identity: node kind, its terms and its inputs' digests."""
+        inner = ", ".join(i.digest for i in self.inputs)
+        return f"{type(self).__name__}({self.explain_terms()})[{inner}]"
+
+    def explain(self, indent: int = 0) -> str:
+        lines = ["  " * indent + f"{type(self).__name__.removeprefix('Logical')}({self.explain_terms()})"]
+        for i in self.inputs:
+            lines.append(i.explain(indent + 1))
+        return "\n".join(lines)
+
+
+def _single(inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+    if len(inputs) != 1:
+        raise InternalError(f"expected one input, got {len(inputs)}")
+    return inputs[0]
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A resolved table as a scan or sink sees it."""
+
+    identifier: ObjectIdentifier
+    table: CatalogTable
+    temporary: bool = False
+    # /*+ OPTIONS(...) */ dynamic options merged over the catalog options
+    hint_options: tuple[tuple[str, str], ...] = ()
+    inline: bool = False  # an anonymous/inline table, always written in full
+
+    @property
+    def options(self) -> dict[str, str]:
+        merged = self.table.options_dict
+        merged.update(dict(self.hint_options))
+        return merged
+
+
+@dataclass(frozen=True, eq=False)
+class LogicalScan(LogicalNode):
+    """Reads a table: all of its columns (physical, metadata, computed), in declared order."""
+
+    table: TableRef
+    # Abilities applied by push-down rules, in order (planengine.connectors.specs objects).
+    ability_specs: tuple[Any, ...] = ()
+    produced_type: DataType | None = None  # type after projection push-down, if any
+
+    @property
+    def row_type(self) -> DataType:
+        return self.produced_type or self.table.table.schema.row_type()
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        return self
+
+    def explain_terms(self) -> str:
+        terms = f"table=[{self.table.identifier}], fields=[{', '.join(self.field_names)}]"
+        if self.ability_specs:
+            terms += ", abilities=[" + ", ".join(type(s).__name__ for s in self.ability_specs) + "]"
+        if self.table.hint_options:
+            terms += f", hints={dict(self.table.hint_options)}"
+        return terms
+
+
+@dataclass(frozen=True, eq=False)
+class LogicalValues(LogicalNode):
+    rows: tuple[tuple[Literal, ...], ...]
+    type: DataType
+
+    @property
+    def row_type(self) -> DataType:
+        return self.type
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        return self
+
+    def explain_terms(self) -> str:
+        body = ", ".join("{" + ", ".join(str(v) for v in r) + "}" for r in self.rows)
+        return f"tuples=[{body}]"
+
+
+@dataclass(frozen=True, eq=False)
+class LogicalCalc(LogicalNode):
+    """Projection plus optional filter (the filter reads the input row, the projection too)."""
+
+    input: LogicalNode
+    projection: tuple[Expr, ...]
+    names: tuple[str, ...]
+    condition: Expr | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.projection) != len(self.names):
+            raise InternalError("projection and names differ in length")
+
+    @property
+    def inputs(self) -> tuple[LogicalNode, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        return replace(self, input=_single(inputs))
+
+    @cached_property
+    def _row_type(self) -> DataType:
+        return row(*(RowField(n, e.type) for n, e in zip(self.names, self.projection)))
+
+    @property
+    def row_type(self) -> DataType:
+        return self._row_type
+
+    def is_identity(self) -> bool:
+        if self.condition is not None or len(self.projection) != len(self.input.field_names):
+            return False
+        return all(isinstance(e, InputRef) and e.index == i for i, e in enumerate(self.projection)) and list(
+            self.names
+        ) == self.input.field_names
+
+    def explain_terms(self) -> str:
+        exprs = ", ".join(
+            str(e) if isinstance(e, InputRef) and self.input.field_names[e.index] == n else f"{e} AS {n}"
+            for e, n in zip(self.projection, self.names)
+        )
+        terms = f"select=[{exprs}]"
+        if self.condition is not None:
+            terms += f", where=[{self.condition}]"
+        return terms
+
+
+@dataclass(frozen=True)
+class AggregateCall:
+    function: str  # built-in name (COUNT, SUM, …) or a user function identifier
+    version: int | None
+    args: tuple[int, ...]  # input field indices
+    type: DataType
+    name: str
+    distinct: bool = False
+    filter_arg: int | None = None  # index of a BOOLEAN input field (FILTER (WHERE …))
+    approximate: bool = False
+    # Extra literal arguments, e.g. LISTAGG's separator
+    constants: tuple[Literal, ...] = ()
+
+    def __str__(self) -> str:
+        inner = ("DISTINCT " if self.distinct else "") + ", ".join(f"${a}" for a in self.args)
+        text = f"{self.function}({inner or ('*' if self.function == 'COUNT' else '')})"
+        if self.filter_arg is not None:
+            text += f" FILTER ${self.filter_arg}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "function": self.function}
+        if self.version is not None:
+            out["version"] = self.version
+        out["argList"] = list(self.args)
+        if self.filter_arg is not None:
+            out["filterArg"] = self.filter_arg
+        out["distinct"] = self.distinct
+        if self.constants:
+            out["constants"] = [c.to_json() for c in self.constants]
+        out["type"] = str(self.type)
+        return out
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> AggregateCall:
+        from planengine.planner.expressions import Expr as _Expr
+        from planengine.types import parse_type
+
+        constants = tuple(_Expr.from_json(c) for c in data.get("constants", []))
+        return AggregateCall(
+            function=data["function"],
+            version=data.get("version"),
+            args=tuple(data["argList"]),
+            type=parse_type(data["type"]),
+            name=data["name"],
+            distinct=data.get("distinct", False),
+            filter_arg=data.get("filterArg"),
+            constants=constants,  # type: ignore[arg-type]
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class LogicalAggregate(LogicalNode):
+    """GROUP BY: output is the group keys (in order) followed by the aggregate calls."""
+
+    input: LogicalNode
+    group_keys: tuple[int, ...]
+    aggregates: tuple[AggregateCall, ...]
+    # Legacy group window (GROUP BY TUMBLE(ts, …)) and its properties, when present.
+    group_window: GroupWindow | None = None
+    state_ttl_ms: int | None = None
+
+    @property
+    def inputs(self) -> tuple[LogicalNode, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        return replace(self, input=_single(inputs))
+
+    @cached_property
+    def _row_type(self) -> DataType:
+        in_fields = self.input.row_type.fields
+        out = [RowField(in_fields[k].name, in_fields[k].type.without_time_attribute()) for k in self.group_keys]
+        out += [RowField(a.name, a.type) for a in self.aggregates]
+        if self.group_window is not None:
+            out += [RowField(n, t) for n, t in self.group_window.property_fields()]
+        return row(*out)
+
+    @property
+    def row_type(self) -> DataType:
+        return self._row_type
+
+    def explain_terms(self) -> str:
+        terms = f"groupBy=[{', '.join(self.input.field_names[k] for k in self.group_keys)}]"
+        if self.group_window is not None:
+            terms += f", window=[{self.group_window}]"
+        terms += f", select=[{', '.join(f'{a} AS {a.name}' for a in self.aggregates)}]"
+        return terms
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """A windowing strategy: TUMBLE, HOP, CUMULATE or SESSION over a time attribute."""
+
+    kind: str  # TUMBLE | HOP | CUMULATE | SESSION
+    time_field: int  # index in the input row
+    size: dt.timedelta | None = None  # TUMBLE/HOP/CUMULATE (max size for CUMULATE)
+    slide: dt.timedelta | None = None  # HOP
+    step: dt.timedelta | None = None  # CUMULATE
+    gap: dt.timedelta | None = None  # SESSION
+    offset: dt.timedelta | None = None
+    partition_keys: tuple[int, ...] = ()  # SESSION ... PARTITION BY
+    is_rowtime: bool = True
+
+    def __str__(self) -> str:
+        def ms(d: dt.timedelta | None) -> str:
+            return f"{int(d / dt.timedelta(milliseconds=1))} ms" if d is not None else ""
+
+        parts = [f"time_col=[${self.time_field}]"]
+        for label, value in (("size", self.size), ("slide", self.slide), ("step", self.step), ("gap", self.gap),
+                             ("offset", self.offset)):
+            if value is not None:
+                parts.append(f"{label}=[{ms(value)}]")
+        if self.partition_keys:
+            parts.append("partition=[" + ", ".join(f"${k}" for k in self.partition_keys) + "]")
+        return f"{self.kind}({', '.join(parts)})"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"strategy": self.kind, "timeAttributeIndex": self.time_field,
+                               "isRowtime": self.is_rowtime}
+        for key, value in (("size", self.size), ("slide", self.slide), ("step", self.step), ("gap", self.gap),
+                           ("offset", self.offset)):
+            if value is not None:
+                out[key] = f"PT{value.total_seconds():g}S"
+        if self.partition_keys:
+            out["partitionKeys"] = list(self.partition_keys)
+        return out
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> WindowSpec:
+        def dur(key: str) -> dt.timedelta | None:
+            v = data.get(key)
+            return None if v is None else dt.timedelta(seconds=float(v[2:-1]))
+
+        return WindowSpec(
+            kind=data["strategy"],
+            time_field=data["timeAttributeIndex"],
+            size=dur("size"),
+            slide=dur("slide"),
+            step=dur("step"),
+            gap=dur("gap"),
+            offset=dur("offset"),
+            partition_keys=tuple(data.get("partitionKeys", [])),
+            is_rowtime=data.get("isRowtime", True),
+        )
+
+
+@dataclass(frozen=True)
+class GroupWindow:
+    """Legacy group window (GROUP BY TUMBLE/HOP/SESSION(ts, …)) with the properties SELECT asks for."""
+
+    spec: WindowSpec
+    # (name, property) pairs, property in start|end|rowtime|proctime
+    properties: tuple[tuple[str, str], ...] = ()
+    time_type: DataType | None = None
+
+    def property_fields(self) -> list[tuple[str, DataType]]:
+        from planengine.types import timestamp, timestamp_ltz
+
+        base = self.time_type or timestamp(3)
+        plain = (timestamp_ltz(3) if base.kind.value == "TIMESTAMP_LTZ" else timestamp(3)).with_nullable(False)
+        out = []
+        for name, prop in self.properties:
+            if prop == "rowtime":
+                out.append((name, base.with_nullable(False)))
+            elif prop == "proctime":
+                out.append((name, base.with_nullable(False)))
+            else:
+                out.append((name, plain))
+        return out
+
+    def __str__(self) -> str:
+        props = ", ".join(f"{p}={n}" for n, p in self.properties)
+        return f"{self.spec}" + (f", properties=[{props}]" if props else "")
+
+
+@dataclass(frozen=True, eq=False)
+class LogicalWindowTableFunction(LogicalNode):
+    """TABLE(TUMBLE|HOP|CUMULATE|SESSION(...)): input columns plus window_start, window_end, window_time."""
+
+    input: LogicalNode
+    window: WindowSpec
+
+    @property
+    def inputs(self) -> tuple[LogicalNode, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        return replace(self, input=_single(inputs))
+
+    @cached_property
+    def _row_type(self) -> DataType:
+        from planengine.types import TimeAttribute, timestamp, timestamp_ltz
+
+        time_type = self.input.row_type.fields[self.window.time_field].type
+        plain = timestamp_ltz(3) if time_type.kind.value == "TIMESTAMP_LTZ" else timestamp(3)
+        plain = plain.with_nullable(False)
+        fields_ = [RowField(f.name, f.type.without_time_attribute() if i == self.window.time_field else f.type)
+                   for i, f in enumerate(self.input.row_type.fields)]
+        window_time = plain.with_time_attribute(TimeAttribute.ROWTIME if self.window.is_rowtime else
+                                                TimeAttribute.PROCTIME)
+        fields_ += [RowField("window_start", plain), RowField("window_end", plain),
+                    RowField("window_time", window_time)]
+        return row(*fields_)
+
+    @property
+    def row_type(self) -> DataType:
+        return self._row_type
+
+    def explain_terms(self) -> str:
+        return f"window=[{self.window}]"
+
+
+@dataclass(frozen=True, eq=False)
+class LogicalJoin(LogicalNode):
+    left: LogicalNode
+    right: LogicalNode
+    kind: str  # INNER | LEFT | RIGHT | FULL | SEMI | ANTI
+    condition: Expr | None
+    state_ttl_ms: tuple[int | None, int | None] = (None, None)
+
+    @property
+    def inputs(self) -> tuple[LogicalNode, ...]:
+        return (self.left, self.right)
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        left, right = inputs
+        return replace(self, left=left, right=right)
+
+    @cached_property
+    def _row_type(self) -> DataType:
+        left = list(self.left.row_type.fields)
+        if self.kind in ("SEMI", "ANTI"):
+            return row(*left)
+        right = list(self.right.row_type.fields)
+        if self.kind in ("RIGHT", "FULL"):
+            left = [RowField(f.name, f.type.with_nullable(True)) for f in left]
+        if self.kind in ("LEFT", "FULL"):
+            right = [RowField(f.name, f.type.with_nullable(True)) for f in right]
+        return row(*left, *right)
+
+    @property
+    def row_type(self) -> DataType:
+        return self._row_type
+
+    def explain_terms(self) -> str:
+        return f"joinType=[{self.kind}], where=[{self.condition}]"
+
+
+@dataclass(frozen=True, eq=False)
+class LogicalSnapshotJoin(LogicalNode):
+    """A join whose right side is read `FOR SYSTEM_TIME AS OF left.time` (lookup or temporal join)."""
+
+    left: LogicalNode
+    right: LogicalNode
+    kind: str  # INNER | LEFT
+    condition: Expr | None
+    period: Expr  # over the left row
+    right_table: TableRef | None  # the dimension / versioned table, when the right side is a plain scan
+
+    @property
+    def inputs(self) -> tuple[LogicalNode, ...]:
+        return (self.left, self.right)
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        left, right = inputs
+        return replace(self, left=left, right=right)
+
+    @cached_property
+    def _row_type(self) -> DataType:
+        right = list(self.right.row_type.fields)
+        right = [RowField(f.name, f.type.without_time_attribute()) for f in right]
+        if self.kind == "LEFT":
+            right = [RowField(f.name, f.type.with_nullable(True)) for f in right]
+        return row(*self.left.row_type.fields, *right)
+
+    @property
+    def row_type(self) -> DataType:
+        return self._row_type
+
+    def explain_terms(self) -> str:
+        return f"joinType=[{self.kind}], period=[{self.period}], where=[{self.condition}]"
+
+
+@dataclass(frozen=True, eq=False)
+class LogicalCorrelate(LogicalNode):
+    """`CROSS JOIN UNNEST(expr)` / `LEFT JOIN UNNEST(expr) ON TRUE`: per input row, the array's elements."""
+
+    input: LogicalNode
+    unnest: Expr  # an ARRAY/MAP/MULTISET expression over the input row
+    names: tuple[str, ...]
+    kind: str = "INNER"  # INNER | LEFT
+    with_ordinality: bool = False
+
+    @property
+    def inputs(self) -> tuple[LogicalNode, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        return replace(self, input=_single(inputs))
+
+    def element_fields(self) -> list[RowField]:
+        t = self.unnest.type
+        from planengine.types import Kind
+
+        if t.kind is Kind.MAP:
+            types = [t.key, t.value]
+        elif t.element is not None and t.element.kind is Kind.ROW:
+            types = [f.type for f in t.element.fields]
+        else:
+            types = [t.element]
+        if self.with_ordinality:
+            from planengine.types import INT
+
+            types.append(INT.with_nullable(False))
+        out = []
+        for name, typ in zip(self.names, types):
+            assert typ is not None
+            out.append(RowField(name, typ.with_nullable(True) if self.kind == "LEFT" else typ))
+        return out
+
+    @cached_property
+    def _row_type(self) -> DataType:
+        return row(*self.input.row_type.fields, *self.element_fields())
+
+    @property
+    def row_type(self) -> DataType:
+        return self._row_type
+
+    def explain_terms(self) -> str:
+        return f"invocation=[UNNEST({self.unnest})], joinType=[{self.kind}], select=[{', '.join(self.names)}]"
+
+
+@dataclass(frozen=True, eq=False)
+class LogicalUnion(LogicalNode):
+    union_inputs: tuple[LogicalNode, ...]
+    all: bool = True
+
+    @property
+    def inputs(self) -> tuple[LogicalNode, ...]:
+        return self.union_inputs
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        return replace(self, union_inputs=inputs)
+
+    @property
+    def row_type(self) -> DataType:
+        from planengine.types import common_type
+
+        first = self.union_inputs[0].row_type
+        out = []
+        for i, f in enumerate(first.fields):
+            t = common_type([u.row_type.fields[i].type for u in self.union_inputs]) or f.type
+            out.append(RowField(f.name, t))
+        return row(*out)
+
+    def explain_terms(self) -> str:
+        return f"all=[{self.all}], union=[{', '.join(self.field_names)}]"
+
+
+@dataclass(frozen=True)
+class SortKey:
+    field: int
+    ascending: bool = True
+    nulls_first: bool | None = None
+
+    def __str__(self) -> str:
+        return f"${self.field} {'ASC' if self.ascending else 'DESC'}"
+
+    def to_json(self) -> dict[str, Any]:
+        nulls_first = self.ascending if self.nulls_first is None else self.nulls_first
+        return {"index": self.field, "isAscending": self.ascending, "nullIsLast": not nulls_first}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> SortKey:
+        return SortKey(data["index"], data["isAscending"], not data["nullIsLast"])
+
+
+@dataclass(frozen=True)
+class OverFrame:
+    mode: str  # ROWS | RANGE
+    lower: int | dt.timedelta | None  # None = UNBOUNDED PRECEDING; 0 = CURRENT ROW; n rows or interval preceding
+    upper: int | None = 0  # only CURRENT ROW supported for streaming
+
+    def __str__(self) -> str:
+        if self.lower is None:
+            low = "UNBOUNDED PRECEDING"
+        elif isinstance(self.lower, dt.timedelta):
+            low = f"{int(self.lower / dt.timedelta(milliseconds=1))} ms PRECEDING"
+        elif self.lower == 0:
+            low = "CURRENT ROW"
+        else:
+            low = f"{self.lower} PRECEDING"
+        return f"{self.mode} BETWEEN {low} AND CURRENT ROW"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"mode": self.mode}
+        if isinstance(self.lower, dt.timedelta):
+            out["lowerMillis"] = int(self.lower / dt.timedelta(milliseconds=1))
+        elif self.lower is not None:
+            out["lowerRows"] = self.lower
+        else:
+            out["lowerUnbounded"] = True
+        return out
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> OverFrame:
+        if "lowerMillis" in data:
+            lower: int | dt.timedelta | None = dt.timedelta(milliseconds=data["lowerMillis"])
+        elif "lowerRows" in data:
+            lower = data["lowerRows"]
+        else:
+            lower = None
+        return OverFrame(data["mode"], lower)
+
+
+@dataclass(frozen=True, eq=False)
+class LogicalOver(LogicalNode):
+    """Window functions over one window definition; output = input fields + one field per call.
+
+    ROW_NUMBER/RANK/DENSE_RANK followed by a filter on the result become Top-N / deduplication during
+    physical conversion; the rest become an over aggregate.
+    """
+
+    input: LogicalNode
+    partition_keys: tuple[int, ...]
+    order_keys: tuple[SortKey, ...]
+    frame: OverFrame
+    calls: tuple[AggregateCall, ...]
+
+    @property
+    def inputs(self) -> tuple[LogicalNode, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        return replace(self, input=_single(inputs))
+
+    @cached_property
+    def _row_type(self) -> DataType:
+        return row(*self.input.row_type.fields, *(RowField(c.name, c.type) for c in self.calls))
+
+    @property
+    def row_type(self) -> DataType:
+        return self._row_type
+
+    def explain_terms(self) -> str:
+        part = ", ".join(f"${k}" for k in self.partition_keys)
+        order = ", ".join(str(k) for k in self.order_keys)
+        calls = ", ".join(f"{c} AS {c.name}" for c in self.calls)
+        return f"partitionBy=[{part}], orderBy=[{order}], frame=[{self.frame}], select=[{calls}]"
+
+
+@dataclass(frozen=True, eq=False)
+class LogicalSort(LogicalNode):
+    input: LogicalNode
+    keys: tuple[SortKey, ...]
+    offset: int = 0
+    fetch: int | None = None
+
+    @property
+    def inputs(self) -> tuple[LogicalNode, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        return replace(self, input=_single(inputs))
+
+    @property
+    def row_type(self) -> DataType:
+        return self.input.row_type
+
+    def explain_terms(self) -> str:
+        return f"orderBy=[{', '.join(str(k) for k in self.keys)}], offset=[{self.offset}], fetch=[{self.fetch}]"
+
+
+@dataclass(frozen=True, eq=False)
+class LogicalWatermarkAssigner(LogicalNode):
+    input: LogicalNode
+    rowtime_field: int
+    watermark: Expr
+
+    @property
+    def inputs(self) -> tuple[LogicalNode, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        return replace(self, input=_single(inputs))
+
+    @property
+    def row_type(self) -> DataType:
+        return self.input.row_type
+
+    def explain_terms(self) -> str:
+        return f"rowtime=[{self.input.field_names[self.rowtime_field]}], watermark=[{self.watermark}]"
+
+
+@dataclass(frozen=True, eq=False)
+class LogicalSink(LogicalNode):
+    input: LogicalNode
+    table: TableRef
+    overwrite: bool = False
+    static_partition: tuple[tuple[str, str], ...] = ()
+    # Column positions of the table that the query fills (INSERT INTO t (a, b) ...); () = all persisted.
+    target_columns: tuple[int, ...] = ()
+    ability_specs: tuple[Any, ...] = field(default=())
+
+    @property
+    def inputs(self) -> tuple[LogicalNode, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        return replace(self, input=_single(inputs))
+
+    @property
+    def row_type(self) -> DataType:
+        return self.input.row_type
+
+    def explain_terms(self) -> str:
+        return f"table=[{self.table.identifier}], fields=[{', '.join(self.input.field_names)}]"
+
+
+COUNT_STAR_TYPE = BIGINT.with_nullable(False)
+
+
+def node_fields(node: LogicalNode) -> dict[str, Any]:
+    """Dataclass fields of a node (used by generic rewrites)."""
+    return {f.name: getattr(node, f.name) for f in fields(node)}  # type: ignore[arg-type]

@@ -17,7 +17,10 @@ from planengine.errors import PlanEngineError
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="planengine", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log restore and planning decisions")
-    parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    from planengine.commands import register
+
+    register(subparsers)
     return parser
 
 

@@ -1,0 +1,35 @@
+"""``planengine check --plan P [--snapshot S] [--json]``: can this engine restore the plan (and state)?
+
+Exit 0 compatible, 3 needs migration, 4 incompatible; ``--json`` says why. Judged from the plan's JSON
+alone (and the snapshot's files), before anything starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from planengine.commands._env import read_text
+from planengine.plan.compiled_plan import CompiledPlan
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser("check", help="check that this engine can restore a plan")
+    p.add_argument("--plan", required=True)
+    p.add_argument("--snapshot", help="a snapshot directory whose state must also be restorable")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    plan = CompiledPlan.from_json(read_text(args.plan))
+    report = plan.check()
+    if args.snapshot:
+        try:
+            from planengine.runtime.state_check import check_snapshot_state
+        except ImportError:
+            report.add("incompatible", "this engine cannot inspect snapshots (the Spark runtime is not installed)")
+        else:
+            check_snapshot_state(plan.data, args.snapshot, report)
+    print(json.dumps(report.to_json(), indent=2) if args.json else report.summary())
+    return report.exit_code

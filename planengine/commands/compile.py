@@ -1,0 +1,55 @@
+"""``planengine compile FILE -o plan.json``: plan a script's INSERT / statement set once, write the plan.
+
+The script may hold DDL and SET statements before exactly one INSERT or statement set (or a
+``COMPILE PLAN`` statement, whose body is used).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from planengine.commands._env import add_session_arguments, read_text, session
+from planengine.errors import UserError
+from planengine.sql import parse_script
+from planengine.sql import statements as S
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser("compile", help="compile a SQL script into a plan")
+    p.add_argument("file")
+    p.add_argument("-o", "--output", help="plan file to write (default: stdout)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing plan file")
+    add_session_arguments(p)
+    p.set_defaults(handler=run)
+
+
+def split_program(env, text: str, source: str) -> list[S.Insert]:  # type: ignore[no-untyped-def]
+    """Execute the script's setup statements and return the inserts of its one program."""
+    program: list[S.Insert] | None = None
+    for stmt in parse_script(text, source):
+        body = stmt.body if isinstance(stmt, S.CompilePlan | S.CompileAndExecutePlan) else stmt
+        if isinstance(body, S.Insert | S.StatementSet):
+            if program is not None:
+                raise UserError("the script holds more than one INSERT / statement set", location=stmt.location,
+                                hint="put several INSERTs into one EXECUTE STATEMENT SET BEGIN ... END block")
+            program = [body] if isinstance(body, S.Insert) else list(body.inserts)
+        else:
+            env.execute_statement(stmt)
+    if program is None:
+        raise UserError(f"{source}: no INSERT or statement set to compile",
+                        hint="add INSERT INTO <sink> SELECT ... after the table definitions")
+    return program
+
+
+def run(args: argparse.Namespace) -> int:
+    env = session(args)
+    if args.force:
+        env.config["table.plan.force-recompile"] = "true"
+    plan = env.compile_plan(split_program(env, read_text(args.file), args.file))
+    if args.output:
+        plan.write_to_file(args.output)
+        print(f"plan {plan.plan_id} written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(plan.as_json())
+    return 0

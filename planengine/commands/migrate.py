@@ -1,0 +1,27 @@
+"""``planengine migrate --plan OLD -o NEW``: rewrite a plan's retired node versions (never re-plans)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from planengine.commands._env import read_text
+from planengine.plan.compiled_plan import CompiledPlan
+from planengine.plan.migrate import migrate_plan
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser("migrate", help="migrate a plan to this engine's node versions")
+    p.add_argument("--plan", required=True)
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    old = CompiledPlan.from_json(read_text(args.plan))
+    migrated, decisions = migrate_plan(old.data)
+    CompiledPlan(migrated).write_to_file(args.output)
+    for d in decisions:
+        print(d, file=sys.stderr)
+    print(f"plan {migrated['planId']} written to {args.output}", file=sys.stderr)
+    return 0

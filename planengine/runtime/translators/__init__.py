@@ -1,0 +1,49 @@
+"""Translators: one function per exec node ``(name, version)`` (DESIGN §6).
+
+``@translator("stream-exec-calc", 1)`` registers ``fn(node, inputs, ctx) -> Stream``. The executor maps
+the DAG in dependency order, handing each node its already-translated inputs and caching by node, so a
+shared sub-plan becomes one DataFrame. An exec node version without a translator is reported by
+``planengine check`` as unsupported (exit 4) before anything starts; ``tests/runtime`` walks the registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from planengine.runtime.stream import Stream
+
+Translator = Callable[[Any, list[Stream], Any], Stream]
+_TRANSLATORS: dict[tuple[str, int], Translator] = {}
+
+
+def translator(name: str, *versions: int) -> Callable[[Translator], Translator]:
+    def register(fn: Translator) -> Translator:
+        for v in versions or (1,):
+            key = (name, v)
+            if key in _TRANSLATORS and _TRANSLATORS[key] is not fn:
+                raise ValueError(f"translator for {name} version {v} registered twice")
+            _TRANSLATORS[key] = fn
+        return fn
+
+    return register
+
+
+def load_all() -> None:
+    """Import every translator module (registration happens on import)."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+def get_translator(name: str, version: int) -> Translator | None:
+    load_all()
+    return _TRANSLATORS.get((name, version))
+
+
+def registered_translators() -> dict[tuple[str, int], Translator]:
+    load_all()
+    return dict(sorted(_TRANSLATORS.items()))

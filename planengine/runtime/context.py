@@ -1,0 +1,48 @@
+"""``TranslationContext``: what every translator may use while turning exec nodes into DataFrames.
+
+Owned by the executor; translators stay pure functions ``(node, inputs, ctx) -> Stream``. Everything about
+where state lives is derived from the plan (node ids, uids, state names), never from Python object
+identity, so a restored plan addresses the same state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from planengine.runtime.stream import Stream
+
+
+@dataclass
+class TranslationContext:
+    spark: Any  # pyspark.sql.SparkSession
+    config: dict[str, str]  # the plan's envelope config merged with each node's frozen configuration
+    node_ids: dict[int, int]  # id(exec node) -> plan node id
+    run_dir: Any = None  # pathlib.Path of the run (checkpoints/<uid>/, channels/<name>/), None in pure tests
+    # Set by the executor: cut the DAG here, i.e. write ``stream`` through an internal changelog channel in
+    # the job storage (a separate query, written exactly once) and return a stream reading it back.
+    cut: Callable[[Stream, str], Stream] | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def node_id(self, node: Any) -> int:
+        return self.node_ids[id(node)]
+
+    def uid(self, node: Any, operator: str) -> str:
+        """``<node id>_<node name>-<version>_<operator kind>`` (DESIGN §3)."""
+        meta = node.metadata
+        return f"{self.node_id(node)}_{meta.name}-{meta.version}_{operator}"
+
+    def option(self, node: Any, key: str, default: str | None = None) -> str | None:
+        for k, v in node.configuration:
+            if k == key:
+                return v
+        return self.config.get(key, default)
+
+    def state_ttl_ms(self, node: Any) -> int:
+        """TTL of the node's state in ms (0 = never expires): STATE_TTL hint or table.exec.state.ttl."""
+        if node.state:
+            return max(s.ttl_ms for s in node.state)
+        from planengine.connectors.options import parse_duration_ms
+
+        return parse_duration_ms(self.option(node, "table.exec.state.ttl", "0 ms") or "0 ms")

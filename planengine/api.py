@@ -268,8 +268,10 @@ class TableEnvironment:
             try:
                 from planengine.runtime.executor import default_runner
             except ImportError as error:
-                raise PlanError(f"executing plans needs the Spark runtime ({error})",
-                                hint="pip install 'planengine[spark]', or COMPILE PLAN to only write the plan") from None
+                raise PlanError(
+                    f"executing plans needs the Spark runtime ({error})",
+                    hint="pip install 'planengine[spark]', or COMPILE PLAN to only write the plan",
+                ) from None
             self.runner = default_runner(self)
         job = self.runner.execute(plan)
         return TableResult("JOB", f"plan {plan.plan_id[:12]} executed", plan=plan, job=job)

@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return int(args.handler(args) or 0)
+    except BrokenPipeError:  # e.g. `planengine explain ... | head`
+        return 0
     except PlanEngineError as error:
         print(f"planengine: error: {error.render()}", file=sys.stderr)
         return error.exit_code

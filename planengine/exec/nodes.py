@@ -102,7 +102,7 @@ class TableSourceScan(ExecNode):
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Calc(ExecNode):
     projection: tuple[Expr, ...] = json_field("projection", EXPRS)
-    condition: Expr | None = json_field("condition", OPT_EXPR, None)
+    condition: Expr | None = json_field("condition", OPT_EXPR, None, omit_empty=True)
 
 
 @exec_node(_meta("values", operators=("values",)))
@@ -151,7 +151,7 @@ class Correlate(ExecNode):
     join_type: str = json_field("joinType", STR)
     invocation: Expr = json_field("invocation", EXPR)  # the UNNEST operand
     with_ordinality: bool = json_field("withOrdinality", BOOL, False)
-    condition: Expr | None = json_field("condition", OPT_EXPR, None)
+    condition: Expr | None = json_field("condition", OPT_EXPR, None, omit_empty=True)
 
 
 @exec_node(_meta("drop-update-before"))
@@ -308,7 +308,7 @@ class Join(ExecNode):
     left_keys: tuple[int, ...] = json_field("leftKeys", INTS)
     right_keys: tuple[int, ...] = json_field("rightKeys", INTS)
     filter_nulls: tuple[bool, ...] = json_field("filterNulls", Codec(list, tuple))
-    non_equi_condition: Expr | None = json_field("nonEquiCondition", OPT_EXPR, None)
+    non_equi_condition: Expr | None = json_field("nonEquiCondition", OPT_EXPR, None, omit_empty=True)
     left_ttl_ms: int | None = json_field("leftStateTtlMs", OPT_INT, None, omit_empty=True)
     right_ttl_ms: int | None = json_field("rightStateTtlMs", OPT_INT, None, omit_empty=True)
 
@@ -320,7 +320,7 @@ class IntervalJoin(ExecNode):
     join_type: str = json_field("joinType", STR)
     left_keys: tuple[int, ...] = json_field("leftKeys", INTS)
     right_keys: tuple[int, ...] = json_field("rightKeys", INTS)
-    non_equi_condition: Expr | None = json_field("nonEquiCondition", OPT_EXPR, None)
+    non_equi_condition: Expr | None = json_field("nonEquiCondition", OPT_EXPR, None, omit_empty=True)
     is_event_time: bool = json_field("isEventTime", BOOL)
     left_time_field: int = json_field("leftTimeIndex", INT)
     right_time_field: int = json_field("rightTimeIndex", INT)
@@ -336,7 +336,7 @@ class WindowJoin(ExecNode):
     join_type: str = json_field("joinType", STR)
     left_keys: tuple[int, ...] = json_field("leftKeys", INTS)
     right_keys: tuple[int, ...] = json_field("rightKeys", INTS)
-    non_equi_condition: Expr | None = json_field("nonEquiCondition", OPT_EXPR, None)
+    non_equi_condition: Expr | None = json_field("nonEquiCondition", OPT_EXPR, None, omit_empty=True)
     left_window: WindowSpec = json_field("leftWindowing", WINDOW)
     right_window: WindowSpec = json_field("rightWindowing", WINDOW)
     left_window_fields: tuple[int, ...] = json_field("leftWindowStartEnd", INTS)
@@ -355,7 +355,7 @@ class LookupJoin(ExecNode):
                        for k, v in pairs],
         lambda data: tuple((d["tableField"], d["inputField"] if "inputField" in d else Expr.from_json(d["constant"]))
                            for d in data)))
-    remaining_condition: Expr | None = json_field("joinCondition", OPT_EXPR, None)
+    remaining_condition: Expr | None = json_field("joinCondition", OPT_EXPR, None, omit_empty=True)
     projection_on_table: tuple[int, ...] = json_field("projectionOnTemporalTable", INTS, (), omit_empty=True)
 
 
@@ -366,7 +366,7 @@ class TemporalJoin(ExecNode):
     join_type: str = json_field("joinType", STR)
     left_keys: tuple[int, ...] = json_field("leftKeys", INTS)
     right_keys: tuple[int, ...] = json_field("rightKeys", INTS)
-    non_equi_condition: Expr | None = json_field("nonEquiCondition", OPT_EXPR, None)
+    non_equi_condition: Expr | None = json_field("nonEquiCondition", OPT_EXPR, None, omit_empty=True)
     left_time_field: int = json_field("leftTimeAttributeIndex", INT)
     right_time_field: int | None = json_field("rightTimeAttributeIndex", OPT_INT, None)
     is_event_time: bool = json_field("isEventTime", BOOL, True)

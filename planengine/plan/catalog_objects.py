@@ -91,7 +91,7 @@ class RestoreContext:
         log.info(message)
 
 
-_COMPILE: contextvars.ContextVar[CompileStrategy] = contextvars.ContextVar("compile", default=CompileStrategy())
+_COMPILE: contextvars.ContextVar[CompileStrategy | None] = contextvars.ContextVar("compile", default=None)
 _RESTORE: contextvars.ContextVar[RestoreContext | None] = contextvars.ContextVar("restore", default=None)
 
 
@@ -115,7 +115,7 @@ def restoring(ctx: RestoreContext) -> Iterator[RestoreContext]:
 
 # --- writing -------------------------------------------------------------------------------------------------
 def encode_table(spec: Any) -> dict[str, Any]:
-    strategy = _COMPILE.get().catalog_objects
+    strategy = (_COMPILE.get() or CompileStrategy()).catalog_objects
     out: dict[str, Any] = {"identifier": spec.identifier}
     ref = spec.resolved
     if spec.temporary:
@@ -280,7 +280,7 @@ def _enrich(identifier: ObjectIdentifier, plan_table: CatalogTable, catalog_tabl
         if plan_value == MASK or is_secret_key(key):
             merged[key] = cat_value
             continue
-        if key in mutable or plan_value is None and key in mutable:
+        if key in mutable or (plan_value is None and key in mutable):
             ctx.note(f"table {identifier}: option '{key}' enriched from the catalog "
                      f"({plan_value!r} -> {cat_value!r}, mutable)")
             merged[key] = cat_value

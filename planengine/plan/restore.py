@@ -108,7 +108,7 @@ def check_plan(plan: dict[str, Any]) -> CheckReport:
             fn_name, fn_version = ref
             try:
                 registry.get(fn_name, fn_version)
-            except Exception:  # noqa: BLE001 - any lookup failure is a verdict, not a crash
+            except Exception:
                 report.add(INCOMPATIBLE, f"built-in function {fn_name} version {fn_version} is not available",
                            node=nid, hint="restore with the engine version that compiled the plan")
     return report

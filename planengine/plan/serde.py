@@ -61,9 +61,8 @@ def write_plan(sinks: list[Sink], config: dict[str, str]) -> dict[str, Any]:
             configuration = dict(node.configuration) or dict(node_configuration(node, config))
             if configuration:
                 entry["configuration"] = configuration
-            if node.inputs:
-                props = node.input_properties or tuple(B.InputProperty() for _ in node.inputs)
-                entry["inputProperties"] = [p.to_json() for p in props]
+            if node.inputs and any(p.distribution != "ANY" for p in node.input_properties):
+                entry["inputProperties"] = [p.to_json() for p in node.input_properties]
             entry["outputType"] = str(node.output_type)
             entry["changelogMode"] = str(node.changelog_mode)
             if node.state:
@@ -79,7 +78,10 @@ def write_plan(sinks: list[Sink], config: dict[str, str]) -> dict[str, Any]:
                     {"type": "HASH", "keys": list(prop.keys)} if prop.distribution == "HASH" else
                     {"type": prop.distribution})
                 edges_json.append({"source": ids[id(child)], "target": nid, "shuffle": shuffle})
+    from planengine.planner.final_rewrites import infer_trigger_interval
+
     topology_config = {k: v for k, v in sorted(mask_options(config).items()) if k.startswith(TOPOLOGY_PREFIXES)}
+    topology_config["pipeline.trigger-interval"] = infer_trigger_interval(config)
     body: dict[str, Any] = {
         "formatVersion": PLAN_FORMAT_VERSION,
         "engineVersion": ENGINE_VERSION,
@@ -101,7 +103,23 @@ def compute_plan_id(plan: dict[str, Any]) -> str:
 
 
 def dumps(plan: dict[str, Any]) -> str:
-    return json.dumps(plan, indent=2, ensure_ascii=False) + "\n"
+    """One envelope key per line and one node / edge per line: small, yet a code-review diff shows exactly
+    which nodes changed."""
+    lines = ["{"]
+    keys = list(plan)
+    for i, key in enumerate(keys):
+        comma = "," if i < len(keys) - 1 else ""
+        value = plan[key]
+        if key in ("nodes", "edges") and value:
+            lines.append(f"  {json.dumps(key)}: [")
+            for j, item in enumerate(value):
+                sep = "," if j < len(value) - 1 else ""
+                lines.append("    " + json.dumps(item, ensure_ascii=False, separators=(",", ":")) + sep)
+            lines.append("  ]" + comma)
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False, separators=(',', ':'))}{comma}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
 
 def read_plan(plan: dict[str, Any]) -> list[Sink]:

@@ -65,7 +65,7 @@ def _normalize_upsert_sources(roots: list[ExecNode]) -> list[ExecNode]:
             return node
         mode = _source_mode(node)
         scan = _with_mode(node, mode)
-        if mode.contains(RowKind.UPDATE_AFTER) and not mode.contains(RowKind.UPDATE_BEFORE) or (
+        if (mode.contains(RowKind.UPDATE_AFTER) and not mode.contains(RowKind.UPDATE_BEFORE)) or (
                 mode.key_only_deletes):
             schema = node.table.resolved.table.schema if node.table.resolved is not None else None
             if schema is None or schema.primary_key is None:

@@ -722,7 +722,7 @@ class QueryConverter:
 
         group_window = None
         if window_call is not None:
-            group_window, time_idx = self._group_window(window_call, scope, pre_field)
+            group_window, _ = self._group_window(window_call, scope, pre_field)
         aggs: list[L.AggregateCall] = []
         agg_sql: dict[str, int] = {}
         property_sql: dict[str, int] = {}
@@ -759,7 +759,7 @@ class QueryConverter:
             for p in [*projections, *([having.this] if having is not None else [])]:
                 for n in p.walk():
                     if isinstance(n, exp.Anonymous) and n.name.upper() in _GROUP_WINDOW_PROPERTIES:
-                        kind, prop = _GROUP_WINDOW_PROPERTIES[n.name.upper()]
+                        _, prop = _GROUP_WINDOW_PROPERTIES[n.name.upper()]
                         key = _norm(n)
                         if key not in property_sql:
                             property_sql[key] = len(props)
@@ -1099,8 +1099,6 @@ def _cast_literal(value: Expr, target: DataType) -> Literal:
             v = decimal.Decimal(str(v))
         elif target.kind in (Kind.FLOAT, Kind.DOUBLE):
             v = float(v)
-    if v is not None and target.is_string and isinstance(v, str) and target.kind is Kind.VARCHAR:
-        v = v.rstrip(" ") if value.type.kind is Kind.CHAR and False else v
     return Literal(v, target.with_nullable(value.value is None or target.nullable))
 
 

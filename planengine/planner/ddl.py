@@ -78,8 +78,9 @@ def table_from_statement(stmt: S.CreateTable, registry: FunctionRegistry) -> Cat
         scope = _ColumnScope(columns, loc)
         wm_expr = convert_expression(wm.expression, scope, registry)
         if wm_expr.type.kind not in (Kind.TIMESTAMP, Kind.TIMESTAMP_LTZ):
-            raise ValidationError(f"the watermark expression must return a timestamp, not {wm_expr.type}",
-                                  location=loc, hint=f"e.g. WATERMARK FOR {wm.column} AS {wm.column} - INTERVAL '5' SECOND")
+            raise ValidationError(
+                f"the watermark expression must return a timestamp, not {wm_expr.type}", location=loc,
+                hint=f"e.g. WATERMARK FOR {wm.column} AS {wm.column} - INTERVAL '5' SECOND")
         columns[idx] = Column(rowtime.name, rowtime.type.with_time_attribute(TimeAttribute.ROWTIME), rowtime.kind,
                               rowtime.expression, rowtime.metadata_key, rowtime.virtual, rowtime.comment)
         watermarks = (WatermarkSpec(wm.column, _sql(wm.expression)),)

@@ -335,9 +335,7 @@ class GroupWindow:
         plain = (timestamp_ltz(3) if base.kind.value == "TIMESTAMP_LTZ" else timestamp(3)).with_nullable(False)
         out = []
         for name, prop in self.properties:
-            if prop == "rowtime":
-                out.append((name, base.with_nullable(False)))
-            elif prop == "proctime":
+            if prop == "rowtime" or prop == "proctime":
                 out.append((name, base.with_nullable(False)))
             else:
                 out.append((name, plain))

@@ -89,7 +89,14 @@ class PhysicalConverter:
         # Computed columns and the rowtime marker, then the watermark.
         computed = [c for c in schema.columns if c.kind == "computed"]
         rowtime = schema.watermark_specs[0].rowtime_attribute if schema.watermark_specs else None
-        if computed or rowtime:
+        if rowtime and not computed:
+            # The rowtime marker is part of the scan's output type; no Calc is needed.
+            marked = [RowField(f.name, f.type.with_time_attribute(TimeAttribute.ROWTIME) if f.name == rowtime
+                               else f.type) for f in produced.fields]
+            scan = X.TableSourceScan(inputs=(), output_type=row(*marked), table=scan.table,  # type: ignore[attr-defined]
+                                     abilities=node.ability_specs, description=scan.description)
+            object.__setattr__(scan, "_source", source)
+        elif computed:
             scope = _FieldScope([f.name for f in produced.fields], produced.field_names(), list(produced.fields))
             exprs: list[Expr] = []
             names = []
@@ -316,9 +323,9 @@ class PhysicalConverter:
                     description=f"Rank(rankType=[{call.function}], rankRange=[rankStart={start}, rankEnd={end}], "
                                 f"partitionBy=[{', '.join(child.field_names[k] for k in over.partition_keys)}])")
         # The calc above the rank: the original projection (the rank field now sits at rank_field if output).
-        if not outputs_rank and remaining is None and _is_prefix_identity(node.projection, rank_field):
-            if ranked.field_names == list(node.names):
-                return ranked
+        if (not outputs_rank and remaining is None and _is_prefix_identity(node.projection, rank_field)
+                and ranked.field_names == list(node.names)):
+            return ranked
         return X.Calc(inputs=(ranked,), output_type=node.row_type, projection=node.projection,
                       condition=remaining, description="Calc(after rank)")
 
@@ -526,7 +533,8 @@ def _rank_bounds(condition: Expr, rank_field: int) -> tuple[int, int, Expr | Non
             if isinstance(b, InputRef) and b.index == rank_field and isinstance(a, Literal):
                 a, b = b, a
                 op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}.get(op, op)
-            if isinstance(a, InputRef) and a.index == rank_field and isinstance(b, Literal) and isinstance(b.value, int):
+            is_rank = isinstance(a, InputRef) and a.index == rank_field
+            if is_rank and isinstance(b, Literal) and isinstance(b.value, int):
                 v = b.value
                 if op == "<=":
                     end = v if end is None else min(end, v)

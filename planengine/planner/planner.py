@@ -12,13 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from planengine.catalog.objects import CatalogTable
-from planengine.errors import UnsupportedQueryError, ValidationError
+from planengine.errors import UnsupportedQueryError, UserError, ValidationError
 from planengine.exec import nodes as X
 from planengine.functions.registry import FunctionRegistry
 from planengine.planner import logical as L
 from planengine.planner.changelog import infer_changelog
 from planengine.planner.converter import PlannerContext, QueryConverter, cast_to
 from planengine.planner.expressions import Expr, InputRef, Literal
+from planengine.planner.final_rewrites import merge_exec_calcs
 from planengine.planner.physical import PhysicalContext, PhysicalConverter
 from planengine.planner.programs import TraceStep, explain_dag, optimize
 from planengine.planner.rules.context import RuleContext
@@ -43,13 +44,23 @@ class Planner:
     def plan_inserts(self, inserts: list[S.Insert], *, trace: bool = False) -> PlanResult:
         if not inserts:
             raise ValidationError("a statement set needs at least one INSERT")
-        logical = [self.to_logical_sink(i) for i in inserts]
+        logical = [self._located(i) for i in inserts]
         steps: list[TraceStep] | None = [] if trace else None
         optimized = optimize(list(logical), RuleContext(self.registry, self.config), steps)
         physical = PhysicalConverter(PhysicalContext(self.registry, self.config))
         sinks = [physical.convert(s) for s in optimized]
         sinks = infer_changelog(sinks, self.config)  # type: ignore[arg-type]
+        sinks = merge_exec_calcs(sinks)
         return PlanResult(sinks, logical, optimized, steps or [])
+
+    def _located(self, insert: S.Insert) -> L.LogicalSink:
+        """Errors without a position get the INSERT's, so every message says where."""
+        try:
+            return self.to_logical_sink(insert)
+        except UserError as error:
+            if error.location is None:
+                raise type(error)(error.message, location=insert.location, hint=error.hint) from None
+            raise
 
     def convert_query(self, insert_location, query):  # type: ignore[no-untyped-def]
         ctx = PlannerContext(self.catalogs, self.registry, self.config, insert_location)

@@ -17,6 +17,7 @@ from planengine.planner import logical as L
 from planengine.planner.rules.context import RuleContext
 from planengine.planner.rules.fold_constants import fold_constants
 from planengine.planner.rules.merge_calcs import merge_calcs
+from planengine.planner.rules.push_filter_into_join import push_filter_into_join
 from planengine.planner.rules.push_filter_into_scan import push_filter_into_scan
 from planengine.planner.rules.push_projection_into_scan import push_projection_into_scan
 from planengine.planner.rules.remove_identity_calc import remove_identity_calc
@@ -37,6 +38,9 @@ PROGRAMS: tuple[Program, ...] = (
     Program("simplify", (fold_constants,)),
     # Merge adjacent Calcs before push-down: a source is offered the whole filter and the final column set.
     Program("calc-merge", (merge_calcs, remove_identity_calc)),
+    # Join conditions written in WHERE (comma joins) move into the join, so equi-keys and time bounds are
+    # visible to physical conversion (regular vs interval join) and one-side filters run before join state.
+    Program("join-push-down", (push_filter_into_join, merge_calcs, remove_identity_calc)),
     # Filters before projections: a pushed filter may need columns the projection would drop.
     Program("source-push-down", (push_filter_into_scan, push_projection_into_scan)),
     # Sharing last, once everything is canonical, so identical scans/aggregates across sinks collapse.

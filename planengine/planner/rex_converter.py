@@ -188,7 +188,7 @@ _BINARY = {
     exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%", exp.EQ: "=", exp.NEQ: "<>",
     exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=", exp.And: "AND", exp.Or: "OR", exp.DPipe: "||",
     exp.NullSafeEQ: "IS NOT DISTINCT FROM", exp.NullSafeNEQ: "IS DISTINCT FROM", exp.SimilarTo: "SIMILAR TO",
-    exp.Pow: "POWER", exp.Left: "LEFT", exp.Right: "RIGHT", exp.Nullif: "NULLIF", exp.Repeat: "REPEAT",
+    exp.Pow: "POWER", exp.Left: "LEFT", exp.Right: "RIGHT", exp.Nullif: "NULLIF",
 }
 _UNARY = {
     exp.Upper: "UPPER", exp.Lower: "LOWER", exp.Initcap: "INITCAP", exp.Length: "CHAR_LENGTH", exp.Reverse: "REVERSE",
@@ -464,6 +464,9 @@ class _Converter:
     def _node_sha2(self, node: exp.Expression) -> Expr:
         return self.call("SHA256", [self.convert(node.this)])
 
+    def _node_repeat(self, node: exp.Expression) -> Expr:
+        return self.call("REPEAT", [self.convert(node.this), self.convert(node.args["times"])])
+
     def _node_chr(self, node: exp.Chr) -> Expr:
         return self.call("CHR", [self.convert(e) for e in node.expressions])
 
@@ -599,10 +602,10 @@ def fold_constant(call: Call, registry: FunctionRegistry | None = None) -> Liter
     values = [o.value for o in call.operands if isinstance(o, Literal)]
     types = [o.type for o in call.operands]
     try:
-        value = evaluate(values, types, call.type)
+        value = _conform(evaluate(values, types, call.type), call.type)
     except (ArithmeticError, ValueError, TypeError, decimal.InvalidOperation, _NotFoldable):
         return None
-    return Literal(_conform(value, call.type), call.type)
+    return Literal(value, call.type)
 
 
 class _NotFoldable(Exception):

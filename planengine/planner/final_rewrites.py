@@ -1,0 +1,85 @@
+"""Final physical rewrites (DESIGN §5, phase C) and trigger-interval inference (phase B).
+
+After changelog inference the exec DAG may hold Calc chains that came from different logical nodes (the
+window-aggregate reordering Calc under the sink's cast Calc, say). Merging them keeps one stateless step
+per edge; it runs after inference because inference never needs to look inside a Calc.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planengine.exec import nodes as X
+from planengine.exec.base import ExecNode, rebuild
+from planengine.planner.expressions import Call, FunctionRef, InputRef, substitute
+from planengine.types import BOOLEAN
+
+
+def merge_exec_calcs(sinks: list[X.Sink]) -> list[X.Sink]:
+    consumers: dict[int, int] = {}
+    from planengine.exec.base import topological
+
+    for node in topological(list(sinks)):
+        for i in node.inputs:
+            consumers[id(i)] = consumers.get(id(i), 0) + 1
+
+    def fn(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ExecNode:
+        new = _keep(node, replace(node, inputs=inputs) if inputs != node.inputs else node)
+        if isinstance(new, X.Calc) and isinstance(new.inputs[0], X.Calc) and consumers.get(id(node.inputs[0])) == 1:
+            below = new.inputs[0]
+            replacements = list(below.projection)
+            projection = tuple(substitute(e, replacements) for e in new.projection)
+            condition = below.condition
+            if new.condition is not None:
+                upper = substitute(new.condition, replacements)
+                condition = upper if condition is None else Call(
+                    FunctionRef("AND", 1), (condition, upper), BOOLEAN.with_nullable(
+                        condition.type.nullable or upper.type.nullable))
+            merged = replace(new, inputs=below.inputs, projection=projection, condition=condition)
+            if _is_identity(merged):
+                return merged.inputs[0]
+            return merged
+        if isinstance(new, X.Calc) and _is_identity(new) and not isinstance(new.inputs[0], X.TableSourceScan):
+            return new.inputs[0]
+        if isinstance(new, X.Sink) and isinstance(new.inputs[0], X.Calc) and _is_positional_identity(new.inputs[0]) \
+                and consumers.get(id(node.inputs[0])) == 1:
+            # Sinks write by position, so a Calc that only renames (or relaxes nullability) is not needed.
+            return _keep(new, replace(new, inputs=new.inputs[0].inputs))
+        return new
+
+    return rebuild(list(sinks), fn)  # type: ignore[return-value]
+
+
+def _is_identity(calc: X.Calc) -> bool:
+    child = calc.inputs[0]
+    if calc.condition is not None or len(calc.projection) != len(child.field_names):
+        return False
+    if calc.field_names != child.field_names:
+        return False
+    return all(isinstance(e, InputRef) and e.index == i and e.type == child.field_types[i]
+               for i, e in enumerate(calc.projection))
+
+
+def _is_positional_identity(calc: X.Calc) -> bool:
+    child = calc.inputs[0]
+    if calc.condition is not None or len(calc.projection) != len(child.field_names):
+        return False
+    return all(isinstance(e, InputRef) and e.index == i and
+               e.type.without_time_attribute().with_nullable(True) ==
+               calc.field_types[i].without_time_attribute().with_nullable(True)
+               for i, e in enumerate(calc.projection))
+
+
+def _keep(old: ExecNode, new: ExecNode) -> ExecNode:
+    for attr in ("_source", "_sink"):
+        if hasattr(old, attr) and not hasattr(new, attr):
+            object.__setattr__(new, attr, getattr(old, attr))
+    return new
+
+
+def infer_trigger_interval(config: dict[str, str]) -> str:
+    """The micro-batch trigger interval: the mini-batch latency when mini-batching is on, else as fast as
+    possible. Recorded in the plan's config so every engine version triggers the same way."""
+    if str(config.get("table.exec.mini-batch.enabled", "false")).lower() == "true":
+        return str(config.get("table.exec.mini-batch.allow-latency", "0 ms"))
+    return "0 ms"

@@ -120,7 +120,7 @@ def _render_cast(ctx: RenderContext) -> exp.Expression:
 def _render_try_cast(ctx: RenderContext) -> exp.Expression:
     if ctx.result_type.kind in CHARACTER or ctx.operand_types[0].kind is Kind.NULL:
         return _render_cast(ctx)  # casting to text cannot fail
-    return exp.TryCast(this=ctx.operands[0], to=spark_data_type(ctx.result_type))
+    return exp.TryCast(this=ctx.operands[0], to=spark_data_type(ctx.result_type), safe=True)
 
 
 def _infer_reinterpret(ctx: CallContext) -> DataType:

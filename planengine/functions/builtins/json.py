@@ -65,7 +65,7 @@ def _render_json_value(ctx: RenderContext) -> exp.Expression:
     scalar_text = case((_is_container(raw), exp.Null()), default=raw)
     if ctx.result_type.kind in CHARACTER:
         return scalar_text
-    return exp.TryCast(this=scalar_text, to=spark_data_type(ctx.result_type))
+    return exp.TryCast(this=scalar_text, to=spark_data_type(ctx.result_type), safe=True)
 
 
 def _render_json_query(ctx: RenderContext) -> exp.Expression:

@@ -14,7 +14,7 @@ from planengine.functions.registry import default_registry
 from planengine.planner.expressions import Call, Expr, FunctionRef, InputRef, Literal
 from planengine.planner.rex_converter import convert_expression, fold_constant
 from planengine.types import INT, parse_type
-from tests.functions.helpers import RowScope, convert, parse, type_of
+from tests.functions.helpers import RowScope, convert, parse
 
 # (SQL, str(expr), str(type))
 CONVERSIONS = [

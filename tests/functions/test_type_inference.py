@@ -54,15 +54,26 @@ INFERENCE = [
     ("CAST", ["STRING NOT NULL"], None, "INT", "INT NOT NULL"),
     ("CAST", ["STRING"], None, "INT NOT NULL", "INT"),
     ("TRY_CAST", ["STRING NOT NULL"], None, "INT", "INT"),
-    ("REINTERPRET", ["TIMESTAMP(3) NOT NULL"], None, "TIMESTAMP(3) NOT NULL *ROWTIME*", "TIMESTAMP(3) NOT NULL *ROWTIME*"),
+    (
+        "REINTERPRET",
+        ["TIMESTAMP(3) NOT NULL"],
+        None,
+        "TIMESTAMP(3) NOT NULL *ROWTIME*",
+        "TIMESTAMP(3) NOT NULL *ROWTIME*",
+    ),
     ("||", ["CHAR(2) NOT NULL", "STRING NOT NULL"], None, None, "STRING NOT NULL"),
     ("CONCAT", ["CHAR(2) NOT NULL", "STRING"], None, None, "STRING"),
     ("CONCAT_WS", ["CHAR(1) NOT NULL", "STRING", "STRING"], None, None, "STRING NOT NULL"),
     ("UPPER", ["CHAR(2) NOT NULL"], None, None, "CHAR(2) NOT NULL"),
     ("LOWER", ["STRING"], None, None, "STRING"),
     ("INITCAP", ["STRING"], None, None, "STRING"),
-    ("TRIM", ["STRING NOT NULL", "CHAR(1) NOT NULL", "CHAR(5) NOT NULL"], ["BOTH", " ", None], None,
-     "VARCHAR(5) NOT NULL"),
+    (
+        "TRIM",
+        ["STRING NOT NULL", "CHAR(1) NOT NULL", "CHAR(5) NOT NULL"],
+        ["BOTH", " ", None],
+        None,
+        "VARCHAR(5) NOT NULL",
+    ),
     ("LTRIM", ["STRING"], None, None, "STRING"),
     ("RTRIM", ["STRING NOT NULL"], None, None, "STRING NOT NULL"),
     ("SUBSTRING", ["VARCHAR(10)", "INT NOT NULL", "INT NOT NULL"], None, None, "VARCHAR(10)"),
@@ -138,10 +149,14 @@ INFERENCE = [
     ("HOUR", ["TIMESTAMP(3)"], None, None, "BIGINT"),
     ("MINUTE", ["TIMESTAMP(3)"], None, None, "BIGINT"),
     ("SECOND", ["TIMESTAMP(3)"], None, None, "BIGINT"),
-    ("TIMESTAMPADD", ["STRING NOT NULL", "INT NOT NULL", "DATE NOT NULL"], ["HOUR", None, None], None,
-     "TIMESTAMP(0) NOT NULL"),
-    ("TIMESTAMPADD", ["STRING NOT NULL", "INT NOT NULL", "DATE NOT NULL"], ["DAY", None, None], None,
-     "DATE NOT NULL"),
+    (
+        "TIMESTAMPADD",
+        ["STRING NOT NULL", "INT NOT NULL", "DATE NOT NULL"],
+        ["HOUR", None, None],
+        None,
+        "TIMESTAMP(0) NOT NULL",
+    ),
+    ("TIMESTAMPADD", ["STRING NOT NULL", "INT NOT NULL", "DATE NOT NULL"], ["DAY", None, None], None, "DATE NOT NULL"),
     ("TIMESTAMPDIFF", ["STRING NOT NULL", "TIMESTAMP(3)", "TIMESTAMP(3)"], ["DAY", None, None], None, "INT"),
     ("JSON_VALUE", ["STRING NOT NULL", "STRING NOT NULL"], None, None, "STRING"),
     ("JSON_VALUE", ["STRING NOT NULL", "STRING NOT NULL"], None, "INT", "INT"),
@@ -184,17 +199,31 @@ INFERENCE = [
     ("LAG", ["INT NOT NULL", "INT NOT NULL"], None, None, "INT"),
     ("LEAD", ["STRING"], None, None, "STRING"),
 ] + [
-    (name, ["TIMESTAMP(3) *ROWTIME*", *["INTERVAL SECOND(3) NOT NULL"] * (2 if win == "HOP" else 1)], None, None,
-     result)
+    (
+        name,
+        ["TIMESTAMP(3) *ROWTIME*", *["INTERVAL SECOND(3) NOT NULL"] * (2 if win == "HOP" else 1)],
+        None,
+        None,
+        result,
+    )
     for win in ("TUMBLE", "HOP", "SESSION")
-    for name, result in ((win, "TIMESTAMP(3) *ROWTIME*"), (f"{win}_START", "TIMESTAMP(3) NOT NULL"),
-                         (f"{win}_END", "TIMESTAMP(3) NOT NULL"),
-                         (f"{win}_ROWTIME", "TIMESTAMP(3) NOT NULL *ROWTIME*"),
-                         (f"{win}_PROCTIME", "TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*"))
+    for name, result in (
+        (win, "TIMESTAMP(3) *ROWTIME*"),
+        (f"{win}_START", "TIMESTAMP(3) NOT NULL"),
+        (f"{win}_END", "TIMESTAMP(3) NOT NULL"),
+        (f"{win}_ROWTIME", "TIMESTAMP(3) NOT NULL *ROWTIME*"),
+        (f"{win}_PROCTIME", "TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*"),
+    )
 ]
 
 ERRORS = [
-    ("+", ["INT", "STRING"], None, None, "+(INT, STRING): cannot apply '+' to INT and STRING; both operands must be numeric"),
+    (
+        "+",
+        ["INT", "STRING"],
+        None,
+        None,
+        "+(INT, STRING): cannot apply '+' to INT and STRING; both operands must be numeric",
+    ),
     ("-", ["TIMESTAMP(3)", "TIMESTAMP(3)"], None, None, "use TIMESTAMPDIFF to subtract timestamps"),
     ("=", ["INT", "DATE"], None, None, "=(INT, DATE): cannot compare INT with DATE; CAST one side explicitly"),
     ("UPPER", ["INT"], None, None, "UPPER(INT): argument 1 must be string, not INT"),
@@ -220,14 +249,18 @@ def infer(name: str, operands: list[str], literals: list | None, target: str | N
     return str(fn.infer_type(ctx))
 
 
-@pytest.mark.parametrize(("name", "operands", "literals", "target", "expected"), INFERENCE,
-                         ids=[f"{c[0]}({', '.join(c[1])})" for c in INFERENCE])
+@pytest.mark.parametrize(
+    ("name", "operands", "literals", "target", "expected"),
+    INFERENCE,
+    ids=[f"{c[0]}({', '.join(c[1])})" for c in INFERENCE],
+)
 def test_result_type(name, operands, literals, target, expected):
     assert infer(name, operands, literals, target) == expected
 
 
-@pytest.mark.parametrize(("name", "operands", "literals", "target", "message"), ERRORS,
-                         ids=[f"{c[0]}({', '.join(c[1])})" for c in ERRORS])
+@pytest.mark.parametrize(
+    ("name", "operands", "literals", "target", "message"), ERRORS, ids=[f"{c[0]}({', '.join(c[1])})" for c in ERRORS]
+)
 def test_wrong_arguments_are_rejected_with_a_clear_message(name, operands, literals, target, message):
     with pytest.raises(ValidationError) as info:
         infer(name, operands, literals, target)

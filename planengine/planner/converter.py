@@ -249,10 +249,25 @@ class QueryConverter:
         alias = node.args.get("alias")
         names = [c.name for c in alias.columns] if alias is not None and alias.columns else \
             [f"EXPR${i}" for i in range(width)]
-        if all(isinstance(v, Literal) for r in rows for v in r):
-            literal_rows = tuple(tuple(_cast_literal(v, types[i]) for i, v in enumerate(r)) for r in rows)
-            return L.LogicalValues(literal_rows, row(*(RowField(n, t) for n, t in zip(names, types))))
-        raise UnsupportedQueryError("VALUES rows must be literals", location=self.location(node))
+        from planengine.planner.expressions import input_refs
+        from planengine.planner.rex_converter import fold_constant
+
+        out_rows = []
+        for r in rows:
+            out = []
+            for i, v in enumerate(r):
+                if isinstance(v, Call):
+                    v = fold_constant(v) or v
+                if isinstance(v, Literal):
+                    v = _cast_literal(v, types[i])
+                elif input_refs(v):
+                    raise UnsupportedQueryError("VALUES rows must be constant expressions",
+                                                location=self.location(node))
+                elif v.type != types[i]:
+                    v = cast_to(v, types[i])
+                out.append(v)
+            out_rows.append(tuple(out))
+        return L.LogicalValues(tuple(out_rows), row(*(RowField(n, t) for n, t in zip(names, types))))
 
     def _union(self, node: exp.Union) -> L.LogicalNode:
         inputs: list[L.LogicalNode] = []
@@ -273,7 +288,7 @@ class QueryConverter:
                     f"UNION input {i} has {len(other.field_names)} columns but the first has {width}",
                     location=self.location(node),
                 )
-        union = L.LogicalUnion(tuple(self._coerce_union_inputs(inputs)), all=not distinct)
+        union = L.LogicalUnion(tuple(self._coerce_union_inputs(inputs)), all=True)
         if distinct:
             return L.LogicalAggregate(union, tuple(range(width)), ())
         return union
@@ -297,6 +312,8 @@ class QueryConverter:
 
     # --- SELECT ---------------------------------------------------------------------------------------------
     def _select(self, select: exp.Select) -> L.LogicalNode:
+        if select.args.get("order") is not None:
+            select = select.copy()  # ORDER BY targets may be rewritten to hidden columns below
         relation = self._from(select)
         hints = accessors.query_hints(select)
         ttl_hint = {h.name: h.options for h in hints}.get("STATE_TTL")
@@ -334,9 +351,36 @@ class QueryConverter:
             names.append(_output_name(p, i))
         names = _dedupe(names)
         condition = self.expr(having_expr, scope) if having_expr is not None else None
-        node: L.LogicalNode = L.LogicalCalc(relation.node, tuple(exprs), tuple(names), condition)
-        out_relation = Relation.of(node, None)
-        return self._distinct_order_limit(select, node, out_relation, names)
+        hidden = self._hidden_order_columns(select, exprs, names, scope)
+        hidden_names = [f"$order{i}" for i in range(len(hidden))]
+        node: L.LogicalNode = L.LogicalCalc(relation.node, tuple(exprs + hidden), tuple(names + hidden_names),
+                                            condition)
+        node = self._distinct_order_limit(select, node, Relation.of(node, None), names + hidden_names)
+        if hidden:
+            width = len(names)
+            node = L.LogicalCalc(node, tuple(InputRef(i, t) for i, t in enumerate(node.field_types[:width])),
+                                 tuple(names))
+        return node
+
+    def _hidden_order_columns(self, select: exp.Select, exprs: list[Expr], names: list[str], scope: _Scope
+                              ) -> list[Expr]:
+        """ORDER BY may name input columns that SELECT does not output: carry them as hidden columns."""
+        order = select.args.get("order")
+        if order is None or select.args.get("distinct"):
+            return []
+        hidden: list[Expr] = []
+        for ordered in order.expressions:
+            target = ordered.this
+            if isinstance(target, exp.Literal) or (isinstance(target, exp.Column) and not target.table
+                                                   and target.name in names):
+                continue
+            e = self.expr(target, scope)
+            if e in exprs:
+                ordered.set("this", exp.column(names[exprs.index(e)], quoted=True))
+                continue
+            hidden.append(e)
+            ordered.set("this", exp.column(f"$order{len(hidden) - 1}", quoted=True))
+        return hidden
 
     def _distinct_order_limit(self, select: exp.Select, node: L.LogicalNode, relation: Relation,
                               names: list[str]) -> L.LogicalNode:

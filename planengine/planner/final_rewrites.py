@@ -50,6 +50,31 @@ def merge_exec_calcs(sinks: list[X.Sink]) -> list[X.Sink]:
     return rebuild(list(sinks), fn)  # type: ignore[return-value]
 
 
+def insert_exchanges(sinks: list[X.Sink]) -> list[X.Sink]:
+    """Make every re-partitioning explicit as an Exchange node (HASH by keys, or SINGLETON), as Flink's
+    plans do, so a reader of the plan sees where rows are shuffled and by what key."""
+
+    def fn(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ExecNode:
+        new = _keep(node, replace(node, inputs=inputs) if inputs != node.inputs else node)
+        if isinstance(new, X.Exchange) or not new.input_properties:
+            return new
+        wrapped = []
+        for child, prop in zip(new.inputs, new.input_properties):
+            if prop.distribution in ("HASH", "SINGLETON") and not isinstance(child, X.Exchange):
+                keys = ", ".join(child.field_names[k] for k in prop.keys)
+                child = X.Exchange(inputs=(child,), output_type=child.output_type,
+                                   changelog_mode=child.changelog_mode, input_properties=(prop,),
+                                   description=f"Exchange(distribution=[{prop.distribution.lower()}"
+                                               + (f"[{keys}]" if keys else "") + "])")
+            wrapped.append(child)
+        from planengine.exec.base import InputProperty
+
+        return _keep(new, replace(new, inputs=tuple(wrapped),
+                                  input_properties=tuple(InputProperty() for _ in wrapped)))
+
+    return rebuild(list(sinks), fn)  # type: ignore[return-value]
+
+
 def _is_identity(calc: X.Calc) -> bool:
     child = calc.inputs[0]
     if calc.condition is not None or len(calc.projection) != len(child.field_names):

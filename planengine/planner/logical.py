@@ -111,7 +111,7 @@ class LogicalScan(LogicalNode):
 
 @dataclass(frozen=True, eq=False)
 class LogicalValues(LogicalNode):
-    rows: tuple[tuple[Literal, ...], ...]
+    rows: tuple[tuple[Expr, ...], ...]  # constant expressions (usually literals)
     type: DataType
 
     @property
@@ -367,8 +367,8 @@ class LogicalWindowTableFunction(LogicalNode):
         time_type = self.input.row_type.fields[self.window.time_field].type
         plain = timestamp_ltz(3) if time_type.kind.value == "TIMESTAMP_LTZ" else timestamp(3)
         plain = plain.with_nullable(False)
-        fields_ = [RowField(f.name, f.type.without_time_attribute() if i == self.window.time_field else f.type)
-                   for i, f in enumerate(self.input.row_type.fields)]
+        # The time column stays a time attribute (rows keep their event time), as in Flink.
+        fields_ = list(self.input.row_type.fields)
         window_time = plain.with_time_attribute(TimeAttribute.ROWTIME if self.window.is_rowtime else
                                                 TimeAttribute.PROCTIME)
         fields_ += [RowField("window_start", plain), RowField("window_end", plain),

@@ -19,7 +19,7 @@ from planengine.planner import logical as L
 from planengine.planner.changelog import infer_changelog
 from planengine.planner.converter import PlannerContext, QueryConverter, cast_to
 from planengine.planner.expressions import Expr, InputRef, Literal
-from planengine.planner.final_rewrites import merge_exec_calcs
+from planengine.planner.final_rewrites import insert_exchanges, merge_exec_calcs
 from planengine.planner.physical import PhysicalContext, PhysicalConverter
 from planengine.planner.programs import TraceStep, explain_dag, optimize
 from planengine.planner.rules.context import RuleContext
@@ -51,6 +51,7 @@ class Planner:
         sinks = [physical.convert(s) for s in optimized]
         sinks = infer_changelog(sinks, self.config)  # type: ignore[arg-type]
         sinks = merge_exec_calcs(sinks)
+        sinks = insert_exchanges(sinks)
         return PlanResult(sinks, logical, optimized, steps or [])
 
     def _located(self, insert: S.Insert) -> L.LogicalSink:

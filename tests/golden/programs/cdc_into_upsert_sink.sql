@@ -1,0 +1,1 @@
+INSERT INTO page_views SELECT name, user_id FROM user_changes;

@@ -1,0 +1,1 @@
+INSERT INTO printed SELECT label, id FROM generated WHERE score > 0;

@@ -1,0 +1,1 @@
+INSERT INTO changelog_out SELECT page, MAX(user_id) FROM clicks GROUP BY page;

@@ -1,0 +1,4 @@
+EXECUTE STATEMENT SET BEGIN
+INSERT INTO changelog_out SELECT page, COUNT(*) FROM clicks GROUP BY page;
+INSERT INTO page_views SELECT page, COUNT(*) FROM clicks GROUP BY page;
+END;

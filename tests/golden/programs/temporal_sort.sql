@@ -1,0 +1,1 @@
+INSERT INTO append_out SELECT page, user_id FROM clicks ORDER BY ts;

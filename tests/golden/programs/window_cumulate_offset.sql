@@ -1,0 +1,1 @@
+INSERT INTO window_counts SELECT page, window_start, window_end, SUM(user_id) FROM TABLE(CUMULATE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND, INTERVAL '1' MINUTE, INTERVAL '5' SECOND)) GROUP BY page, window_start, window_end;

@@ -1,0 +1,1 @@
+INSERT INTO wide_out SELECT page, referrer, user_id, window_start FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, page ORDER BY ts ASC) AS rn FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) WHERE rn = 1;

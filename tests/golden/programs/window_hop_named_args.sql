@@ -1,0 +1,1 @@
+INSERT INTO window_counts SELECT page, window_start, window_end, COUNT(DISTINCT user_id) FROM TABLE(HOP(DATA => TABLE clicks, TIMECOL => DESCRIPTOR(ts), SLIDE => INTERVAL '30' SECOND, SIZE => INTERVAL '2' MINUTE)) GROUP BY page, window_start, window_end;

@@ -1,0 +1,1 @@
+INSERT INTO window_counts SELECT page, window_start, window_end, COUNT(*) FROM TABLE(SESSION(TABLE clicks PARTITION BY page, DESCRIPTOR(ts), INTERVAL '30' SECOND)) GROUP BY page, window_start, window_end;

@@ -1,0 +1,1 @@
+INSERT INTO window_counts SELECT page, window_start, window_end, cnt FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY cnt DESC) AS rn FROM (SELECT page, window_start, window_end, COUNT(*) AS cnt FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY page, window_start, window_end)) WHERE rn <= 3;

@@ -56,10 +56,10 @@ class TraceStep:
     plan: str
 
 
-def optimize(roots: list[L.LogicalNode], ctx: RuleContext, trace: list[TraceStep] | None = None
-             ) -> list[L.LogicalNode]:
+def optimize(roots: list[L.LogicalNode], ctx: RuleContext, trace: list[TraceStep] | None = None,
+             programs: tuple[Program, ...] = PROGRAMS) -> list[L.LogicalNode]:
     disabled = {r.strip() for r in ctx.config.get("table.optimizer.disabled-rules", "").split(",") if r.strip()}
-    for program in PROGRAMS:
+    for program in programs:
         for _ in range(MAX_ITERATIONS if program.fixpoint else 1):
             changed = False
             for rule in program.rules:
@@ -116,8 +116,6 @@ def explain_dag(roots: list[L.LogicalNode]) -> str:
         if id(node) in seen:
             lines.append(f"{pad}{name}(reused #{seen[id(node)]})")
             return
-        shared = sum(1 for _ in ()) if False else None
-        del shared
         seen[id(node)] = len(seen) + 1
         lines.append(f"{pad}#{seen[id(node)]} {name}({node.explain_terms()})")
         for i in node.inputs:

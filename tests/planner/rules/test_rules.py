@@ -16,10 +16,10 @@ def test_rule_fixture(rule: str, case: dict) -> None:
 
 def test_every_rule_has_a_fixture_that_changes_the_plan() -> None:
     """A fixture whose expected output equals the unoptimised plan would not test the rule."""
-    from tests.planner.rules.fixture_runner import PRELUDE
     from planengine.api import TableEnvironment
     from planengine.commands.compile import split_program
     from planengine.planner.programs import explain_dag
+    from tests.planner.rules.fixture_runner import PRELUDE
 
     for rule in RULES:
         changed = False

@@ -6,8 +6,10 @@
 ...     "CREATE TABLE counts (page STRING, views BIGINT, PRIMARY KEY (page) NOT ENFORCED)"
 ...     "  WITH ('connector' = 'blackhole')")
 >>> plan = env.compile_plan_sql("INSERT INTO counts SELECT page, COUNT(*) FROM clicks GROUP BY page")
->>> [n["type"] for n in plan.data["nodes"]]
-['stream-exec-table-source-scan_1', 'stream-exec-calc_1', 'stream-exec-group-aggregate_1', 'stream-exec-sink_1']
+>>> [n["type"].removeprefix("stream-exec-") for n in plan.data["nodes"]]
+['table-source-scan_1', 'calc_1', 'exchange_1', 'group-aggregate_1', 'sink_1']
+>>> plan.data["nodes"][3]["changelogMode"]   # blackhole takes retractions, so UPDATE_BEFORE is kept
+'I,UB,UA'
 """
 
 from __future__ import annotations

@@ -90,8 +90,7 @@ SPECS = _specs_codec()
 
 
 # --- sources, sinks, stateless ---------------------------------------------------------------------------
-@exec_node(_meta("table-source-scan", operators=("source",),
-                 consumed=("table.exec.source.idle-timeout",)))
+@exec_node(_meta("table-source-scan", operators=("source",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class TableSourceScan(ExecNode):
     table: TableSpec = json_field("table", TABLE)
@@ -138,7 +137,6 @@ class Sink(ExecNode):
     STATE_NAMES = ("materializedRows",)
     table: TableSpec = json_field("table", TABLE)
     abilities: tuple[Any, ...] = json_field("abilities", SPECS, (), omit_empty=True)
-    input_changelog_mode: str = json_field("inputChangelogMode", STR, "I")
     upsert_materialize: bool = json_field("requireUpsertMaterialize", BOOL, False)
     upsert_keys: tuple[int, ...] = json_field("upsertKeys", INTS, (), omit_empty=True)
     # Positions of the sink table's persisted columns that the input fills, in input order.

@@ -16,6 +16,7 @@ from planengine.connectors.changelog import ChangelogMode
 from planengine.errors import PlanError
 from planengine.exec import base as B
 from planengine.exec.nodes import Sink
+from planengine.planner.expressions import input_row
 from planengine.types import parse_type
 from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION
 
@@ -38,9 +39,17 @@ OPTION_DEFAULTS: dict[str, str] = {
 TOPOLOGY_PREFIXES = ("table.exec.", "table.optimizer.", "table.local-time-zone")
 
 
+_MINI_BATCH_DETAILS = ("table.exec.mini-batch.allow-latency", "table.exec.mini-batch.size")
+
+
 def node_configuration(node: B.ExecNode, config: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The options a node consumes, frozen. Mini-batch latency and size only matter (and are only recorded)
+    when mini-batching is enabled."""
     out = []
+    mini_batch = str(config.get("table.exec.mini-batch.enabled", "false")).lower() == "true"
     for key in node.metadata.consumed_options:
+        if key in _MINI_BATCH_DETAILS and not mini_batch:
+            continue
         value = config.get(key, OPTION_DEFAULTS.get(key))
         if value is not None:
             out.append((key, str(value)))
@@ -61,23 +70,24 @@ def write_plan(sinks: list[Sink], config: dict[str, str]) -> dict[str, Any]:
             configuration = dict(node.configuration) or dict(node_configuration(node, config))
             if configuration:
                 entry["configuration"] = configuration
-            if node.inputs and any(p.distribution != "ANY" for p in node.input_properties):
-                entry["inputProperties"] = [p.to_json() for p in node.input_properties]
             entry["outputType"] = str(node.output_type)
             entry["changelogMode"] = str(node.changelog_mode)
             if node.state:
                 entry["state"] = [s.to_json() for s in node.state]
                 entry["uids"] = [f"{nid}_{node.metadata.name}-{node.metadata.version}_{op}"
                                  for op in node.metadata.produced_operators]
-            entry.update(node.specific_json())
+            with input_row(tuple(t for child in node.inputs for t in child.field_types)):
+                entry.update(node.specific_json())
             entry["description"] = node.description
             nodes_json.append(entry)
             props = node.input_properties or tuple(B.InputProperty() for _ in node.inputs)
             for child, prop in zip(node.inputs, props):
-                shuffle = {"type": "FORWARD"} if prop.distribution == "ANY" else (
-                    {"type": "HASH", "keys": list(prop.keys)} if prop.distribution == "HASH" else
-                    {"type": prop.distribution})
-                edges_json.append({"source": ids[id(child)], "target": nid, "shuffle": shuffle})
+                edge: dict[str, Any] = {"source": ids[id(child)], "target": nid}
+                if prop.distribution == "HASH":
+                    edge["shuffle"] = {"type": "HASH", "keys": list(prop.keys)}
+                elif prop.distribution != "ANY":
+                    edge["shuffle"] = {"type": prop.distribution}
+                edges_json.append(edge)  # no "shuffle": forward (same partitioning)
     from planengine.planner.final_rewrites import infer_trigger_interval
 
     topology_config = {k: v for k, v in sorted(mask_options(config).items()) if k.startswith(TOPOLOGY_PREFIXES)}
@@ -126,8 +136,12 @@ def read_plan(plan: dict[str, Any]) -> list[Sink]:
     """Build the exec DAG of a (checked) plan. Raise PlanError for structural problems."""
     nodes_by_id: dict[int, B.ExecNode] = {}
     inputs_of: dict[int, list[int]] = {}
+    shuffles_of: dict[int, list[B.InputProperty]] = {}
     for edge in plan.get("edges", []):
         inputs_of.setdefault(edge["target"], []).append(edge["source"])
+        shuffle = edge.get("shuffle") or {"type": "ANY"}
+        shuffles_of.setdefault(edge["target"], []).append(
+            B.InputProperty(shuffle["type"], tuple(shuffle.get("keys", ()))))
     consumers: set[int] = {e["source"] for e in plan.get("edges", [])}
     for data in plan.get("nodes", []):
         nid = data["id"]
@@ -143,14 +157,15 @@ def read_plan(plan: dict[str, Any]) -> list[Sink]:
         except KeyError as error:
             raise PlanError(f"node {nid}: input node {error.args[0]} is not defined before it") from None
         try:
-            kwargs = cls.decode_specific(data)
+            with input_row(tuple(t for child in inputs for t in child.field_types)):
+                kwargs = cls.decode_specific(data)
             node = cls(
                 inputs=inputs,
                 output_type=parse_type(data["outputType"]),
                 description=data.get("description", ""),
                 changelog_mode=ChangelogMode.parse(data.get("changelogMode", "I")),
                 configuration=tuple((k, str(v)) for k, v in (data.get("configuration") or {}).items()),
-                input_properties=tuple(B.InputProperty.from_json(p) for p in data.get("inputProperties", [])),
+                input_properties=tuple(shuffles_of.get(nid, [])),
                 state=tuple(B.StateDeclaration.from_json(s) for s in data.get("state", [])),
                 version=version,
                 **kwargs,

@@ -307,7 +307,7 @@ def _finish_sinks(roots: list[ExecNode], config: dict[str, str]) -> list[ExecNod
                 materialize = True
             elif mode_option == "AUTO":
                 materialize = child_keys is None or set(child_keys) != set(pk_positions)
-        new = replace(sink, input_changelog_mode=str(child.changelog_mode), upsert_materialize=materialize,
+        new = replace(sink, upsert_materialize=materialize,
                       upsert_keys=keys, changelog_mode=child.changelog_mode,
                       state=tuple(StateDeclaration(n, 0) for n in X.Sink.STATE_NAMES) if materialize else ())
         if hasattr(sink, "_sink"):

@@ -15,12 +15,33 @@ True
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as dt
 import decimal
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from planengine.types import DataType, Kind, parse_type
+
+# The field types of the input row(s) an expression is read against, while a plan node is written or read.
+# An INPUT_REF whose type equals its input field's type is written without a type (it is implied).
+_INPUT_ROW: contextvars.ContextVar[tuple[DataType, ...] | None] = contextvars.ContextVar("input_row", default=None)
+
+
+@contextlib.contextmanager
+def input_row(types: tuple[DataType, ...]) -> Iterator[None]:
+    token = _INPUT_ROW.set(types)
+    try:
+        yield
+    finally:
+        _INPUT_ROW.reset(token)
+
+
+def _implied_type(index: int) -> DataType | None:
+    row = _INPUT_ROW.get()
+    return row[index] if row is not None and 0 <= index < len(row) else None
 
 
 @dataclass(frozen=True)
@@ -66,7 +87,12 @@ class Expr:
     def from_json(data: dict[str, Any]) -> Expr:
         kind = data["kind"]
         if kind == "INPUT_REF":
-            return InputRef(data["inputIndex"], parse_type(data["type"]))
+            if "type" in data:
+                return InputRef(data["inputIndex"], parse_type(data["type"]))
+            implied = _implied_type(data["inputIndex"])
+            if implied is None:
+                raise ValueError(f"INPUT_REF {data['inputIndex']} has no type and no input field to imply it")
+            return InputRef(data["inputIndex"], implied)
         if kind == "LITERAL":
             t = parse_type(data["type"])
             return Literal(_literal_from_json(data.get("value"), t), t)
@@ -93,6 +119,8 @@ class InputRef(Expr):
     type: DataType
 
     def to_json(self) -> dict[str, Any]:
+        if _implied_type(self.index) == self.type:
+            return {"kind": self.KIND, "inputIndex": self.index}
         return {"kind": self.KIND, "inputIndex": self.index, "type": str(self.type)}
 
     def __str__(self) -> str:

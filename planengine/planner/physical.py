@@ -67,9 +67,12 @@ class PhysicalConverter:
         return method(node)
 
     # --- state helpers ----------------------------------------------------------------------------------
-    def _state(self, cls: type[ExecNode], ttl_override: int | None = None) -> tuple[StateDeclaration, ...]:
+    def _state(self, cls: type[ExecNode], ttl_override: int | None = None, distinct: bool = True
+               ) -> tuple[StateDeclaration, ...]:
+        """The node's named state variables (only those it uses: no distinct-value map without DISTINCT)."""
         ttl = self.ctx.state_ttl_ms(ttl_override)
-        return tuple(StateDeclaration(name, ttl) for name in cls.STATE_NAMES)
+        return tuple(StateDeclaration(name, ttl) for name in cls.STATE_NAMES
+                     if distinct or not name.startswith("distinct"))
 
     # --- leaves -----------------------------------------------------------------------------------------
     def _LogicalScan(self, node: L.LogicalScan) -> ExecNode:
@@ -81,7 +84,7 @@ class PhysicalConverter:
                                                for c in physical_fields))
         scan: ExecNode = X.TableSourceScan(
             inputs=(), output_type=produced, table=X.TableSpec(str(ref.identifier), ref, ref.temporary),
-            abilities=node.ability_specs, description=f"TableSourceScan(table=[{ref.identifier}])",
+            abilities=node.ability_specs, description=f"TableSourceScan(table=[{ref.identifier.name}])",
         )
         object.__setattr__(scan, "_source", source)
         if node.produced_type is not None:
@@ -179,7 +182,8 @@ class PhysicalConverter:
         child = self.convert(node.input)
         return X.GroupAggregate(
             inputs=(child,), output_type=node.row_type, grouping=node.group_keys, aggregates=node.aggregates,
-            state=self._state(X.GroupAggregate, node.state_ttl_ms), input_properties=(_hash(node.group_keys),),
+            state=self._state(X.GroupAggregate, node.state_ttl_ms, distinct=any(a.distinct for a in node.aggregates)),
+            input_properties=(_hash(node.group_keys),),
             description=f"GroupAggregate({node.explain_terms()})",
         )
 
@@ -428,7 +432,7 @@ class PhysicalConverter:
                     inputs=(left,), output_type=node.row_type, join_type=node.kind,
                     table=X.TableSpec(str(node.right_table.identifier), node.right_table, node.right_table.temporary),
                     lookup_keys=tuple(zip(right_keys, left_keys)), remaining_condition=remaining,
-                    description=f"LookupJoin(table=[{node.right_table.identifier}], joinType=[{node.kind}], "
+                    description=f"LookupJoin(table=[{node.right_table.identifier.name}], joinType=[{node.kind}], "
                                 f"lookup=[{', '.join(node.right.field_names[k] for k in right_keys)}])",
                     projection_on_table=tuple(range(width)) if False else (),
                 )
@@ -454,7 +458,7 @@ class PhysicalConverter:
         sink = X.Sink(inputs=(child,), output_type=child.output_type,
                       table=X.TableSpec(str(node.table.identifier), node.table, node.table.temporary),
                       abilities=node.ability_specs, target_columns=node.target_columns,
-                      description=f"Sink(table=[{node.table.identifier}], fields=[{', '.join(child.field_names)}])")
+                      description=f"Sink(table=[{node.table.identifier.name}])")
         object.__setattr__(sink, "_sink", self.create_sink(node.table))
         return sink
 

@@ -1,0 +1,76 @@
+"""``planengine run (--script FILE | --plan P) --job-root DIR [--from-snapshot S] [--until-idle] [--drain]
+[--status-port N]``: compile-or-restore, then run (DESIGN §6).
+
+Compile-and-execute semantics: when ``<job root>/plan.json`` exists it is the plan in force and is
+restored, never re-planned (a script's DDL still runs first, so temporary objects exist). Otherwise the
+script's program is compiled and ``plan.json`` written atomically. ``--plan P`` installs P when the job
+root has no plan and refuses a different one. Progress goes to stderr. Without ``--until-idle`` the
+driver runs until SIGTERM / SIGINT / ``POST /v1/stop``, then stops at a batch boundary with a snapshot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from planengine.commands._env import add_session_arguments, read_text, session
+from planengine.errors import UserError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser("run", help="compile (or restore) a plan and run it on Spark")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--script", help="SQL script: DDL, then one INSERT or statement set")
+    src.add_argument("--plan", help="compiled plan JSON")
+    p.add_argument("--job-root", required=True, help="job storage root (plan.json, runs/, snapshots/)")
+    p.add_argument("--from-snapshot", help="snapshot id of the job root, or a snapshot directory")
+    p.add_argument("--until-idle", action="store_true", help="stop after all available input is processed")
+    p.add_argument("--drain", action="store_true", help="advance event time to the end before stopping")
+    p.add_argument("--status-port", type=int, help="serve the driver status API on this port (0 = any)")
+    add_session_arguments(p)
+    p.set_defaults(handler=run)
+
+
+def load_or_compile(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from planengine.commands.compile import split_program
+    from planengine.plan.compiled_plan import CompiledPlan
+    from planengine.runtime.jobroot import JobRoot
+
+    env = session(args)
+    root = JobRoot(args.job_root)
+    if args.script:
+        inserts = split_program(env, read_text(args.script), args.script)
+        if root.has_plan():
+            print(f"[planengine] restoring the plan in force {root.plan_path} (not re-planning)", file=sys.stderr)
+            return env, root, CompiledPlan.from_json(root.read_plan_text(), env)
+        plan = env.compile_plan(inserts)
+        root.write_plan_text(plan.as_json())
+        print(f"[planengine] compiled plan {plan.plan_id[:12]} into {root.plan_path}", file=sys.stderr)
+        return env, root, plan
+    text = read_text(args.plan)
+    given = CompiledPlan.from_json(text, env)
+    if root.has_plan():
+        in_force = json.loads(root.read_plan_text()).get("planId")
+        if in_force != given.plan_id:
+            raise UserError(f"job root {root.path} already runs plan {in_force}; --plan {args.plan} is plan "
+                            f"{given.plan_id}", hint="use a new job root, or upgrade through a snapshot (the "
+                            "operator's upgrade replaces plan.json)")
+    else:
+        root.write_plan_text(text)
+    return env, root, given
+
+
+def run(args: argparse.Namespace) -> int:
+    os.environ.setdefault("PLANENGINE_PROGRESS", "1")
+    env, root, plan = load_or_compile(args)
+    from planengine.runtime.executor import execute_compiled_plan
+
+    result = execute_compiled_plan(plan, env, job_root=str(root.path), from_snapshot=args.from_snapshot,
+                                   until_idle=args.until_idle, drain=args.drain, status_port=args.status_port,
+                                   block=True)
+    summary = {"runId": result.run_id, "snapshot": result.snapshot_id, "lastBatchIds": result.queries}
+    print(f"[planengine] run {result.run_id} stopped; snapshot {result.snapshot_id}", file=sys.stderr)
+    print(json.dumps(summary))
+    return 0

@@ -1,0 +1,46 @@
+"""``planengine snapshot --job-root DIR``: snapshot the job's latest run at its last committed batches.
+
+Works whether or not a driver runs: Spark writes checkpoint files by write-then-rename and the snapshot
+keeps only committed batches (``planengine.runtime.snapshots``), so a snapshot of a live run is as
+consistent as one of a stopped run. The last stdout line is ``{"snapshot": "<id>"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from planengine.errors import UserError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser("snapshot", help="snapshot a job's latest run")
+    p.add_argument("--job-root", required=True)
+    p.add_argument("--reason", default="manual", choices=("manual", "upgrade", "periodic", "stop"))
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from planengine.runtime.executor import DRIVER_FILE, SPARK_VERSION, _latest_run
+    from planengine.runtime.jobroot import JobRoot
+    from planengine.runtime.snapshots import take_snapshot
+    from planengine.version import ENGINE_VERSION
+
+    root = JobRoot(args.job_root)
+    run_ = None
+    driver = root.path / DRIVER_FILE
+    if driver.is_file():
+        from planengine.runtime.jobroot import Run
+
+        run_id = json.loads(driver.read_text(encoding="utf-8")).get("runId")
+        if run_id and (root.runs_dir / run_id).is_dir():
+            run_ = Run(run_id, root.runs_dir / run_id)
+    run_ = run_ or _latest_run(root)
+    if run_ is None:
+        raise UserError(f"job root {root.path} has no run to snapshot", hint="start one with planengine run")
+    plan_id = json.loads(root.read_plan_text()).get("planId")
+    info = take_snapshot(root, run_, reason=args.reason, engine_version=ENGINE_VERSION, spark_version=SPARK_VERSION,
+                         plan_id=plan_id, last_batch_ids={})
+    print(json.dumps({"snapshot": info.snapshot_id, "runId": run_.run_id, "lastBatchIds": info.last_batch_ids}))
+    print(json.dumps({"snapshot": info.snapshot_id}))
+    return 0

@@ -1,0 +1,49 @@
+"""Internal changelog channels: where a translator cuts the DAG into several streaming queries.
+
+``ctx.cut(stream, name)`` registers a *producer* query (uid ``name``) that writes ``stream`` (with
+``_rowkind`` when updating) through Spark's parquet file sink, and returns a stream that reads the channel
+back with Spark's file source. The file sink's ``_spark_metadata`` manifest makes each batch's files
+visible exactly once, and the consumer's checkpoint records which files it has read.
+
+The channel directory lives *inside the producer's checkpoint*: ``<run>/checkpoints/<name>/channel/``. So a
+snapshot (which forks whole checkpoint directories) carries the channel with the producer, and a restored
+run's consumer sees the already-read files under their old paths in the forked manifest and reads only
+what the producer writes next.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from planengine.runtime.connectors import QueryOptions
+from planengine.runtime.jobroot import validate_uid
+from planengine.runtime.stream import Stream
+
+CHANNEL_DIR = "channel"
+
+
+def channel_path(run_dir: Path, name: str) -> Path:
+    return Path(run_dir) / "checkpoints" / validate_uid(name) / CHANNEL_DIR
+
+
+def cut(stream: Stream, name: str, ctx: Any, register: Any) -> Stream:
+    """Write ``stream`` to the channel ``name`` (a producer query registered via ``register``) and read it back."""
+    from planengine.runtime.translators.sink import SinkQuery
+
+    path = channel_path(ctx.run_dir, name)
+    path.mkdir(parents=True, exist_ok=True)
+    df = stream.df
+
+    def start(options: QueryOptions) -> Any:
+        writer = df.writeStream.format("parquet").outputMode("append").option("path", str(path))
+        return options.configure(writer).start()
+
+    register(SinkQuery(name, start, "channel", f"channel {name}"))
+    schema = df.schema
+    read_back = ctx.spark.readStream.schema(schema).parquet(str(path))
+    if stream.rowtime is not None:
+        # Event time does not travel through files: the consumer re-derives it with the producer's delay.
+        delay = int(stream.properties.get("watermark_delay_ms", 0))
+        read_back = read_back.withWatermark(stream.rowtime, f"{delay} milliseconds")
+    return stream.with_df(read_back, properties={**stream.properties, "channel": name})

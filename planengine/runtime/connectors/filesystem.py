@@ -1,0 +1,164 @@
+"""``filesystem`` at run time: a streaming directory source and Spark's file sink (exactly once).
+
+Source: Spark's streaming file source over ``path`` with the table's physical schema. Every scan is a
+streaming read; a bounded table (no ``source.monitor-interval``) simply stops producing once its files are
+read, which is what ``--until-idle`` waits for. ``changelog-json`` and ``debezium-json`` rows get
+``_rowkind``; the table's ``'changelog-mode'`` option was resolved by the planner into the source's mode, and
+an insert-only mode drops the row kind. Partition pruning (recorded partition specs and accepted partition
+filters) is applied as filters on the partition columns Spark discovers from ``k=v`` directories.
+
+Sink: Spark's file sink (``_spark_metadata`` manifest: each batch's files become visible exactly once).
+Insert-only formats refuse updating streams; ``changelog-json`` writes ``op`` so row kinds survive;
+``debezium-json`` writes Debezium envelopes. ``PARTITIONED BY`` becomes ``partitionBy``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import urlparse
+
+from planengine.errors import ValidationError
+from planengine.runtime.connectors import QueryOptions, SourceFrame, sink_writer, source_reader, spark_schema_ddl
+from planengine.runtime.connectors import changelog_format as cf
+from planengine.runtime.stream import ROWKIND
+
+_SPARK_FORMAT = {"json": "json", "csv": "csv", "parquet": "parquet", "changelog-json": "json",
+                 "debezium-json": "json"}
+
+
+def _local_dir(path: str) -> str | None:
+    parsed = urlparse(path)
+    return parsed.path if parsed.scheme in ("", "file") else None
+
+
+def _format_options(fmt: Any, reading: bool) -> dict[str, str]:
+    opts = dict(getattr(fmt, "options", {}) or {})
+    out: dict[str, str] = {}
+    if fmt.identifier == "csv":
+        out["header"] = "false"
+        if opts.get("field-delimiter"):
+            out["sep"] = str(opts["field-delimiter"])
+        if opts.get("disable-quote-character"):
+            out["quote"] = ""
+        elif opts.get("quote-character"):
+            out["quote"] = str(opts["quote-character"])
+        if opts.get("escape-character"):
+            out["escape"] = str(opts["escape-character"])
+        if opts.get("null-literal"):
+            out["nullValue"] = str(opts["null-literal"])
+        if opts.get("allow-comments"):
+            out["comment"] = "#"
+    if fmt.identifier in ("json", "changelog-json", "debezium-json") and not reading:
+        out["ignoreNullFields"] = "false"
+    if reading:
+        out["mode"] = "DROPMALFORMED" if opts.get("ignore-parse-errors") else "FAILFAST"
+    return out
+
+
+@source_reader("filesystem")
+def read_filesystem(source: Any, ctx: Any, node: Any) -> SourceFrame:
+    from pyspark.sql import functions as F
+
+    spark = ctx.spark
+    fmt = source.format.identifier
+    if fmt not in _SPARK_FORMAT:
+        raise ValidationError(f"filesystem format '{fmt}' cannot be read by the Spark runtime")
+    physical = source.schema.physical_columns
+    names = [c.name for c in physical]
+    types = [c.type for c in physical]
+    ddl = spark_schema_ddl(names, types)
+    if fmt == "changelog-json":
+        ddl += f", `{cf.OP_FIELD}` STRING"
+    elif fmt == "debezium-json":
+        ddl = cf.debezium_schema(spark_schema_ddl([n for n in names if n not in source.partition_keys],
+                                                  [t for n, t in zip(names, types) if n not in source.partition_keys]))
+    path = source.path
+    reader = spark.readStream.format(_SPARK_FORMAT[fmt]).schema(ddl)
+    local = _local_dir(path)
+    if local is not None:
+        if os.path.isfile(local):
+            reader = reader.option("pathGlobFilter", os.path.basename(local))
+            path = os.path.dirname(local) or "."
+        else:
+            os.makedirs(local, exist_ok=True)
+    for k, v in _format_options(source.format, reading=True).items():
+        reader = reader.option(k, v)
+    df = reader.load(path)
+    regex = source.options.get("source.path.regex-pattern")
+    if regex:
+        df = df.filter(F.col("_metadata.file_path").rlike(regex))
+
+    if fmt == "debezium-json":
+        df = cf.decode_debezium(df, [n for n in names if n not in source.partition_keys])
+    updating = fmt in ("changelog-json", "debezium-json")
+    if updating and source.changelog_mode().contains_only_inserts():
+        # 'changelog-mode' = 'I': the rows are inserts whatever their op says
+        updating = False
+    if fmt == "changelog-json" and updating:
+        df = df.withColumnRenamed(cf.OP_FIELD, ROWKIND)
+
+    df = _prune_partitions(df, source)
+    produced = source.row.physical_names
+    cols = [F.col(f"`{n}`") for n in produced]
+    if updating:
+        cols.append(F.col(ROWKIND))
+    return SourceFrame(df.select(*cols), updating=updating, bounded=source.monitor_interval_ms is None)
+
+
+def _prune_partitions(df: Any, source: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    from planengine.runtime.expressions import render_spark_sql
+
+    if source.partitions is not None:
+        keep = None
+        for partition in source.partitions:
+            cond = None
+            for key, value in partition.items():
+                c = F.col(f"`{key}`").cast("string") == F.lit(value)
+                cond = c if cond is None else cond & c
+            if cond is not None:
+                keep = cond if keep is None else keep | cond
+        df = df.filter(keep if keep is not None else F.lit(False))
+    if source.partition_filters:
+        produced = source.row.physical_names
+        for expr in source.partition_filters:
+            df = df.filter(F.expr(render_spark_sql(expr, produced)))
+    return df
+
+
+@sink_writer("filesystem")
+def write_filesystem(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions) -> Any:
+    from pyspark.sql import functions as F
+
+    fmt = sink.format.identifier
+    if fmt not in _SPARK_FORMAT:
+        raise ValidationError(f"filesystem format '{fmt}' cannot be written by the Spark runtime")
+    if getattr(sink, "overwrite", False):
+        raise ValidationError(f"INSERT OVERWRITE {sink.identifier}: a streaming job cannot overwrite a table",
+                              hint="use INSERT INTO")
+    names = [c.name for c in sink.schema.physical_columns]
+    df = stream.df.select(*[F.col(c).alias(n) for c, n in zip(stream.columns, names)],
+                          *([F.col(ROWKIND)] if stream.updating else []))
+    for key, value in (getattr(sink, "static_partition", None) or {}).items():
+        df = df.withColumn(key, F.lit(value).cast(df.schema[key].dataType))
+    if fmt == "changelog-json":
+        df = cf.encode_changelog_json(df, names) if stream.updating else df.withColumn(cf.OP_FIELD, F.lit("+I"))
+    elif fmt == "debezium-json":
+        if not stream.updating:
+            df = df.withColumn(ROWKIND, F.lit("+I"))
+        df = cf.encode_debezium(df, names)
+    elif stream.updating:
+        raise ValidationError(f"sink {sink.identifier}: format '{fmt}' writes inserts only but the query produces "
+                              "updates", hint="use 'format' = 'changelog-json' or 'debezium-json', or an upsert sink")
+    path = sink.path
+    local = _local_dir(path)
+    if local is not None:
+        os.makedirs(local, exist_ok=True)
+    writer = df.writeStream.format(_SPARK_FORMAT[fmt]).outputMode("append").option("path", path)
+    for k, v in _format_options(sink.format, reading=False).items():
+        writer = writer.option(k, v)
+    if sink.partition_keys and fmt != "debezium-json":
+        writer = writer.partitionBy(*sink.partition_keys)
+    return query.configure(writer).start()

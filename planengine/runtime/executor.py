@@ -1,0 +1,471 @@
+"""The executor: a compiled plan becomes running Spark streaming queries with checkpoints (DESIGN §6).
+
+Pipeline (one screen, like the facade it serves)::
+
+    plan ─► restore (never re-plan) ─► translators in dependency order (cached per node: shared
+    sub-plans are one DataFrame) ─► one query per sink (+ one per channel cut) ─► start in dependency
+    order ─► run until stopped / idle ─► stop at a batch boundary ─► snapshot
+
+Job storage: ``<job root>/plan.json`` is the plan in force; each execution is a run
+``<job root>/runs/<run id>/checkpoints/<query uid>/``; ``PLANENGINE_RUN_ID`` names the run (the operator
+sets it; an existing run of that name is resumed). Without ``from_snapshot`` a new run continues where the
+latest run stopped: from the snapshot that run's stop took, or else from an offline snapshot of the
+latest run's committed batches. Sources that are bounded (files read at start, ``number-of-rows``) make
+``until_idle`` finish; ``drain`` then advances event time to the end (see ``translators/watermark.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from planengine.errors import PlanIncompatible, UserError
+from planengine.exec import base as B
+from planengine.plan import serde
+from planengine.runtime import fencing
+from planengine.runtime.connectors import QueryOptions
+from planengine.runtime.context import TranslationContext
+from planengine.runtime.jobroot import RUN_MARKER, JobRoot, Run, atomic_write_text, utc_now_iso
+from planengine.runtime.snapshots import take_snapshot
+from planengine.runtime.stream import Stream
+from planengine.runtime.translators import get_translator
+from planengine.version import ENGINE_VERSION
+
+log = logging.getLogger("planengine.runtime")
+
+SPARK_VERSION = serde.SPARK_VERSION
+DRIVER_FILE = "driver.json"
+
+
+# --- plan-level checks -------------------------------------------------------------------------------------
+def unsupported_nodes(plan_json: dict[str, Any]) -> list[dict[str, Any]]:
+    """Nodes of a plan this runtime has no translator for (``planengine check`` → exit 4)."""
+    out = []
+    for node in plan_json.get("nodes", []):
+        try:
+            name, version = B.split_type_name(str(node.get("type")))
+        except ValueError:
+            out.append({"node": node.get("id"), "type": node.get("type")})
+            continue
+        if get_translator(name, version) is None:
+            out.append({"node": node.get("id"), "type": node.get("type")})
+    return out
+
+
+def check_runtime_support(plan_json: dict[str, Any]) -> None:
+    missing = unsupported_nodes(plan_json)
+    if missing:
+        listing = ", ".join(f"node {m['node']} ({m['type']})" for m in missing)
+        raise PlanIncompatible(f"this engine's Spark runtime cannot run {listing}",
+                               hint="run the plan on an engine version that supports these nodes")
+
+
+# --- runs ------------------------------------------------------------------------------------------------------
+def open_run(job_root: JobRoot, plan_id: str, from_snapshot: str | None) -> Run:
+    """The run to execute: ``PLANENGINE_RUN_ID`` (resumed if it exists) or a new one, forked as documented."""
+    run_id = os.environ.get("PLANENGINE_RUN_ID")
+    if run_id:
+        path = job_root.runs_dir / run_id
+        if (path / RUN_MARKER).is_file():
+            log.info("resuming run %s", run_id)
+            return Run(run_id, path)
+    if from_snapshot is None:
+        from_snapshot = _continuation_snapshot(job_root, plan_id)
+    if not run_id:
+        return job_root.new_run(from_snapshot)
+    # The operator names the run: same steps as JobRoot.new_run, under its name.
+    from planengine.runtime.snapshots import fork_snapshot, read_snapshot
+
+    path = job_root.runs_dir / run_id
+    path.mkdir(parents=True, exist_ok=True)
+    run = Run(run_id, path)
+    source = None
+    if from_snapshot is not None:
+        source = read_snapshot(job_root._resolve_snapshot(from_snapshot))
+        if not source.complete:
+            raise UserError(f"snapshot {from_snapshot} is incomplete: {source.problem}")
+        if not run.checkpoints_dir.exists():
+            fork_snapshot(source.path, run.checkpoints_dir)
+    run.checkpoints_dir.mkdir(exist_ok=True)
+    marker = {"runId": run_id, "createdAt": utc_now_iso(),
+              "fromSnapshot": source.snapshot_id if source is not None else None}
+    atomic_write_text(path / RUN_MARKER, json.dumps(marker, indent=2) + "\n")
+    return run
+
+
+def _continuation_snapshot(job_root: JobRoot, plan_id: str) -> str | None:
+    latest = _latest_run(job_root)
+    if latest is None or not latest.query_uids():
+        return None
+    snaps = [s for s in job_root.snapshots() if s.run_id == latest.run_id]
+    if snaps:
+        return snaps[-1].snapshot_id
+    info = take_snapshot(job_root, latest, reason="stop", engine_version=ENGINE_VERSION,
+                         spark_version=SPARK_VERSION, plan_id=plan_id, last_batch_ids={})
+    log.info("continuing from run %s through snapshot %s of its committed batches", latest.run_id, info.snapshot_id)
+    return info.snapshot_id
+
+
+def _latest_run(job_root: JobRoot) -> Run | None:
+    if not job_root.runs_dir.is_dir():
+        return None
+    runs = [Run(p.name, p) for p in job_root.runs_dir.iterdir() if (p / RUN_MARKER).is_file()]
+    if not runs:
+        return None
+    return max(runs, key=lambda r: (r.info().get("createdAt", ""), r.run_id))
+
+
+# --- the job ---------------------------------------------------------------------------------------------------
+@dataclass
+class QueryState:
+    uid: str
+    kind: str
+    query: Any = None
+    rows: int = 0
+    batches: int = 0
+    last_batch_id: int = -1
+    last_commit_at: str | None = None
+    exceptions: int = 0
+
+
+@dataclass
+class JobResult:
+    run_id: str
+    snapshot_id: str | None
+    queries: dict[str, int] = field(default_factory=dict)  # uid -> last batch id
+
+
+class Job:
+    """A running plan: its queries, their status, stop and snapshot. Implements ``DriverControl``."""
+
+    def __init__(self, plan: Any, env: Any, job_root: JobRoot, run: Run, spark: Any):
+        self.plan = plan
+        self.env = env
+        self.job_root = job_root
+        self.run = run
+        self.spark = spark
+        self.queries: list[QueryState] = []
+        self._specs: list[Any] = []
+        self._lock = threading.RLock()
+        self._stopped = threading.Event()
+        self.state = "CREATED"
+        self.snapshot_id: str | None = None
+        self.drain_controls: list[tuple[str, Any, str]] = []
+        self.progress = os.environ.get("PLANENGINE_PROGRESS") == "1"
+        self._lock_lost = False
+
+    # -- translation ------------------------------------------------------------------------------------
+    def translate(self) -> None:
+        from planengine.plan.compiled_plan import CompiledPlan
+
+        check_runtime_support(self.plan.data)
+        # Always from the JSON, even right after compiling: a compiled run and a restored run must build
+        # the very same Spark plans (same node ids, same uids).
+        sinks = CompiledPlan(self.plan.data, self.env).restore()
+        ids = serde.node_ids(sinks)
+        config = dict(self.plan.data.get("config") or {})
+        ctx = TranslationContext(self.spark, config, ids, run_dir=self.run.path,
+                                 extras={"job_root_path": str(self.job_root.path), "job": self})
+        ctx.cut = lambda stream, name: self._cut(stream, name, ctx)
+        cache: dict[int, Stream] = {}
+        for node in B.topological(list(sinks)):
+            meta = node.metadata
+            fn = get_translator(meta.name, meta.version)
+            assert fn is not None  # checked above
+            cache[id(node)] = fn(node, [cache[id(i)] for i in node.inputs], ctx)
+        for s in sinks:
+            self._specs.append(cache[id(s)].properties["query"])
+        self.drain_controls = list(ctx.extras.get("drain_controls", []))
+
+    def _cut(self, stream: Stream, name: str, ctx: TranslationContext) -> Stream:
+        from planengine.runtime.channels import cut
+
+        return cut(stream, name, ctx, self._specs.append)
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+    def start(self) -> None:
+        fencing.acquire_run_lock(self.job_root, self.run.run_id)
+        self._listener = _ProgressListener(self)
+        self.spark.streams.addListener(self._listener)
+        for spec in self._specs:  # channel producers were registered before their consumers' sinks
+            state = QueryState(spec.uid, spec.kind)
+            options = QueryOptions(spec.uid, str(self.run.checkpoint_dir(spec.uid)), fence=self.fence)
+            state.query = spec.start(options)
+            self.queries.append(state)
+        self.state = "RUNNING"
+        log.info("run %s: started %d queries: %s", self.run.run_id, len(self.queries),
+                 ", ".join(q.uid for q in self.queries))
+
+    def fence(self, batch_id: int = -1) -> None:
+        """Raise before a commit when this run no longer holds the job root (another driver took over)."""
+        if not fencing.check_run_lock(self.job_root, self.run.run_id) or not _writer_lock_ok(self.run.run_id):
+            self._lock_lost = True
+            raise fencing.RunLockLost(f"run {self.run.run_id} lost the job root {self.job_root.path}; "
+                                      f"not committing batch {batch_id}")
+
+    def process_available(self) -> None:
+        """Process all input available now, producers before consumers (idle = nothing left anywhere)."""
+        for _ in range(2):  # a second pass lets no-data batches (watermark advance) settle downstream
+            for q in self.queries:
+                self._raise_if_failed()
+                q.query.processAllAvailable()
+
+    def drain(self) -> None:
+        """Advance event time to the end: every watermark assigner gets its end-of-input marker."""
+        from planengine.runtime.translators.watermark import write_end_of_input
+
+        for control_dir, schema, rowtime in self.drain_controls:
+            write_end_of_input(self.spark, control_dir, schema, rowtime)
+        self.process_available()
+
+    def wait(self, poll: float = 0.5) -> None:
+        """Block until stopped (signal, ``POST /v1/stop``) or a query fails."""
+        while not self._stopped.is_set():
+            self._raise_if_failed()
+            if self._lock_lost:
+                raise fencing.RunLockLost(f"run {self.run.run_id} lost the job root; stopped")
+            self._stopped.wait(poll)
+
+    def _raise_if_failed(self) -> None:
+        for q in self.queries:
+            if q.query is not None and not q.query.isActive and q.query.exception() is not None:
+                raise RuntimeError(f"query {q.uid} failed: {q.query.exception()}")
+
+    def stop(self, *, snapshot: bool = True, drain: bool = False, reason: str = "stop") -> str | None:
+        """Stop every query at a batch boundary, producers first; snapshot the committed state."""
+        with self._lock:
+            if self.state == "STOPPED":
+                return self.snapshot_id
+            if drain:
+                self.drain()
+            for q in self.queries:
+                _stop_at_batch_boundary(q.query)
+            self.state = "STOPPED"
+            self._remove_listener()
+            if snapshot and not self._lock_lost:
+                info = take_snapshot(self.job_root, self.run, reason=reason, engine_version=ENGINE_VERSION,
+                                     spark_version=SPARK_VERSION, plan_id=self.plan.plan_id, last_batch_ids={})
+                self.snapshot_id = info.snapshot_id
+                log.info("snapshot %s taken (%s)", info.snapshot_id, reason)
+            fencing.release_run_lock(self.job_root, self.run.run_id)
+            self._stopped.set()
+            return self.snapshot_id
+
+    def _remove_listener(self) -> None:
+        if getattr(self, "_listener", None) is not None:
+            with contextlib.suppress(Exception):
+                self.spark.streams.removeListener(self._listener)
+            self._listener = None
+
+    def result(self) -> JobResult:
+        from planengine.runtime.snapshots import last_committed_batch_id
+
+        return JobResult(self.run.run_id, self.snapshot_id,
+                         {q.uid: last_committed_batch_id(self.run.checkpoint_dir(q.uid)) for q in self.queries})
+
+    # -- DriverControl ----------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            queries = []
+            for q in self.queries:
+                progress = q.query.lastProgress if q.query is not None else None
+                exception = q.query.exception() if q.query is not None and not q.query.isActive else None
+                queries.append({
+                    "uid": q.uid, "kind": q.kind,
+                    "state": "FAILED" if exception else ("ACTIVE" if q.query is not None and q.query.isActive
+                                                         else self.state),
+                    "lastBatchId": q.last_batch_id, "lastCommitAt": q.last_commit_at,
+                    "inputRowsPerSecond": (progress or {}).get("inputRowsPerSecond"),
+                    "processedRowsPerSecond": (progress or {}).get("processedRowsPerSecond"),
+                    "watermark": ((progress or {}).get("eventTime") or {}).get("watermark"),
+                    "exception": str(exception) if exception else None,
+                    "exceptionsTotal": 1 if exception else 0,
+                    "rowsTotal": q.rows, "batchesTotal": q.batches,
+                })
+            return {"engineVersion": ENGINE_VERSION, "sparkVersion": SPARK_VERSION, "planId": self.plan.plan_id,
+                    "runId": self.run.run_id, "state": self.state, "queries": queries}
+
+    def request_stop(self, snapshot: bool, drain: bool) -> str | None:
+        return self.stop(snapshot=snapshot, drain=drain, reason="manual" if snapshot else "stop")
+
+
+def _stop_at_batch_boundary(query: Any, timeout: float = 30.0) -> None:
+    """Let the running micro-batch finish, then stop (an interrupted batch would only be re-run, but a
+    finished one keeps the snapshot as recent as possible)."""
+    if query is None or not query.isActive:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if not query.status.get("isTriggerActive"):
+                break
+        except Exception:
+            break
+        time.sleep(0.05)
+    query.stop()
+
+
+def _writer_lock_ok(run_id: str) -> bool:
+    """The operator's writer lock (``PLANENGINE_WRITER_LOCK``) must name this run, when it is set."""
+    path = os.environ.get("PLANENGINE_WRITER_LOCK")
+    if not path:
+        return True
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8")).get("runId") == run_id
+    except (OSError, ValueError):
+        return True
+
+
+class _ProgressListener:
+    """Counts committed batches and rows per query (the status API and the progress display read them)."""
+
+    def __new__(cls, job: Job) -> Any:
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                pass
+
+            def onQueryProgress(self, event: Any) -> None:
+                p = event.progress
+                mine = [q for q in job.queries if q.query is not None and str(q.query.id) == str(p.id)]
+                for q in mine:
+                        q.last_batch_id = p.batchId
+                        q.last_commit_at = p.timestamp
+                        q.rows += p.numInputRows
+                        q.batches += 1
+                        if job.progress and p.numInputRows:
+                            print(f"[planengine] {q.uid}: batch {p.batchId} committed, {p.numInputRows} rows",
+                                  file=sys.stderr, flush=True)
+                if mine and job.state == "RUNNING":
+                    try:
+                        job.fence(p.batchId)
+                    except fencing.RunLockLost:
+                        log.error("run %s lost the job root; stopping", job.run.run_id)
+
+            def onQueryIdle(self, event: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:
+                pass
+
+        return Listener()
+
+
+# --- entry points ----------------------------------------------------------------------------------------------
+def execute_compiled_plan(plan: Any, env: Any, *, job_root: str | os.PathLike[str] | None = None,
+                          from_snapshot: str | None = None, until_idle: bool = False, drain: bool = False,
+                          status_port: int | None = None, block: bool | None = None) -> Any:
+    """Run a plan. With ``until_idle`` (or ``block``) it returns a ``JobResult`` after stopping; else the
+    running ``Job`` (stop it with ``job.stop()``)."""
+    from planengine.runtime.session import get_spark
+
+    root = JobRoot(job_root if job_root is not None else _default_job_root(env, plan))
+    _install_plan(root, plan)
+    spark = get_spark()
+    run = open_run(root, plan.plan_id, from_snapshot)
+    job = Job(plan, env, root, run, spark)
+    job.translate()
+    job.start()
+    server = None
+    try:
+        if status_port is not None:
+            from planengine.runtime.status_server import StatusServer
+
+            server = StatusServer(job, host=os.environ.get("PLANENGINE_STATUS_HOST", "127.0.0.1"),
+                                  port=status_port).start()
+            atomic_write_text(root.path / DRIVER_FILE, json.dumps(
+                {"pid": os.getpid(), "runId": run.run_id, "statusPort": server.port, "url": server.url}) + "\n")
+        if until_idle:
+            job.process_available()
+            job.stop(snapshot=True, drain=drain, reason="stop")
+            return job.result()
+        if block:
+            _install_signal_handlers(job, drain)
+            job.wait()
+            if server is not None:
+                server.wait_stop_answered(timeout=10)
+            return job.result()
+        return job
+    except BaseException:
+        _abort(job)
+        raise
+    finally:
+        if server is not None and (until_idle or block or job.state == "STOPPED"):
+            server.close()
+            _remove_driver_file(root, run.run_id)
+
+
+def _abort(job: Job) -> None:
+    for q in job.queries:
+        try:
+            if q.query is not None and q.query.isActive:
+                q.query.stop()
+        except Exception:
+            pass
+    job._remove_listener()
+    fencing.release_run_lock(job.job_root, job.run.run_id)
+
+
+def _remove_driver_file(root: JobRoot, run_id: str) -> None:
+    path = root.path / DRIVER_FILE
+    try:
+        if json.loads(path.read_text()).get("runId") == run_id:
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def _install_signal_handlers(job: Job, drain: bool) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def on_signal(signum: int, frame: Any) -> None:
+        log.info("signal %s: stopping at a batch boundary with a snapshot", signum)
+        threading.Thread(target=lambda: job.stop(snapshot=True, drain=drain, reason="stop"), daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+
+def _install_plan(root: JobRoot, plan: Any) -> None:
+    if root.has_plan():
+        existing = json.loads(root.read_plan_text()).get("planId")
+        if existing != plan.plan_id:
+            raise UserError(f"job root {root.path} runs plan {existing}, not {plan.plan_id}",
+                            hint="use a new job root, or upgrade the job (snapshot, then replace plan.json)")
+        return
+    root.write_plan_text(plan.as_json())
+
+
+def _default_job_root(env: Any, plan: Any) -> str:
+    configured = (getattr(env, "config", None) or {}).get("planengine.job-root") or os.environ.get(
+        "PLANENGINE_JOB_ROOT")
+    if configured:
+        return str(configured)
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), "planengine-jobs", plan.plan_id[:16])
+
+
+class Runner:
+    """What ``TableEnvironment`` uses to execute plans (``env.runner``)."""
+
+    def __init__(self, env: Any):
+        self.env = env
+
+    def execute(self, plan: Any, **options: Any) -> Any:
+        return execute_compiled_plan(plan, self.env, **options)
+
+
+def default_runner(env: Any) -> Runner:
+    return Runner(env)

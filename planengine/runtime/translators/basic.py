@@ -1,0 +1,181 @@
+"""Stateless exec nodes as DataFrame expressions: calc, values, union, exchange, drop-update-before, correlate.
+
+Expressions are rendered to Spark SQL by ``planengine.runtime.expressions.render_spark_sql`` over the
+positional columns ``f0..fn``; ``_rowkind`` passes through untouched on updating edges.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+from planengine.errors import ValidationError
+from planengine.planner.expressions import CorrelatedRef, FieldAccess
+from planengine.runtime.expressions import render_spark_sql
+from planengine.runtime.stream import ROWKIND, Stream, column_name
+from planengine.runtime.translators import translator
+from planengine.types import Kind
+
+
+def _expr(e: Any, columns: list[str]) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.expr(render_spark_sql(e, columns))
+
+
+def _keep_rowkind(stream: Stream) -> list[Any]:
+    from pyspark.sql import functions as F
+
+    return [F.col(ROWKIND)] if stream.updating else []
+
+
+@translator("stream-exec-calc", 1)
+def translate_calc(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    from planengine.planner.expressions import InputRef
+
+    inp = inputs[0]
+    df = inp.df
+    if node.condition is not None:
+        df = df.filter(_expr(node.condition, inp.columns))
+    cols = [_expr(e, inp.columns).alias(column_name(i)) for i, e in enumerate(node.projection)]
+    rowtime = None
+    for i, e in enumerate(node.projection):
+        if isinstance(e, InputRef) and inp.rowtime == inp.columns[e.index]:
+            rowtime = column_name(i)
+            break
+    return Stream(df.select(*cols, *_keep_rowkind(inp)), tuple(node.field_names), inp.updating, rowtime,
+                  dict(inp.properties))
+
+
+@translator("stream-exec-exchange", 1)
+def translate_exchange(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    # Spark plans its own shuffles for the stateful operators that need them.
+    return inputs[0]
+
+
+@translator("stream-exec-drop-update-before", 1)
+def translate_drop_update_before(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    from pyspark.sql import functions as F
+
+    inp = inputs[0]
+    if not inp.updating:
+        return inp
+    return inp.with_df(inp.df.filter(F.col(ROWKIND) != "-U"))
+
+
+@translator("stream-exec-union", 1)
+def translate_union(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    from pyspark.sql import functions as F
+
+    updating = any(s.updating for s in inputs)
+    fields = tuple(node.field_names)
+    frames = []
+    for s in inputs:
+        cols = [F.col(c).alias(column_name(i)) for i, c in enumerate(s.columns)]
+        if updating:
+            cols.append(F.col(ROWKIND) if s.updating else F.lit("+I").alias(ROWKIND))
+        frames.append(s.df.select(*cols))
+    df = frames[0]
+    for other in frames[1:]:
+        df = df.unionByName(other)
+    rowtimes = {s.rowtime for s in inputs}
+    rowtime = rowtimes.pop() if len(rowtimes) == 1 else None
+    return Stream(df, fields, updating, rowtime)
+
+
+@translator("stream-exec-values", 1)
+def translate_values(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    """A bounded stream: the literal rows are written once to ``<job root>/inputs/<uid>/`` and streamed.
+
+    Written once and never rewritten, so a restored run's file source recognises the file it already read
+    and the rows are not produced twice.
+    """
+    from pyspark.sql import functions as F
+
+    spark = ctx.spark
+    n = len(node.field_names)
+    directory = bounded_input_directory(ctx, ctx.uid(node, "values"))
+    if not os.path.isdir(directory):
+        frames = []
+        for row in node.tuples:
+            frames.append(spark.range(1).select(*[F.expr(render_spark_sql(v, [])).alias(column_name(i))
+                                                  for i, v in enumerate(row)]))
+        if frames:
+            df = frames[0]
+            for other in frames[1:]:
+                df = df.unionByName(other)
+        else:
+            from planengine.runtime.connectors import spark_schema_ddl
+
+            df = spark.createDataFrame([], spark_schema_ddl([column_name(i) for i in range(n)], node.field_types))
+        write_once(df.coalesce(1), directory)
+    schema = spark.read.parquet(directory).schema
+    stream = spark.readStream.schema(schema).parquet(directory)
+    return Stream(stream, tuple(node.field_names), False, None, {"bounded": True})
+
+
+def bounded_input_directory(ctx: Any, uid: str) -> str:
+    root = ctx.extras.get("job_root_path") or ctx.run_dir
+    return os.path.join(str(root), "inputs", uid)
+
+
+def write_once(df: Any, directory: str) -> None:
+    tmp = directory + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    df.write.parquet(tmp)
+    for name in os.listdir(tmp):
+        if not name.endswith(".parquet"):
+            os.remove(os.path.join(tmp, name))
+    os.makedirs(os.path.dirname(directory), exist_ok=True)
+    os.replace(tmp, directory)
+
+
+@translator("stream-exec-correlate", 1)
+def translate_correlate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    """``CROSS JOIN UNNEST`` / ``LEFT JOIN UNNEST ... ON TRUE``: explode (or explode_outer for LEFT)."""
+    from pyspark.sql import functions as F
+
+    inp = inputs[0]
+    n_in = len(inp.fields)
+    invocation = _uncorrelate(node.invocation)
+    collection = _expr(invocation, inp.columns)
+    t = invocation.type
+    outer = node.join_type.upper() in ("LEFT", "LEFT_OUTER")
+    base = [F.col(c) for c in inp.columns] + _keep_rowkind(inp)
+    if node.with_ordinality:
+        fn = F.posexplode_outer if outer else F.posexplode
+        df = inp.df.select(*base, fn(collection).alias(*(("_pos", "_k", "_v") if t.kind is Kind.MAP
+                                                          else ("_pos", "_e"))))
+    else:
+        fn = F.explode_outer if outer else F.explode
+        df = inp.df.select(*base, fn(collection).alias(*(("_k", "_v") if t.kind is Kind.MAP else ("_e",))))
+    produced: list[Any] = []
+    if t.kind is Kind.MAP:
+        produced = [F.col("_k"), F.col("_v")]
+    elif t.element is not None and t.element.kind is Kind.ROW:
+        names = df.schema["_e"].dataType.fieldNames()
+        produced = [F.col("_e").getField(name) for name in names]
+    else:
+        produced = [F.col("_e")]
+    if node.with_ordinality:
+        produced.append(F.col("_pos") + 1)
+    n_out = len(node.field_names)
+    if n_in + len(produced) != n_out:
+        raise ValidationError(f"UNNEST produces {len(produced)} columns, but the plan expects {n_out - n_in}")
+    cols = [F.col(c) for c in inp.columns] + [c.alias(column_name(n_in + j)) for j, c in enumerate(produced)]
+    df = df.select(*cols, *_keep_rowkind(inp))
+    out_columns = [column_name(i) for i in range(n_out)]
+    if node.condition is not None:
+        df = df.filter(_expr(node.condition, out_columns))
+    return Stream(df, tuple(node.field_names), inp.updating, inp.rowtime, dict(inp.properties))
+
+
+def _uncorrelate(expr: Any) -> Any:
+    """UNNEST operands reference the outer row through CORRELATED_REF; here that row is the input itself."""
+    from planengine.planner.expressions import InputRef
+
+    if isinstance(expr, FieldAccess) and isinstance(expr.expr, CorrelatedRef):
+        names = expr.expr.type.field_names()
+        return InputRef(names.index(expr.name), expr.type)
+    return expr

@@ -1,0 +1,85 @@
+"""``stream-exec-sink``: the input reshaped to the table's columns, handed to a runtime sink writer.
+
+The translator does not start anything: it returns the stream with ``properties["query"]``, a
+``SinkQuery`` the executor starts as one streaming query named by the sink's uid
+(``<id>_stream-exec-sink-1_sink``). The writer receives ``f0..fn`` in the table's persisted column order and
+``_rowkind`` when the input is updating (DESIGN §6).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from planengine.connectors.base import SinkContext
+from planengine.errors import PlanError
+from planengine.runtime.connectors import QueryOptions, get_sink_writer
+from planengine.runtime.expressions import render_spark_type
+from planengine.runtime.stream import ROWKIND, Stream, column_name
+from planengine.runtime.translators import translator
+from planengine.runtime.translators.source import runtime_sink
+
+
+@dataclass
+class SinkQuery:
+    """One streaming query the executor starts; ``start(options)`` returns the StreamingQuery."""
+
+    uid: str
+    start: Callable[[QueryOptions], Any]
+    kind: str = "sink"  # sink | channel
+    description: str = ""
+
+
+@translator("stream-exec-sink", 1)
+def translate_sink(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    from pyspark.sql import functions as F
+
+    inp = inputs[0]
+    sink = runtime_sink(node, ctx)
+    provider = sink.sink_runtime_provider(SinkContext(node_id=ctx.node_id(node)))
+    writer = get_sink_writer(provider.connector)
+    if node.upsert_materialize:
+        inp = _upsert_materialize(inp, node, ctx)
+    columns = [c for c in sink.schema.physical_columns]
+    targets = list(node.target_columns) or list(range(len(inp.fields)))
+    cols = []
+    for j, column in enumerate(columns):
+        spark_type = render_spark_type(column.type)
+        if j in targets:
+            # Cast: a rowtime edge carries Spark TIMESTAMP where the table says TIMESTAMP (NTZ).
+            value = F.col(inp.columns[targets.index(j)]).cast(spark_type)
+        else:
+            value = F.lit(None).cast(spark_type)
+        cols.append(_enforce_not_null(value, column, ctx, node).alias(column_name(j)))
+    if inp.updating:
+        cols.append(F.col(ROWKIND))
+    out = Stream(inp.df.select(*cols), tuple(c.name for c in columns), inp.updating, None, dict(inp.properties))
+    uid = ctx.uid(node, "sink")
+    query = SinkQuery(uid, lambda options: writer(out, sink, node, ctx, options), "sink", node.description)
+    return out.with_df(out.df, properties={**out.properties, "query": query})
+
+
+def _enforce_not_null(value: Any, column: Any, ctx: Any, node: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    if column.type.nullable:
+        return value
+    mode = (ctx.option(node, "table.exec.sink.not-null-enforcer", "ERROR") or "ERROR").upper()
+    if mode == "ERROR":
+        message = (f"column '{column.name}' of sink {node.table.identifier} is NOT NULL but the query produced a "
+                   "null; filter nulls or SET 'table.exec.sink.not-null-enforcer' = 'DROP'")
+        return F.when(value.isNull(), F.raise_error(F.lit(message))).otherwise(value)
+    return value  # DROP: rows are filtered by the writer-independent filter below (not enforced per column)
+
+
+def _upsert_materialize(stream: Stream, node: Any, ctx: Any) -> Stream:
+    try:
+        module = importlib.import_module("planengine.runtime.operators.upsert_materializer")
+    except ModuleNotFoundError:
+        raise PlanError(f"sink {node.table.identifier} needs upsert materialization (requireUpsertMaterialize), "
+                        "which this engine build does not provide yet",
+                        hint="SET 'table.exec.sink.upsert-materialize' = 'NONE' if the input's upsert key "
+                             "matches the sink's primary key") from None
+    return module.materialize(stream, tuple(node.upsert_keys), ctx, node)

@@ -1,0 +1,7 @@
+"""Stateful changelog operators on Spark's ``transformWithStateInPandas`` (DESIGN §6).
+
+Each operator is a ``StatefulProcessor`` whose state variables carry exactly the names the exec node
+declares (``node.STATE_NAMES``: the contract with snapshots), run with ``timeMode="None"`` and output mode
+``Append``: the operator's output rows are changelog records (``_rowkind``), so Spark sees an append-only
+stream and further stateful operators can follow in the same query.
+"""

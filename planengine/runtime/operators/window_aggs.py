@@ -1,0 +1,150 @@
+"""Aggregate calls for the time-based operators, in two forms.
+
+* ``native_aggregate``: a Spark aggregate column (for Spark's own windowed aggregation in append mode).
+  ``COUNT(DISTINCT x)`` becomes ``size(collect_set(x))`` because Spark's streaming aggregation rejects
+  distinct aggregates (it would plan them as two aggregations); results are cast to the Flink type, so
+  ``AVG(INT)`` stays an INT like Flink's.
+* ``evaluate``: the same call over a Python list of rows, for operators running on transformWithState
+  (over aggregates, sessions over all keys). Written for small per-key frames: it recomputes from the rows.
+"""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Sequence
+from typing import Any
+
+from planengine.errors import ValidationError
+from planengine.functions.spark_types import render_spark_type
+
+_NATIVE = {"COUNT", "SUM", "SUM0", "AVG", "MIN", "MAX", "FIRST_VALUE", "LAST_VALUE", "LISTAGG", "BOOL_AND",
+           "BOOL_OR", "STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP"}
+
+
+def native_aggregate(call: Any, columns: Sequence[str]) -> Any:
+    """A Spark aggregate column for ``call`` over input columns ``columns`` (by position)."""
+    from pyspark.sql import functions as F
+
+    fn = call.function.upper()
+    if fn not in _NATIVE:
+        raise ValidationError(f"aggregate {call.function} is not supported in a window aggregate on this engine",
+                              hint="use COUNT, SUM, AVG, MIN, MAX, FIRST_VALUE, LAST_VALUE or LISTAGG")
+    args = [F.col(f"`{columns[a]}`") for a in call.args]
+    if call.filter_arg is not None:
+        cond = F.col(f"`{columns[call.filter_arg]}`")
+        args = [F.when(cond, a) for a in args] if args else [F.when(cond, F.lit(1))]
+    target = render_spark_type(call.type)
+    if fn == "COUNT":
+        if call.distinct:
+            if len(args) == 1:
+                col = F.size(F.collect_set(args[0]))
+            else:  # COUNT(DISTINCT a, b): rows where every argument is non-null
+                ok = F.when(F.greatest(*[a.isNull() for a in args]) == F.lit(False), F.struct(*args))
+                col = F.size(F.collect_set(ok))
+        elif not args:
+            col = F.count(F.lit(1))
+        elif len(args) == 1:
+            col = F.count(args[0])
+        else:
+            col = F.count(F.when(F.greatest(*[a.isNull() for a in args]) == F.lit(False), F.lit(1)))
+        return col.cast(target)
+    arg = args[0]
+    if call.distinct and fn in ("SUM", "SUM0", "AVG"):
+        values = F.collect_set(arg)
+        total = F.aggregate(values, F.lit(None).cast(target),
+                            lambda acc, x: F.when(acc.isNull(), x.cast(target)).otherwise(acc + x))
+        if fn == "SUM":
+            return total.cast(target)
+        if fn == "SUM0":
+            return F.coalesce(total, F.lit(0)).cast(target)
+        return (total / F.size(values)).cast(target)
+    if fn == "SUM":
+        col = F.sum(arg)
+    elif fn == "SUM0":
+        col = F.coalesce(F.sum(arg), F.lit(0))
+    elif fn == "AVG":
+        col = F.avg(arg)
+    elif fn == "MIN":
+        col = F.min(arg)
+    elif fn == "MAX":
+        col = F.max(arg)
+    elif fn == "FIRST_VALUE":
+        col = F.first(arg, ignorenulls=True)
+    elif fn == "LAST_VALUE":
+        col = F.last(arg, ignorenulls=True)
+    elif fn == "LISTAGG":
+        sep = call.constants[0].value if call.constants else ","
+        col = F.concat_ws(sep, F.collect_list(arg))
+        col = F.when(F.size(F.collect_list(arg)) > 0, col)
+    elif fn == "BOOL_AND":
+        col = F.bool_and(arg)
+    elif fn == "BOOL_OR":
+        col = F.bool_or(arg)
+    else:
+        col = getattr(F, fn.lower())(arg)
+    return col.cast(target)
+
+
+# --- Python evaluation --------------------------------------------------------------------------------------
+def _cast_like(value: Any, call: Any) -> Any:
+    kind = call.type.kind.value
+    if value is None:
+        return None
+    if kind in ("TINYINT", "SMALLINT", "INT", "BIGINT"):
+        return int(value)  # truncation toward zero, like Java
+    if kind in ("FLOAT", "DOUBLE"):
+        return float(value)
+    if kind == "DECIMAL":
+        scale = call.type.scale or 0
+        return decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP)
+    return value
+
+
+def evaluate(call: Any, rows: Sequence[Sequence[Any]]) -> Any:
+    """``call`` over ``rows`` (tuples in input field order), with Flink's null and type rules."""
+    fn = call.function.upper()
+    if call.filter_arg is not None:
+        rows = [r for r in rows if r[call.filter_arg]]
+    if fn == "COUNT":
+        if not call.args:
+            return len(rows)
+        vals = [tuple(r[a] for a in call.args) for r in rows]
+        vals = [v for v in vals if all(x is not None for x in v)]
+        return len(set(vals)) if call.distinct else len(vals)
+    values = [r[call.args[0]] for r in rows if r[call.args[0]] is not None] if call.args else []
+    if call.distinct:
+        seen: list[Any] = []
+        for v in values:
+            if v not in seen:
+                seen.append(v)
+        values = seen
+    if fn in ("SUM", "SUM0"):
+        if not values:
+            return 0 if fn == "SUM0" else None
+        return _cast_like(sum(values), call)
+    if fn == "AVG":
+        if not values:
+            return None
+        if call.type.kind.value in ("TINYINT", "SMALLINT", "INT", "BIGINT"):
+            total = sum(values)
+            q = abs(total) // len(values)
+            return q if total >= 0 else -q
+        if call.type.kind.value == "DECIMAL":
+            return _cast_like(decimal.Decimal(sum(values)) / len(values), call)
+        return float(sum(values)) / len(values)
+    if fn == "MIN":
+        return min(values) if values else None
+    if fn == "MAX":
+        return max(values) if values else None
+    if fn == "FIRST_VALUE":
+        return values[0] if values else None
+    if fn == "LAST_VALUE":
+        return values[-1] if values else None
+    if fn == "LISTAGG":
+        sep = call.constants[0].value if call.constants else ","
+        return sep.join(str(v) for v in values) if values else None
+    if fn == "BOOL_AND":
+        return all(values) if values else None
+    if fn == "BOOL_OR":
+        return any(values) if values else None
+    raise ValidationError(f"aggregate {call.function} is not supported by this operator on this engine")

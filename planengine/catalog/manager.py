@@ -305,6 +305,10 @@ class CatalogManager:
         found = catalog.find_function((ident.database, ident.name))
         return None if found is None else FunctionLookup("catalog", ident, found)
 
+    def is_temporary_function(self, identifier: ObjectIdentifier) -> bool:
+        """Whether a catalog function identifier names a temporary function (persisted in plans by name only)."""
+        return self._function_identifier(identifier) in self._temporary_functions
+
     def drop_function(self, identifier: IdentifierLike, temporary: bool = False, if_exists: bool = False) -> None:
         ident = self._function_identifier(self._identifier(identifier))
         if temporary:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import fnmatch
 import logging
 import re
 from collections.abc import Iterator
@@ -77,6 +78,15 @@ class RestoreContext:
     enrich: bool = True
     catalogs: Any = None  # CatalogManager-like: get_table(identifier) raising CatalogError when missing
     decisions: list[str] = field(default_factory=list)
+    # id() of each table dict of the plan JSON -> the id of the node holding it, so decisions name the node.
+    table_nodes: dict[int, int] = field(default_factory=dict)
+    current_node: int | None = None
+
+    def index_plan(self, plan: dict[str, Any]) -> None:
+        for node in plan.get("nodes", []):
+            for key in ("table", "temporalTable"):
+                if isinstance(node.get(key), dict):
+                    self.table_nodes[id(node[key])] = node["id"]
 
     @staticmethod
     def from_config(config: dict[str, str], catalogs: Any) -> RestoreContext:
@@ -87,6 +97,8 @@ class RestoreContext:
         )
 
     def note(self, message: str) -> None:
+        if self.current_node is not None:
+            message = f"node {self.current_node}: {message}"
         self.decisions.append(message)
         log.info(message)
 
@@ -155,7 +167,11 @@ def decode_table(data: dict[str, Any]) -> Any:
         # Reading without a catalog (inspection, explain): what the plan has is all there is.
         ref = TableRef(identifier, plan_table, temporary, hint_options) if plan_table is not None else None
         return TableSpec(identifier_text, ref, temporary)
-    table = _resolve(ctx, identifier, plan_table, temporary, data)
+    ctx.current_node = ctx.table_nodes.get(id(data))
+    try:
+        table = _resolve(ctx, identifier, plan_table, temporary, data)
+    finally:
+        ctx.current_node = None
     if any(v == MASK for _, v in hint_options):
         raise PlanIncompatible(f"table {identifier}: a secret in an OPTIONS hint was masked in the plan",
                                hint="move the secret into the catalog table's options")
@@ -218,7 +234,13 @@ def _resolve(ctx: RestoreContext, identifier: ObjectIdentifier, plan_table: Cata
                 hint=f"'{RESTORE_CATALOG_OBJECTS}' = 'ALL_ENFORCED' needs plans compiled with "
                      f"'{COMPILE_CATALOG_OBJECTS}' = 'ALL'; restore with 'ALL' to look the rest up in the catalog",
             )
-        _check_no_masked(identifier, plan_table, None)
+        masked = [k for k, v in plan_table.options if v == MASK]
+        if masked:
+            raise PlanIncompatible(
+                f"table {identifier}: secret option(s) {', '.join(masked)} are masked in the plan, and "
+                f"'{RESTORE_CATALOG_OBJECTS}' = 'ALL_ENFORCED' never reads them from the catalog",
+                hint="restore with 'ALL' (or 'IDENTIFIER') so that secrets come from the catalog table",
+            )
         ctx.note(f"table {identifier}: taken from the plan (ALL_ENFORCED)")
         return plan_table
     # ALL: plan first, catalog for what is missing, optional enrichment.
@@ -238,13 +260,20 @@ def _resolve(ctx: RestoreContext, identifier: ObjectIdentifier, plan_table: Cata
             return CatalogTable(plan_table.schema, catalog_table.options, plan_table.partition_keys,
                                 plan_table.comment)
         return catalog_table
+    if catalog_table is not None:
+        # The catalog is consulted under ALL, so it must agree with the plan on the schema (as in Flink).
+        _check_schema(identifier, plan_table, catalog_table)
     if ctx.enrich and catalog_table is not None:
         merged = _enrich(identifier, plan_table, catalog_table, ctx)
-        _check_no_masked(identifier, merged, catalog_table)
+        _check_no_masked(identifier, merged)
+        ctx.note(f"table {identifier}: taken from the plan, options enriched from the catalog")
         return merged
-    _check_no_masked(identifier, plan_table, catalog_table)
-    ctx.note(f"table {identifier}: taken from the plan")
-    return plan_table
+    table = _with_catalog_secrets(identifier, plan_table, catalog_table, ctx)
+    _check_no_masked(identifier, table)
+    ctx.note(f"table {identifier}: taken from the plan"
+             + ("" if catalog_table is not None else " (not in the catalog)")
+             + ("" if ctx.enrich or catalog_table is None else "; catalog options not merged (enrichment off)"))
+    return table
 
 
 def _check_schema(identifier: ObjectIdentifier, plan_table: CatalogTable | None, catalog_table: CatalogTable) -> None:
@@ -279,8 +308,9 @@ def _enrich(identifier: ObjectIdentifier, plan_table: CatalogTable, catalog_tabl
             continue
         if plan_value == MASK or is_secret_key(key):
             merged[key] = cat_value
+            ctx.note(f"table {identifier}: secret option '{key}' taken from the catalog")
             continue
-        if key in mutable or (plan_value is None and key in mutable):
+        if _is_mutable(key, mutable):
             ctx.note(f"table {identifier}: option '{key}' enriched from the catalog "
                      f"({plan_value!r} -> {cat_value!r}, mutable)")
             merged[key] = cat_value
@@ -299,11 +329,30 @@ def _enrich(identifier: ObjectIdentifier, plan_table: CatalogTable, catalog_tabl
                         plan_table.comment)
 
 
-def _check_no_masked(identifier: ObjectIdentifier, table: CatalogTable, catalog_table: CatalogTable | None) -> None:
+def _is_mutable(key: str, mutable: set[str]) -> bool:
+    """Factories list mutable keys exactly or as prefixes with a wildcard (``lookup.partial-cache.*``)."""
+    return any(key == pattern or (("*" in pattern) and fnmatch.fnmatchcase(key, pattern)) for pattern in mutable)
+
+
+def _with_catalog_secrets(identifier: ObjectIdentifier, plan_table: CatalogTable, catalog_table: CatalogTable | None,
+                          ctx: RestoreContext) -> CatalogTable:
+    """Without enrichment the plan's options stay as they are, except masked secrets, which only the catalog
+    can provide."""
+    masked = [k for k, v in plan_table.options if v == MASK]
+    if not masked or catalog_table is None:
+        return plan_table
+    cat_opts = catalog_table.options_dict
+    options = plan_table.options_dict
+    for key in masked:
+        if key in cat_opts and cat_opts[key] != MASK:
+            options[key] = cat_opts[key]
+            ctx.note(f"table {identifier}: secret option '{key}' taken from the catalog")
+    return plan_table.with_options(options)
+
+
+def _check_no_masked(identifier: ObjectIdentifier, table: CatalogTable) -> None:
     masked = [k for k, v in table.options if v == MASK]
     if not masked:
-        return
-    if catalog_table is not None:
         return
     raise PlanIncompatible(
         f"table {identifier}: secret option(s) {', '.join(masked)} are masked in the plan and the catalog does not "

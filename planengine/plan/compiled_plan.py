@@ -108,8 +108,12 @@ class CompiledPlan:
 
         config = dict(self._env.config) if self._env is not None else {}
         catalogs = self._env.catalog_manager if self._env is not None else None
-        with restoring(RestoreContext.from_config(config, catalogs)) as ctx:
-            self._sinks = serde.read_plan(self._plan)
+        context = RestoreContext.from_config(config, catalogs)
+        context.index_plan(self._plan)
+        with restoring(context) as ctx:
+            sinks = serde.read_plan(self._plan)
+        _check_catalog_rows(self._plan, sinks)
+        self._sinks = sinks
         self.restore_decisions = ctx.decisions
         log.info("restored plan %s (%d nodes) written by engine %s", self.plan_id, len(self._plan["nodes"]),
                  self.engine_version)
@@ -128,3 +132,52 @@ class CompiledPlan:
             raise PlanError(f"the Spark runtime is not available: {error}",
                             hint="install planengine[spark]") from None
         return execute_compiled_plan(self, self._env, **options)
+
+
+def _check_catalog_rows(plan: dict[str, Any], sinks: list[Any]) -> None:
+    """A table the plan stores by identifier only (IDENTIFIER strategy, temporary tables) has no schema in the
+    plan to compare with the catalog's; compare the rows its scan and sink nodes were planned for instead."""
+    from planengine.exec import base as B
+    from planengine.exec.nodes import Sink, TableSourceScan
+
+    by_id = {n["id"]: n for n in plan.get("nodes", [])}
+    for nid, node in enumerate(B.topological(list(sinks)), start=1):
+        data = by_id.get(nid, {})
+        if not isinstance(node, TableSourceScan | Sink) or "resolvedTable" in (data.get("table") or {}):
+            continue
+        ref = node.table.resolved
+        if ref is None:
+            continue
+        schema = ref.table.schema
+        if isinstance(node, TableSourceScan):
+            if any(not isinstance(a, _row_keeping_specs()) for a in node.abilities):
+                continue  # projected or metadata-reading scans: their row is not the table's physical row
+            expected = [(c.name, str(c.type.without_time_attribute())) for c in schema.physical_columns]
+            actual = [(f.name, str(f.type.without_time_attribute())) for f in node.output_type.fields]
+        else:
+            if node.target_columns or node.abilities:
+                continue
+            expected = [(c.name, "") for c in schema.physical_columns]
+            actual = [(f.name, "") for f in node.output_type.fields]
+        if expected != actual:
+            raise PlanIncompatible(
+                f"node {nid}: table {node.table.identifier} changed its schema since the plan was compiled: the plan "
+                f"reads/writes {_columns(actual)}, the catalog table now has {_columns(expected)}",
+                hint="restore needs the table as it was when the plan was compiled; recreate it with that schema, "
+                     "or compile the query again in a new job",
+            )
+
+
+def _columns(cols: list[tuple[str, str]]) -> str:
+    return "(" + ", ".join(f"{name} {typ}".strip() for name, typ in cols) + ")"
+
+
+def _row_keeping_specs() -> tuple[type, ...]:
+    from planengine.connectors.specs import (
+        FilterPushDownSpec,
+        LimitPushDownSpec,
+        PartitionPushDownSpec,
+        WatermarkPushDownSpec,
+    )
+
+    return (FilterPushDownSpec, LimitPushDownSpec, PartitionPushDownSpec, WatermarkPushDownSpec)

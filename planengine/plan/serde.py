@@ -16,7 +16,7 @@ from planengine.connectors.changelog import ChangelogMode
 from planengine.errors import PlanError
 from planengine.exec import base as B
 from planengine.exec.nodes import Sink
-from planengine.planner.expressions import input_row
+from planengine.planner.expressions import input_row, writing_function_classes
 from planengine.types import parse_type
 from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION
 
@@ -63,7 +63,8 @@ def write_plan(sinks: list[Sink], config: dict[str, str]) -> dict[str, Any]:
     ids = {id(n): i + 1 for i, n in enumerate(order)}
     nodes_json = []
     edges_json = []
-    with compiling(CompileStrategy.from_config(config)):
+    strategy = CompileStrategy.from_config(config)
+    with compiling(strategy), writing_function_classes(strategy.catalog_objects == "ALL"):
         for node in order:
             nid = ids[id(node)]
             entry: dict[str, Any] = {"id": nid, "type": node.type_name}

@@ -141,7 +141,13 @@ class _Scope:
 
     def convert_special(self, node: exp.Expression, convert: Callable[[exp.Expression], Expr]) -> Expr | None:
         if self.special is not None:
-            return self.special(node, convert)
+            result = self.special(node, convert)
+            if result is not None:
+                return result
+        if isinstance(node, exp.Anonymous):
+            user = self.converter.user_function(node, convert)
+            if user is not None:
+                return user
         if isinstance(node, exp.Subquery | exp.Exists) or (isinstance(node, exp.In) and node.args.get("query")):
             raise UnsupportedQueryError(
                 "sub-queries are supported only as IN / EXISTS predicates in WHERE (combined with AND)",
@@ -192,6 +198,31 @@ class QueryConverter:
     # --- expressions ------------------------------------------------------------------------------------
     def expr(self, node: exp.Expression, scope: _Scope) -> Expr:
         return convert_expression(node, scope, self.ctx.registry)
+
+    def user_function(self, node: exp.Anonymous, convert: Callable[[exp.Expression], Expr]) -> Expr | None:
+        """A call to a catalog or temporary (system) Python function, resolved Flink's way (built-ins first)."""
+        name = node.name
+        if self.ctx.registry.resolve(name) is not None:
+            return None
+        resolve = getattr(self.ctx.catalogs, "resolve_function", None)
+        found = resolve((name,)) if resolve is not None else None
+        if found is None:
+            return None
+        from planengine.functions import python_udf
+
+        kind, ident, function = found
+        try:
+            loaded = python_udf.load(function.class_name)
+        except ValidationError as error:
+            raise ValidationError(error.message, location=self.location(node), hint=error.hint) from None
+        operands = tuple(convert(a) for a in node.expressions)
+        if kind == "system":
+            ref = FunctionRef(str(ident), None, system=True, class_name=function.class_name, temporary=True)
+        else:
+            temporary = bool(getattr(self.ctx.catalogs, "is_temporary_function", lambda _i: False)(ident))
+            ref = FunctionRef(ident.name, None, catalog_identifier=str(ident), class_name=function.class_name,
+                              temporary=temporary)
+        return Call(ref, operands, loaded.result_type)
 
     # --- queries ------------------------------------------------------------------------------------------
     def convert_query(self, node: exp.Expression) -> L.LogicalNode:

@@ -30,6 +30,19 @@ from planengine.types import DataType, Kind, parse_type
 _INPUT_ROW: contextvars.ContextVar[tuple[DataType, ...] | None] = contextvars.ContextVar("input_row", default=None)
 
 
+# Whether user-function classes are written (the ALL compile strategy); set by the plan writer.
+_WRITE_FUNCTION_CLASSES: contextvars.ContextVar[bool] = contextvars.ContextVar("function_classes", default=True)
+
+
+@contextlib.contextmanager
+def writing_function_classes(enabled: bool) -> Iterator[None]:
+    token = _WRITE_FUNCTION_CLASSES.set(enabled)
+    try:
+        yield
+    finally:
+        _WRITE_FUNCTION_CLASSES.reset(token)
+
+
 @contextlib.contextmanager
 def input_row(types: tuple[DataType, ...]) -> Iterator[None]:
     token = _INPUT_ROW.set(types)
@@ -52,21 +65,33 @@ class FunctionRef:
     version: int | None = 1
     catalog_identifier: str | None = None  # e.g. "`default_catalog`.`default_database`.`my_fn`"
     system: bool = False  # temporary system function referenced by plain name
+    # User functions: the Python object path, written into plans only under the ALL strategy for permanent
+    # catalog functions (temporary functions are persisted by identifier only).
+    class_name: str | None = None
+    temporary: bool = False
 
     def to_json(self) -> dict[str, Any]:
         if self.catalog_identifier is not None:
-            return {"identifier": self.catalog_identifier}
-        if self.system:
-            return {"systemName": self.name}
-        return {"name": self.name, "version": self.version}
+            out: dict[str, Any] = {"identifier": self.catalog_identifier}
+        elif self.system:
+            out = {"systemName": self.name}
+        else:
+            return {"name": self.name, "version": self.version}
+        if self.temporary:
+            out["temporary"] = True
+        elif self.class_name is not None and _WRITE_FUNCTION_CLASSES.get():
+            out["class"] = self.class_name
+        return out
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> FunctionRef:
         if "identifier" in data:
             return FunctionRef(data["identifier"].rsplit(".", 1)[-1].strip("`"), None,
-                               catalog_identifier=data["identifier"])
+                               catalog_identifier=data["identifier"], class_name=data.get("class"),
+                               temporary=bool(data.get("temporary", False)))
         if "systemName" in data:
-            return FunctionRef(data["systemName"], None, system=True)
+            return FunctionRef(data["systemName"], None, system=True, class_name=data.get("class"),
+                               temporary=bool(data.get("temporary", True)))
         return FunctionRef(data["name"], data["version"])
 
     @property

@@ -269,7 +269,7 @@ class ChangelogNormalize(ExecNode):
     generate_update_before: bool = json_field("generateUpdateBefore", BOOL, True)
 
 
-@exec_node(_meta("sort-limit", consumed=(STATE_TTL,), operators=("sort-limit",)))
+@exec_node(_meta("sort-limit", consumed=(STATE_TTL, "table.exec.non-temporal-sort.enabled"), operators=("sort-limit",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class SortLimit(ExecNode):
     STATE_NAMES = ("topRows",)

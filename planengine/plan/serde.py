@@ -34,6 +34,7 @@ OPTION_DEFAULTS: dict[str, str] = {
     "table.exec.async-lookup.buffer-capacity": "100",
     "table.exec.async-lookup.timeout": "3 min",
     "table.local-time-zone": "UTC",
+    "table.exec.non-temporal-sort.enabled": "false",
 }
 # Session options recorded in the plan envelope because they shape the topology or its semantics.
 TOPOLOGY_PREFIXES = ("table.exec.", "table.optimizer.", "table.local-time-zone")

@@ -531,7 +531,8 @@ class QueryConverter:
             node = self.convert_query(source)
         scope = _Scope(Relation.of(node, source.alias_or_name if isinstance(source, exp.Table) else None), self)
         time_ref = self.expr(tvf.args["time_col"], scope)
-        if not isinstance(time_ref, InputRef) or not time_ref.type.is_time_attribute:
+        plain_timestamp = isinstance(time_ref, InputRef) and time_ref.type.is_timestamp and tvf.kind != "SESSION"
+        if not isinstance(time_ref, InputRef) or not (time_ref.type.is_time_attribute or plain_timestamp):
             raise ValidationError(
                 f"the DESCRIPTOR column of {tvf.kind} must be a time attribute (a rowtime column with a "
                 f"WATERMARK, or PROCTIME()), but '{tvf.args['time_col'].sql()}' is {time_ref.type}",
@@ -553,7 +554,7 @@ class QueryConverter:
         spec = L.WindowSpec(
             kind=tvf.kind, time_field=time_ref.index, size=interval("size"), slide=interval("slide"),
             step=interval("step"), gap=interval("gap"), offset=interval("offset"),
-            partition_keys=partition_keys, is_rowtime=time_ref.type.is_rowtime,
+            partition_keys=partition_keys, is_rowtime=not time_ref.type.is_proctime,
         )
         _validate_window(spec, self.location(tvf))
         return L.LogicalWindowTableFunction(node, spec)

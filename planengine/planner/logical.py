@@ -369,8 +369,11 @@ class LogicalWindowTableFunction(LogicalNode):
         plain = plain.with_nullable(False)
         # The time column stays a time attribute (rows keep their event time), as in Flink.
         fields_ = list(self.input.row_type.fields)
-        window_time = plain.with_time_attribute(TimeAttribute.ROWTIME if self.window.is_rowtime else
-                                                TimeAttribute.PROCTIME)
+        # window_time is a time attribute only when the window is over one (a TVF over a plain timestamp
+        # column just assigns windows; aggregating it needs a watermark).
+        attribute = None if not time_type.is_time_attribute else (
+            TimeAttribute.ROWTIME if self.window.is_rowtime else TimeAttribute.PROCTIME)
+        window_time = plain.with_time_attribute(attribute)
         fields_ += [RowField("window_start", plain), RowField("window_end", plain),
                     RowField("window_time", window_time)]
         return row(*fields_)

@@ -209,9 +209,12 @@ class PhysicalConverter:
                 return None
         if calc.condition is not None and input_refs(calc.condition) & {ws, we, wt}:
             return None
+        time_type = tvf.input.field_types[tvf.window.time_field]
+        if not time_type.is_time_attribute:
+            # Windows over a plain timestamp are just columns: a regular GROUP BY over the TVF (as Flink does).
+            return None
         child = self.convert(tvf.input)
         exprs = [calc.projection[i] for i in others]
-        time_type = tvf.input.field_types[tvf.window.time_field]
         exprs.append(InputRef(tvf.window.time_field, time_type))
         names = [calc.names[i] for i in others] + ["$rowtime"]
         names = _unique(names)
@@ -350,9 +353,16 @@ class PhysicalConverter:
             return X.TemporalSort(inputs=(child,), output_type=node.row_type, order_keys=node.keys,
                                   state=self._state(X.TemporalSort), input_properties=(InputProperty("SINGLETON"),),
                                   description=f"TemporalSort({node.explain_terms()})")
+        if str(self.ctx.config.get("table.exec.non-temporal-sort.enabled", "false")).lower() == "true":
+            # A full sort of an unbounded stream: a Top-N over everything, emitting retractions as rows move.
+            return X.SortLimit(inputs=(child,), output_type=node.row_type, order_keys=node.keys, offset=node.offset,
+                               limit=2147483647, state=self._state(X.SortLimit),
+                               input_properties=(InputProperty("SINGLETON"),),
+                               description=f"Sort(non-temporal, {node.explain_terms()})")
         raise UnsupportedQueryError(
             "a streaming ORDER BY must start with a time attribute in ascending order, or have a LIMIT",
-            hint="add LIMIT n (Top-N), or ORDER BY the rowtime column first",
+            hint="add LIMIT n (Top-N), ORDER BY the rowtime column first, or SET "
+                 "'table.exec.non-temporal-sort.enabled' = 'true' to sort the whole stream with retractions",
         )
 
     # --- joins --------------------------------------------------------------------------------------------------

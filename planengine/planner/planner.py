@@ -116,8 +116,10 @@ class Planner:
         source_type = src.type.without_time_attribute()
         if source_type.with_nullable(True) == target.with_nullable(True):
             return src if source_type.nullable == target.nullable or not target.nullable else cast_to(src, target)
+        # Flink's implicit casts on INSERT: NULL, numeric widening/narrowing, strings, timestamps of any kind.
         if source_type.kind.value == "NULL" or common_type([source_type, target]) is not None or (
-                source_type.is_string and target.is_string):
+                source_type.is_string and target.is_string) or (source_type.is_timestamp and target.is_timestamp) or (
+                source_type.is_numeric and target.is_numeric):
             return cast_to(src, target)
         raise ValidationError(
             f"column '{name}' of {identifier} has type {target} but the query gives {source_type}",

@@ -20,9 +20,13 @@ def flink_value(v: Any) -> str:
         return "null"
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, dt.datetime):
-        text = v.isoformat()
-        return text[:-3] if text.endswith(":00") and v.microsecond == 0 else text
+    if isinstance(v, dt.datetime):  # java.time.LocalDateTime.toString
+        text = f"{v:%Y-%m-%dT%H:%M}"
+        if v.second or v.microsecond:
+            text += f":{v.second:02d}"
+        if v.microsecond:
+            text += f".{v.microsecond // 1000:03d}" if v.microsecond % 1000 == 0 else f".{v.microsecond:06d}"
+        return text + ("Z" if v.tzinfo is not None else "")
     if isinstance(v, list | tuple):
         return "[" + ", ".join(flink_value(x) for x in v) + "]"
     if isinstance(v, dict):

@@ -36,7 +36,15 @@ def load_all() -> None:
 
     for info in pkgutil.iter_modules(__path__):
         if not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
+            try:
+                importlib.import_module(f"{__name__}.{info.name}")
+            except ImportError as error:
+                # One broken translator module must not take every other node down with it: its nodes
+                # simply stay unregistered (reported as unsupported by `planengine check`).
+                BROKEN_MODULES[info.name] = str(error)
+
+
+BROKEN_MODULES: dict[str, str] = {}
 
 
 def get_translator(name: str, version: int) -> Translator | None:

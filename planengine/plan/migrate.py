@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from planengine.errors import PlanIncompatible
+from planengine.errors import InternalError, PlanIncompatible
 from planengine.exec import base as B
 from planengine.plan.serde import compute_plan_id
 from planengine.version import ENGINE_VERSION
@@ -36,8 +36,37 @@ def unregister_migration(name: str, from_version: int) -> None:
     _MIGRATIONS.pop((name, from_version), None)
 
 
+def migration_target(name: str, version: int) -> int | None:
+    """The registered version a chain of migrations takes ``(name, version)`` to, or None if there is none."""
+    seen: set[int] = set()
+    while B.lookup(name, version) is None:
+        step = _MIGRATIONS.get((name, version))
+        if step is None or version in seen:
+            return None
+        seen.add(version)
+        version = step[0]
+    return version
+
+
+def _invariants(node: dict[str, Any]) -> tuple[Any, ...]:
+    """What a migration must never change: identity, operator uids and state names (state is addressed by
+    them), and the row the node produces (its consumers were planned for it)."""
+    return (node.get("id"), node.get("uids"), [s.get("name") for s in node.get("state", [])],
+            node.get("outputType"), node.get("changelogMode"))
+
+
 def migrate_plan(plan: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Return the migrated plan and the list of decisions taken (also logged at INFO)."""
+    """Return the migrated plan and the list of decisions taken (also logged at INFO).
+
+    Only plans this engine can read are migrated: a plan from a newer engine, from outside the supported
+    window, or edited by hand (planId mismatch) is refused rather than re-stamped with this engine's version.
+    """
+    from planengine.plan.restore import INCOMPATIBLE, check_plan
+
+    report = check_plan(plan)
+    if report.status == INCOMPATIBLE:
+        raise PlanIncompatible("this engine cannot migrate the plan:\n" + report.summary(),
+                               hint="see the reasons above; a plan is migrated by an engine that can read it")
     new = copy.deepcopy(plan)
     decisions: list[str] = []
     for node in new.get("nodes", []):
@@ -50,15 +79,20 @@ def migrate_plan(plan: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                     hint="migrate with an intermediate engine version that still knows this node version")
             target, fn = step
             migrated = fn(copy.deepcopy(node))
+            if _invariants(migrated) != _invariants(node):
+                raise InternalError(f"node {node['id']}: the migration of {name} from version {version} to {target} "
+                                    "changed the node's id, uids, state names or output; migrations must keep them")
             migrated["type"] = f"{name}_{target}"
             node.clear()
             node.update(migrated)
-            message = f"node {node['id']}: migrated {name} version {version} -> {target}"
+            message = f"node {node['id']}: migrated {name} version {version} -> {target} (uids and state kept)"
             log.info(message)
             decisions.append(message)
             version = target
         if not decisions or not decisions[-1].startswith(f"node {node['id']}:"):
-            log.info("node %s: %s version %s kept", node["id"], name, version)
+            message = f"node {node['id']}: {name} version {version} kept (registered)"
+            log.info(message)
+            decisions.append(message)
     if new.get("engineVersion") != ENGINE_VERSION:
         decisions.append(f"plan engine version {new.get('engineVersion')} -> {ENGINE_VERSION}")
         log.info(decisions[-1])

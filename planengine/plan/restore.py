@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planengine.exec import base as B
+from planengine.plan.migrate import migration_target
 from planengine.plan.serde import compute_plan_id
 from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION, SUPPORTED_MINOR_WINDOW
 
@@ -80,9 +81,12 @@ def check_plan(plan: dict[str, Any]) -> CheckReport:
         report.add(INCOMPATIBLE, f"plan was compiled by a newer engine ({plan['engineVersion']}) than this one "
                                  f"({ENGINE_VERSION})", hint="restore it with that engine version or newer")
     elif theirs[0] != ours[0] or ours[1] - theirs[1] > SUPPORTED_MINOR_WINDOW:
-        report.add(NEEDS_MIGRATION, f"plan engine version {plan['engineVersion']} is outside the supported window "
-                                    f"of {ENGINE_VERSION} (this minor and the {SUPPORTED_MINOR_WINDOW} before it)",
-                   hint="migrate it step by step with COMPILE PLAN 'new' FROM 'old' on an intermediate engine")
+        # Not "needs migration": this engine can neither restore nor migrate it (the operator answers exit 3 by
+        # running this engine's migrate), so the steps must happen on intermediate engines.
+        report.add(INCOMPATIBLE, f"plan engine version {plan['engineVersion']} is outside the supported window "
+                                 f"of {ENGINE_VERSION} (this minor and the {SUPPORTED_MINOR_WINDOW} before it)",
+                   hint="migrate it step by step with COMPILE PLAN 'new' FROM 'old' on intermediate engine versions, "
+                        "each within the window of the one before")
     if plan.get("planId") and compute_plan_id(plan) != plan["planId"]:
         report.add(INCOMPATIBLE, "planId does not match the plan's content: the file was edited by hand or is "
                                  "corrupt", hint="recompile the plan, or migrate it, instead of editing it")
@@ -96,9 +100,19 @@ def check_plan(plan: dict[str, Any]) -> CheckReport:
             continue
         if B.lookup(name, version) is not None:
             log.info("restore check: node %s %s-%s registered", nid, name, version)
+        elif B.dropped(name, version) and migration_target(name, version) is not None:
+            target = migration_target(name, version)
+            log.info("restore check: node %s %s-%s needs migration to version %s", nid, name, version, target)
+            report.add(NEEDS_MIGRATION, f"exec node {name} version {version} is no longer restorable by this engine; "
+                                        f"this engine migrates it to version {target}", node=nid,
+                       hint="migrate the plan with COMPILE PLAN 'new' FROM 'old' (or planengine migrate --plan OLD "
+                            "-o NEW)")
         elif B.dropped(name, version):
-            report.add(NEEDS_MIGRATION, f"exec node {name} version {version} is no longer restorable by this engine",
-                       node=nid, hint="migrate the plan with COMPILE PLAN 'new' FROM 'old' (or planengine migrate)")
+            log.info("restore check: node %s %s-%s dropped, no migration", nid, name, version)
+            report.add(INCOMPATIBLE, f"exec node {name} version {version} is no longer restorable by this engine, and "
+                                     "this engine has no migration for it", node=nid,
+                       hint="migrate the plan with COMPILE PLAN 'new' FROM 'old' on an intermediate engine version "
+                            "that still knows this node version, then restore the migrated plan here")
         else:
             known = sorted(v for (n, v) in B.registered() if n == name)
             report.add(INCOMPATIBLE, f"exec node {name} version {version} is unknown to this engine"

@@ -36,6 +36,7 @@ def restore(text: str, env: TableEnvironment) -> tuple[CompiledPlan, list[Any]]:
     return plan, plan.restore()
 
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``planengine`` in a fresh interpreter, as the operator runs it."""
     return subprocess.run([sys.executable, "-m", "planengine.cli", *args], cwd=cwd or REPO, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=60, env=env)

@@ -147,8 +147,9 @@ class Sink(ExecNode):
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Correlate(ExecNode):
     join_type: str = json_field("joinType", STR)
-    invocation: Expr = json_field("invocation", EXPR)  # the UNNEST operand
+    invocation: Expr = json_field("invocation", EXPR)  # the UNNEST operand, or the table-function call
     with_ordinality: bool = json_field("withOrdinality", BOOL, False)
+    table_function: bool = json_field("tableFunction", BOOL, False, omit_empty=True)
     condition: Expr | None = json_field("condition", OPT_EXPR, None, omit_empty=True)
 
 

@@ -44,12 +44,33 @@ def udf(result_type: str, deterministic: bool = True) -> Callable[[Callable[...,
     return mark
 
 
+def udtf(result_type: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare a Python table function (a generator, or a class whose ``eval`` yields rows); ``result_type``
+    is a ROW type (``'ROW<word STRING, length INT>'``) or a single column type."""
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.result_type = result_type  # type: ignore[attr-defined]
+        fn.function_kind = "table"  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
 @dataclass(frozen=True)
 class PythonFunction:
+    """A loaded user function. ``kind`` is scalar, table (yields rows) or aggregate (accumulator protocol:
+    ``create_accumulator()``, ``accumulate(acc, *args)``, optional ``retract(acc, *args)``, ``get_value(acc)``)."""
+
     class_name: str
     call: Callable[..., Any]
     result_type: DataType
     deterministic: bool = True
+    kind: str = "scalar"
+    instance: Any = None
+
+    @property
+    def supports_retraction(self) -> bool:
+        return self.kind == "aggregate" and callable(getattr(self.instance, "retract", None))
 
 
 def load(class_name: str) -> PythonFunction:
@@ -69,6 +90,16 @@ def load(class_name: str) -> PythonFunction:
 
 def describe(obj: Any, class_name: str | None = None) -> PythonFunction:
     target = obj() if inspect.isclass(obj) else obj
+    if all(callable(getattr(target, m, None)) for m in ("create_accumulator", "accumulate", "get_value")):
+        declared = getattr(target, "result_type", None)
+        if declared is None and callable(getattr(target, "get_result_type", None)):
+            declared = target.get_result_type()
+        if declared is None:
+            raise ValidationError(f"aggregate function {class_name or obj!r} declares no result type",
+                                  hint="set a class attribute result_type = 'BIGINT' (a SQL type string)")
+        result = declared if isinstance(declared, DataType) else parse_type(str(declared))
+        return PythonFunction(class_name or f"{obj.__module__}.{obj.__qualname__}", target.get_value, result,
+                              bool(getattr(target, "deterministic", True)), "aggregate", target)
     call = getattr(target, "eval", target)
     if not callable(call):
         raise ValidationError(f"{class_name or obj!r} is not callable", hint="define a function or a class with eval")
@@ -83,4 +114,8 @@ def describe(obj: Any, class_name: str | None = None) -> PythonFunction:
                      "return type (int, float, str, bool, bytes, date, datetime, Decimal)")
     result = declared if isinstance(declared, DataType) else parse_type(str(declared))
     deterministic = bool(getattr(target, "deterministic", getattr(call, "deterministic", True)))
-    return PythonFunction(class_name or f"{obj.__module__}.{obj.__qualname__}", call, result, deterministic)
+    kind = getattr(target, "function_kind", getattr(call, "function_kind", None))
+    if kind is None:
+        kind = "table" if inspect.isgeneratorfunction(call) else "scalar"
+    return PythonFunction(class_name or f"{obj.__module__}.{obj.__qualname__}", call, result, deterministic, kind,
+                          target)

@@ -8,6 +8,7 @@ every later phase sees plain relational operators.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -199,8 +200,8 @@ class QueryConverter:
     def expr(self, node: exp.Expression, scope: _Scope) -> Expr:
         return convert_expression(node, scope, self.ctx.registry)
 
-    def user_function(self, node: exp.Anonymous, convert: Callable[[exp.Expression], Expr]) -> Expr | None:
-        """A call to a catalog or temporary (system) Python function, resolved Flink's way (built-ins first)."""
+    def resolve_user_function(self, node: exp.Anonymous) -> tuple[FunctionRef, Any] | None:
+        """A catalog or temporary (system) Python function, resolved Flink's way (built-ins first)."""
         name = node.name
         if self.ctx.registry.resolve(name) is not None:
             return None
@@ -215,14 +216,25 @@ class QueryConverter:
             loaded = python_udf.load(function.class_name)
         except ValidationError as error:
             raise ValidationError(error.message, location=self.location(node), hint=error.hint) from None
-        operands = tuple(convert(a) for a in node.expressions)
         if kind == "system":
             ref = FunctionRef(str(ident), None, system=True, class_name=function.class_name, temporary=True)
         else:
             temporary = bool(getattr(self.ctx.catalogs, "is_temporary_function", lambda _i: False)(ident))
             ref = FunctionRef(ident.name, None, catalog_identifier=str(ident), class_name=function.class_name,
                               temporary=temporary)
-        return Call(ref, operands, loaded.result_type)
+        return ref, loaded
+
+    def user_function(self, node: exp.Anonymous, convert: Callable[[exp.Expression], Expr]) -> Expr | None:
+        resolved = self.resolve_user_function(node)
+        if resolved is None:
+            return None
+        ref, loaded = resolved
+        if loaded.kind != "scalar":
+            raise ValidationError(
+                f"{node.name} is a {loaded.kind} function and cannot be called as a scalar here",
+                location=self.location(node),
+                hint="call table functions with LATERAL TABLE(...) and aggregate functions in an aggregation")
+        return Call(ref, tuple(convert(a) for a in node.expressions), loaded.result_type)
 
     # --- queries ------------------------------------------------------------------------------------------
     def convert_query(self, node: exp.Expression) -> L.LogicalNode:
@@ -573,6 +585,8 @@ class QueryConverter:
         using = join.args.get("using")
         if isinstance(target, exp.Unnest) or (isinstance(target, exp.Table) and isinstance(target.this, exp.Unnest)):
             return self._unnest(left, target if isinstance(target, exp.Unnest) else target.this, side)
+        if isinstance(target, exp.Lateral):
+            return self._lateral_table(left, target, side, join.args.get("on"))
         if kind == "CROSS":
             join_type = "INNER"
         elif side in ("LEFT", "RIGHT", "FULL"):
@@ -650,6 +664,36 @@ class QueryConverter:
         qualifier = alias.name if alias is not None and alias.name else None
         fields_ = left.fields + [_Field(qualifier, f.name, f.type) for f in node.element_fields()]
         return Relation(node, fields_)
+
+    def _lateral_table(self, left: Relation, lateral: exp.Lateral, side: str, on: exp.Expression | None
+                       ) -> Relation:
+        """``LATERAL TABLE(f(args)) AS T(a, b)``: a correlated call of a Python table function."""
+        inner = lateral.this
+        call = inner.expressions[0] if isinstance(inner, exp.Anonymous) and inner.name.upper() == "TABLE" \
+            and inner.expressions else inner
+        if not isinstance(call, exp.Anonymous):
+            raise UnsupportedQueryError(f"unsupported LATERAL {inner.sql()}", location=self.location(lateral))
+        resolved = self.resolve_user_function(call)
+        if resolved is None or resolved[1].kind != "table":
+            raise ValidationError(f"{call.name} is not a table function", location=self.location(lateral),
+                                  hint="register a Python generator with @udtf(result_type='ROW<...>') via "
+                                       "CREATE TEMPORARY FUNCTION ... LANGUAGE PYTHON")
+        if on is not None and not (isinstance(on, exp.Boolean) and on.this is True):
+            raise UnsupportedQueryError("LEFT JOIN LATERAL TABLE supports only ON TRUE", location=self.location(on))
+        ref, loaded = resolved
+        scope = _Scope(left, self)
+        invocation = Call(ref, tuple(self.expr(a, scope) for a in call.expressions), loaded.result_type)
+        t = loaded.result_type
+        produced = t.field_names() if t.kind is Kind.ROW else ["f0"]
+        alias = lateral.args.get("alias")
+        names = [c.name for c in alias.columns] if alias is not None and alias.columns else produced
+        if len(names) != len(produced):
+            raise ValidationError(f"{call.name} produces {len(produced)} columns but the alias names {len(names)}",
+                                  location=self.location(lateral))
+        node = L.LogicalCorrelate(left.node, invocation, tuple(names), "LEFT" if side == "LEFT" else "INNER",
+                                  False, table_function=True)
+        qualifier = alias.name if alias is not None and alias.name else None
+        return Relation(node, left.fields + [_Field(qualifier, f.name, f.type) for f in node.element_fields()])
 
     # --- WHERE (with IN / EXISTS decorrelation) --------------------------------------------------------------
     def _where(self, relation: Relation, predicate: exp.Expression) -> Relation:
@@ -755,6 +799,10 @@ class QueryConverter:
             fn = self.ctx.registry.resolve(node.name)
             if fn is not None and fn.kind is FunctionKind.AGGREGATE:
                 return fn.name
+            if fn is None:
+                user = self.resolve_user_function(node)
+                if user is not None and user[1].kind == "aggregate":
+                    return node.name
         return None
 
     def _aggregate(self, select: exp.Select, relation: Relation, projections: list[exp.Expression],
@@ -910,6 +958,11 @@ class QueryConverter:
             f = self.expr(filter_expr, scope)
             filter_arg = pre_field(f, f"$f_filter{ordinal}")
         fn = self.ctx.registry.resolve(name)
+        if fn is None and isinstance(node, exp.Anonymous):
+            user = self.resolve_user_function(node)
+            if user is not None:
+                return L.AggregateCall(user[0].name, None, tuple(args), user[1].result_type, f"EXPR${ordinal}",
+                                       distinct, filter_arg, user_function=user[0])
         if fn is None:
             raise ValidationError(f"unknown aggregate function {name}", location=self.location(node))
         arg_types = tuple(converted[i].type for i in range(len(converted)) if not (name == "LISTAGG" and i == 1))
@@ -998,8 +1051,7 @@ class QueryConverter:
         mapping: dict[int, int] = {}
         for group, partition, order_keys, frame, calls in plans:
             start = len(node.field_names)
-            named = tuple(L.AggregateCall(c.function, c.version, c.args, c.type, f"w{start + i}$o", c.distinct,
-                                          c.filter_arg, constants=c.constants) for i, c in enumerate(calls))
+            named = tuple(dataclasses.replace(c, name=f"w{start + i}$o") for i, c in enumerate(calls))
             node = L.LogicalOver(node, partition, order_keys, frame, named)
             for i, w in enumerate(group):
                 mapping[id(w)] = start + i
@@ -1048,6 +1100,11 @@ class QueryConverter:
         converted = [self.expr(o, scope) for o in operands]
         args = tuple(pre_field(c) for c in converted)
         fn = self.ctx.registry.resolve(name)
+        if fn is None and isinstance(func, exp.Anonymous):
+            user = self.resolve_user_function(func)
+            if user is not None:
+                return L.AggregateCall(user[0].name, None, args, user[1].result_type, "", distinct,
+                                       user_function=user[0])
         if fn is None:
             raise ValidationError(f"unknown window function {name}", location=self.location(w))
         result = fn.infer_type(CallContext(name, tuple(c.type for c in converted),

@@ -184,6 +184,12 @@ class AggregateCall:
     approximate: bool = False
     # Extra literal arguments, e.g. LISTAGG's separator
     constants: tuple[Literal, ...] = ()
+    # A user-defined (Python) aggregate: its identifier and class, instead of a built-in name + version.
+    user_function: Any = None  # planengine.planner.expressions.FunctionRef
+
+    @property
+    def is_user_defined(self) -> bool:
+        return self.user_function is not None
 
     def __str__(self) -> str:
         inner = ("DISTINCT " if self.distinct else "") + ", ".join(f"${a}" for a in self.args)
@@ -193,7 +199,8 @@ class AggregateCall:
         return text
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "function": self.function}
+        out: dict[str, Any] = {"name": self.name}
+        out["function"] = self.user_function.to_json() if self.user_function is not None else self.function
         if self.version is not None:
             out["version"] = self.version
         out["argList"] = list(self.args)
@@ -208,11 +215,14 @@ class AggregateCall:
     @staticmethod
     def from_json(data: dict[str, Any]) -> AggregateCall:
         from planengine.planner.expressions import Expr as _Expr
+        from planengine.planner.expressions import FunctionRef
         from planengine.types import parse_type
 
         constants = tuple(_Expr.from_json(c) for c in data.get("constants", []))
+        user = FunctionRef.from_json(data["function"]) if isinstance(data["function"], dict) else None
         return AggregateCall(
-            function=data["function"],
+            user_function=user,
+            function=user.name if user is not None else data["function"],
             version=data.get("version"),
             args=tuple(data["argList"]),
             type=parse_type(data["type"]),
@@ -466,6 +476,7 @@ class LogicalCorrelate(LogicalNode):
     names: tuple[str, ...]
     kind: str = "INNER"  # INNER | LEFT
     with_ordinality: bool = False
+    table_function: bool = False  # LATERAL TABLE(f(...)): ``unnest`` is the call, its type the produced row
 
     @property
     def inputs(self) -> tuple[LogicalNode, ...]:
@@ -478,7 +489,9 @@ class LogicalCorrelate(LogicalNode):
         t = self.unnest.type
         from planengine.types import Kind
 
-        if t.kind is Kind.MAP:
+        if self.table_function:
+            types = [f.type for f in t.fields] if t.kind is Kind.ROW else [t]
+        elif t.kind is Kind.MAP:
             types = [t.key, t.value]
         elif t.element is not None and t.element.kind is Kind.ROW:
             types = [f.type for f in t.element.fields]
@@ -503,7 +516,8 @@ class LogicalCorrelate(LogicalNode):
         return self._row_type
 
     def explain_terms(self) -> str:
-        return f"invocation=[UNNEST({self.unnest})], joinType=[{self.kind}], select=[{', '.join(self.names)}]"
+        call = str(self.unnest) if self.table_function else f"UNNEST({self.unnest})"
+        return f"invocation=[{call}], joinType=[{self.kind}], select=[{', '.join(self.names)}]"
 
 
 @dataclass(frozen=True, eq=False)

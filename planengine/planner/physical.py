@@ -10,6 +10,7 @@ temporal join (event time, versioned table). Changelog modes are not decided her
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
 
@@ -164,6 +165,7 @@ class PhysicalConverter:
     def _LogicalCorrelate(self, node: L.LogicalCorrelate) -> ExecNode:
         return X.Correlate(inputs=(self.convert(node.input),), output_type=node.row_type, join_type=node.kind,
                            invocation=node.unnest, with_ordinality=node.with_ordinality,
+                           table_function=node.table_function,
                            description=f"Correlate({node.explain_terms()})")
 
     # --- aggregation ------------------------------------------------------------------------------------------
@@ -528,8 +530,8 @@ def _unique(names: list[str]) -> list[str]:
 
 
 def _remap_agg(a: L.AggregateCall, position: dict[int, int]) -> L.AggregateCall:
-    return L.AggregateCall(a.function, a.version, tuple(position[x] for x in a.args), a.type, a.name, a.distinct,
-                           None if a.filter_arg is None else position[a.filter_arg], a.approximate, a.constants)
+    return dataclasses.replace(a, args=tuple(position[x] for x in a.args),
+                               filter_arg=None if a.filter_arg is None else position[a.filter_arg])
 
 
 def _is_prefix_identity(projection: tuple[Expr, ...], width: int) -> bool:

@@ -1,0 +1,192 @@
+"""Values between pandas, Python and state.
+
+Rows travel inside the processors as Python tuples with exact values (``int``, ``Decimal``, ``datetime``).
+Spark hands ``transformWithStateInPandas`` pandas frames, where a nullable integer column arrives as
+``float64`` with ``NaN`` and timestamps as ``pd.Timestamp``; ``frame_rows`` undoes that per Flink type.
+State keeps rows as canonical JSON text (``encode``/``decode``) with tagged Decimal/date/time/bytes values,
+so the state data source shows readable rows and equal rows have equal text (usable as MapState keys).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from planengine.types import DataType, Kind
+
+INTEGRAL = (Kind.TINYINT, Kind.SMALLINT, Kind.INT, Kind.BIGINT)
+FLOATING = (Kind.FLOAT, Kind.DOUBLE)
+TIMESTAMPS = (Kind.TIMESTAMP, Kind.TIMESTAMP_LTZ)
+
+
+# --- JSON text for state ---------------------------------------------------------------------------------
+def _default(v: Any) -> Any:
+    if isinstance(v, decimal.Decimal):
+        return {"$d": str(v)}
+    if isinstance(v, dt.datetime):
+        return {"$ts": v.isoformat()}
+    if isinstance(v, dt.date):
+        return {"$date": v.isoformat()}
+    if isinstance(v, dt.time):
+        return {"$time": v.isoformat()}
+    if isinstance(v, dt.timedelta):
+        return {"$td": [v.days, v.seconds, v.microseconds]}
+    if isinstance(v, bytes | bytearray):
+        return {"$b": bytes(v).hex()}
+    if isinstance(v, tuple):
+        return list(v)
+    if hasattr(v, "item"):  # numpy scalar
+        return v.item()
+    if hasattr(v, "tolist"):  # numpy array
+        return v.tolist()
+    raise TypeError(f"cannot keep {type(v).__name__} in operator state")
+
+
+_TAGS: dict[str, Callable[[Any], Any]] = {
+    "$d": decimal.Decimal,
+    "$ts": dt.datetime.fromisoformat,
+    "$date": dt.date.fromisoformat,
+    "$time": dt.time.fromisoformat,
+    "$td": lambda v: dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2]),
+    "$b": bytes.fromhex,
+}
+
+
+def _hook(obj: dict[str, Any]) -> Any:
+    if len(obj) == 1:
+        (k, v), = obj.items()
+        tag = _TAGS.get(k)
+        if tag is not None:
+            return tag(v)
+    return obj
+
+
+def _tuples(v: Any) -> Any:
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+
+
+def encode(value: Any) -> str:
+    """Canonical JSON text of a value (rows are tuples → arrays)."""
+    return json.dumps(value, default=_default, separators=(",", ":"), sort_keys=True, allow_nan=True)
+
+
+def decode(text: str) -> Any:
+    return json.loads(text, object_hook=_hook)
+
+
+def decode_row(text: str) -> tuple[Any, ...]:
+    """A row encoded by ``encode(tuple)``; nested arrays come back as tuples (rows are hashable)."""
+    return _tuples(json.loads(text, object_hook=_hook))
+
+
+# --- pandas in --------------------------------------------------------------------------------------------
+def _is_missing(v: Any) -> bool:
+    return v is None or v is pd.NaT or (isinstance(v, float) and math.isnan(v))
+
+
+def _integral(v: Any) -> Any:
+    return None if _is_missing(v) else int(v)
+
+
+def _floating(v: Any) -> Any:
+    # Spark's Arrow conversion turns SQL NULL into NaN for floating columns; NULL is the common case.
+    return None if _is_missing(v) else float(v)
+
+
+def _timestamp(v: Any) -> Any:
+    if _is_missing(v):
+        return None
+    if isinstance(v, pd.Timestamp):
+        return v.to_pydatetime()
+    return v
+
+
+def _nested(v: Any) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if hasattr(v, "tolist") and not isinstance(v, str | bytes):
+        return _tuples(v.tolist())
+    if isinstance(v, list):
+        return _tuples(v)
+    if isinstance(v, dict):
+        return v
+    return v
+
+
+def _plain(v: Any) -> Any:
+    if v is None or v is pd.NaT:
+        return None
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if hasattr(v, "item") and not isinstance(v, str | bytes):
+        return v.item()
+    return v
+
+
+def converter(t: DataType) -> Callable[[Any], Any]:
+    k = t.kind
+    if k in INTEGRAL:
+        return _integral
+    if k in FLOATING:
+        return _floating
+    if k in TIMESTAMPS:
+        return _timestamp
+    if k is Kind.BOOLEAN:
+        return lambda v: None if _is_missing(v) else bool(v)
+    if k in (Kind.ARRAY, Kind.ROW, Kind.MULTISET, Kind.MAP):
+        return _nested
+    return _plain
+
+
+def frame_rows(pdf: pd.DataFrame, columns: Sequence[str], converters: Sequence[Callable[[Any], Any]]
+               ) -> list[tuple[Any, ...]]:
+    """The frame's ``columns`` as exact Python tuples, in frame order."""
+    if not len(pdf):
+        return []
+    lists = [[conv(v) for v in pdf[c].tolist()] for c, conv in zip(columns, converters, strict=True)]
+    return list(zip(*lists, strict=True))
+
+
+# --- pandas out -------------------------------------------------------------------------------------------
+def coerce(value: Any, t: DataType) -> Any:
+    """A computed value in the Python representation of its Flink type (e.g. ``AVG`` of INT is an int)."""
+    if value is None:
+        return None
+    k = t.kind
+    if k in INTEGRAL:
+        return int(value)
+    if k in FLOATING:
+        return float(value)
+    if k is Kind.DECIMAL:
+        d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
+        return d.quantize(decimal.Decimal(1).scaleb(-(t.scale or 0)), rounding=decimal.ROUND_HALF_UP)
+    return value
+
+
+def rows_frame(rows: Sequence[tuple[Any, ...]], columns: Sequence[str], types: Sequence[DataType | None]
+               ) -> pd.DataFrame:
+    """A frame Spark converts to the output schema without losing precision (object columns)."""
+    data: dict[str, Any] = {}
+    for i, (c, t) in enumerate(zip(columns, types, strict=True)):
+        values = [r[i] for r in rows]
+        if t is not None and t.kind in TIMESTAMPS:
+            data[c] = pd.Series(pd.to_datetime(values), dtype="datetime64[ns]") if values else pd.Series(
+                [], dtype="datetime64[ns]")
+        elif t is not None and t.kind in (Kind.MAP, Kind.MULTISET):
+            data[c] = pd.Series([None if v is None else dict(v) for v in values], dtype=object)
+        elif t is not None and t.kind in (Kind.ARRAY,):
+            data[c] = pd.Series([None if v is None else list(v) for v in values], dtype=object)
+        elif t is not None and t.kind is Kind.ROW:
+            data[c] = pd.Series([None if v is None else dict(zip(t.field_names(), v, strict=False))
+                                 for v in values], dtype=object)
+        else:
+            data[c] = pd.Series(values, dtype=object)
+    return pd.DataFrame(data, columns=list(columns))

@@ -1,0 +1,135 @@
+"""The shared shape of every changelog operator: a keyed ``transformWithStateInPandas`` processor.
+
+``ChangelogProcessor.process(key, records)`` sees the key's records of one micro-batch in arrival order
+as ``(rowkind, row)`` pairs (rows are exact Python tuples, see ``_codec``) and returns the changelog to
+emit. ``run_keyed`` groups a stream by key columns (a constant key for global operators), runs the
+processor with ``timeMode="None"`` in ``Append`` mode and gives back an updating ``Stream``.
+
+Order within a key: Spark sorts a micro-batch by grouping key before the processor sees it; its sorts are
+stable, so a key's rows keep the order in which the source produced them within one input partition.
+
+State TTL (``ctx.state_ttl_ms``): Spark only supports TTL on state variables in ``ProcessingTime`` mode,
+which never goes idle (``--until-idle`` and AvailableNow would hang). Every state value therefore carries
+its last write time (wall clock, ms) and a value older than the TTL is treated as absent and cleared when
+its key is next seen — Flink's ``NeverReturnExpired`` visibility with ``OnCreateAndWrite`` updates. Keys
+that are never seen again keep their (invisible) state until the state is rewritten.
+"""
+
+from __future__ import annotations
+
+import decimal
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StatefulProcessor
+
+from planengine.runtime.operators._codec import converter, frame_rows, rows_frame
+from planengine.runtime.stream import ROWKIND, Stream, column_names
+from planengine.types import DataType
+
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = "+I", "-U", "+U", "-D"
+ACCUMULATE = frozenset((INSERT, UPDATE_AFTER))
+GLOBAL_KEY = "_key"
+
+Record = tuple[str, tuple[Any, ...]]
+
+
+def is_accumulate(kind: str) -> bool:
+    return kind in ACCUMULATE
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def spark_schema(columns: Sequence[str], types: Sequence[DataType]) -> str:
+    from planengine.functions.spark_types import render_spark_type
+
+    return ", ".join(f"`{c}` {render_spark_type(t)}" for c, t in zip(columns, types, strict=True))
+
+
+class ChangelogProcessor(StatefulProcessor):
+    """Decodes a key's frames into records, calls ``process``, encodes the changelog it returns."""
+
+    def __init__(self, in_columns: Sequence[str], in_types: Sequence[DataType], in_updating: bool,
+                 out_types: Sequence[DataType], ttl_ms: int = 0, kind_column: str = ROWKIND):
+        self.in_columns = list(in_columns)
+        self.in_types = list(in_types)
+        self.in_updating = in_updating
+        self.out_types = list(out_types)
+        self.out_columns = [*column_names(len(out_types)), ROWKIND]
+        self.ttl_ms = ttl_ms
+        self.kind_column = kind_column
+
+    # --- Spark's interface ----------------------------------------------------------------------------
+    def init(self, handle: Any) -> None:
+        self.converters = [converter(t) for t in self.in_types]
+        self.open(handle)
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        records: list[Record] = []
+        for pdf in rows:
+            values = frame_rows(pdf, self.in_columns, self.converters)
+            kinds = pdf[self.kind_column].tolist() if self.in_updating else [INSERT] * len(values)
+            records.extend(zip(kinds, values, strict=True))
+        with decimal.localcontext() as dc:
+            dc.prec = 76  # DECIMAL(38, s) sums and averages stay exact
+            self.now = now_ms()
+            out = self.process(tuple(key), records)
+        if out:
+            yield rows_frame([(*row, kind) for kind, row in out], self.out_columns, [*self.out_types, None])
+
+    def close(self) -> None:
+        pass
+
+    # --- for subclasses -------------------------------------------------------------------------------
+    def open(self, handle: Any) -> None:
+        raise NotImplementedError
+
+    def process(self, key: tuple[Any, ...], records: list[Record]) -> list[Record]:
+        raise NotImplementedError
+
+    def expired(self, written_ms: int | None) -> bool:
+        return bool(self.ttl_ms) and written_ms is not None and self.now - written_ms > self.ttl_ms
+
+
+def run_keyed(stream: Stream, df: Any, key_columns: Sequence[str], processor: ChangelogProcessor,
+              fields: Sequence[str], out_types: Sequence[DataType], properties: dict[str, Any] | None = None,
+              insert_only: bool = False) -> Stream:
+    """Run ``processor`` over ``df`` grouped by ``key_columns`` (none = one global key).
+
+    ``insert_only``: the node's changelog mode is ``I`` (e.g. proctime keep-first deduplication), so the
+    output edge carries no ``_rowkind`` column.
+    """
+    keys = list(key_columns)
+    if not keys:
+        df = df.withColumn(GLOBAL_KEY, F.lit(0))
+        keys = [GLOBAL_KEY]
+    schema = spark_schema([*column_names(len(out_types)), ROWKIND], [*out_types, _STRING])
+    out = df.groupBy(*keys).transformWithStateInPandas(processor, schema, "Append", "None")
+    props = dict(stream.properties)
+    props.update(properties or {})
+    props["stateful"] = True
+    if insert_only:
+        out = out.select(*column_names(len(out_types)))
+    return Stream(df=out, fields=tuple(fields), updating=not insert_only, rowtime=None, properties=props)
+
+
+def _string() -> DataType:
+    from planengine.types import STRING
+
+    return STRING
+
+
+_STRING = _string()
+
+
+def input_layout(stream: Stream, types: Sequence[DataType]) -> tuple[list[str], list[DataType]]:
+    return stream.columns, list(types)
+
+
+def drop_update_before(records: list[Record]) -> list[Record]:
+    return [r for r in records if r[0] != UPDATE_BEFORE]

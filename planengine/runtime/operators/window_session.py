@@ -1,0 +1,110 @@
+"""SESSION windows over all keys (a SESSION TVF without PARTITION BY) on transformWithState.
+
+Flink's non-partitioned SESSION TVF forms sessions over *every* row of the input and then aggregates per
+grouping key inside each session. That is one state for the whole input (grouping key = a constant), kept
+in the value state ``windowAccumulators``: the open sessions ``[start, end)`` with their rows. A row at
+``t`` opens ``[t, t + gap)`` and merges every session it intersects (Flink's ``TimeWindow.intersects``:
+touching windows merge). A row is late when its own window has already closed
+(``t + gap <= watermark``). An event-time timer at each session end fires it: one ``+I`` per grouping key
+with the session's bounds. Flink emits early per-record updates for this TVF; the final (materialized)
+result is the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from planengine.runtime.operators.window_aggregate import window_property_columns
+from planengine.runtime.operators.window_aggs import evaluate
+from planengine.runtime.operators.window_assign import millis_sql, ms, watermark_metadata
+from planengine.runtime.operators.window_state import TIME_MS, PickledValue, run_with_state, spark_type_name
+from planengine.runtime.stream import Stream, column_name
+
+STATE = "windowAccumulators"
+
+
+def _processor_class() -> type:
+    from pyspark.sql import Row
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class GlobalSessionProcessor(StatefulProcessor):
+        def __init__(self, n_fields: int, grouping: Sequence[int], aggregates: Sequence[Any], gap: int):
+            self.n, self.grouping, self.aggregates, self.gap = n_fields, tuple(grouping), tuple(aggregates), gap
+
+        def init(self, handle: Any) -> None:
+            self.handle = handle
+            self.sessions = PickledValue(handle, STATE, list)
+
+        def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
+            wm = timerValues.getCurrentWatermarkInMs()
+            sessions = self.sessions.get()  # [[start, end, [row, …]], …]
+            for r in rows:
+                t = r[TIME_MS]
+                if t is None or t + self.gap <= wm:
+                    continue
+                values = tuple(r[column_name(i)] for i in range(self.n))
+                start, end, members = t, t + self.gap, [values]
+                keep = []
+                for s in sessions:
+                    if s[0] <= end and s[1] >= start:
+                        start, end, members = min(start, s[0]), max(end, s[1]), s[2] + members
+                    else:
+                        keep.append(s)
+                keep.append([start, end, members])
+                sessions = keep
+                self.handle.registerTimer(end)
+            self.sessions.set(sessions)
+            return self._fire(sessions, wm)
+
+        def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Any:
+            sessions = self.sessions.get()
+            return self._fire(sessions, max(timerValues.getCurrentWatermarkInMs(),
+                                            expiredTimerInfo.getExpiryTimeInMs()))
+
+        def _fire(self, sessions: list, wm: int) -> Any:
+            due = [s for s in sessions if s[1] <= wm]
+            if not due:
+                return iter([])
+            rest = [s for s in sessions if s[1] > wm]
+            if rest:
+                self.sessions.set(rest)
+            else:
+                self.sessions.clear()
+            out = []
+            for start, end, members in sorted(due):
+                groups: dict[tuple, list] = {}
+                for m in members:
+                    groups.setdefault(tuple(m[g] for g in self.grouping), []).append(m)
+                for k, group in groups.items():
+                    values = {f"_k{i}": v for i, v in enumerate(k)}
+                    values.update({f"_a{i}": evaluate(a, group) for i, a in enumerate(self.aggregates)})
+                    out.append(Row(**values, _ws_ms=start, _we_ms=end))
+            return iter(out)
+
+    return GlobalSessionProcessor
+
+
+def global_session_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequence[Any], spec: Any,
+                             properties: Sequence[str], output_types: Sequence[Any], uid: str) -> Stream:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType, _parse_datatype_string
+
+    df = stream.df
+    time_col = column_name(spec.time_field)
+    meta = watermark_metadata(df, stream.rowtime or time_col)
+    in_types = {f.name: f.dataType for f in df.schema.fields}
+    fields = [StructField(f"_k{i}", in_types[column_name(g)], True) for i, g in enumerate(grouping)]
+    fields += [StructField(f"_a{i}", _parse_datatype_string(spark_type_name(a.type)), True)
+               for i, a in enumerate(aggregates)]
+    fields += [StructField("_ws_ms", LongType(), True), StructField("_we_ms", LongType(), True)]
+    data = df.select(*[F.col(c) for c in stream.columns], F.expr(millis_sql(f"`{time_col}`")).alias(TIME_MS),
+                     F.lit(0).alias("_all"))
+    processor = _processor_class()(len(stream.fields), grouping, aggregates, ms(spec.gap))
+    out = run_with_state(data, [F.col("_all")], processor, StructType(fields)).drop("_all")
+    cols = [F.col(f"_k{i}").alias(column_name(i)) for i in range(len(grouping))]
+    cols += [F.col(f"_a{i}").alias(column_name(len(grouping) + i)) for i in range(len(aggregates))]
+    cols += window_property_columns(properties, len(cols), output_types, meta)
+    rowtime = next((column_name(len(grouping) + len(aggregates) + j) for j, p in enumerate(properties)
+                    if p == "rowtime"), None)
+    return Stream(out.select(*cols), tuple(column_name(i) for i in range(len(cols))), rowtime=rowtime)

@@ -1,0 +1,90 @@
+"""transformWithState plumbing shared by the time-based operators that Spark cannot run natively.
+
+Each operator keeps its state in named value-state variables (the names are the exec node's
+``STATE_NAMES``, part of the plan contract) holding one pickled Python object per grouping key. Event time
+crosses the Python boundary as epoch milliseconds (BIGINT) so no time zone conversion happens in workers;
+the operators convert back with ``timestamp_millis`` in Spark SQL.
+
+Timers are event-time timers only (``timeMode="EventTime"``): a processing-time timer keeps a query busy
+forever, so an ``--until-idle`` run would never finish.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from planengine.runtime.stream import Stream
+
+TIME_MS = "_t_ms"
+
+
+def blob_schema() -> Any:
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    return StructType([StructField("blob", BinaryType(), True)])
+
+
+class PickledValue:
+    """A value-state variable holding one pickled Python object."""
+
+    def __init__(self, handle: Any, name: str, default: Callable[[], Any]):
+        self.state = handle.getValueState(name, blob_schema())
+        self.default = default
+
+    def get(self) -> Any:
+        if self.state.exists():
+            value = self.state.get()
+            if value is not None and value[0] is not None:
+                return pickle.loads(bytes(value[0]))
+        return self.default()
+
+    def set(self, value: Any) -> None:
+        self.state.update((pickle.dumps(value, protocol=4),))
+
+    def clear(self) -> None:
+        self.state.clear()
+
+
+def run_with_state(df: Any, keys: Sequence[Any], processor: Any, output_schema: Any,
+                   event_time_column: str = "") -> Any:
+    """``df.groupBy(keys).transformWithState(processor, …)`` in append mode with event-time timers.
+
+    The event-time marks are stripped from the input columns first: in event-time mode Spark would drop
+    rows older than the watermark *before* the processor sees them, but Flink's lateness depends on the
+    operator (a session still open, a frame still pending), so each processor decides itself.
+    """
+    from pyspark.sql import functions as F
+
+    df = df.select(*[F.col(f"`{c}`").alias(c, metadata={}) for c in df.columns])
+    grouped = df.groupBy(*keys)
+    return grouped.transformWithState(processor, output_schema, "Append", "EventTime",
+                                      eventTimeColumnName=event_time_column)
+
+
+def after_stateful(stream: Stream, node: Any, ctx: Any) -> Stream:
+    """Cut the DAG before ``node`` when its input comes from a stateful operator Spark cannot chain with.
+
+    Window outputs carry event time (a marked window_time column), which Spark chains in append mode; other
+    stateful outputs (updating aggregates, ranks) go through the executor's changelog channel.
+    """
+    props = stream.properties
+    if props.get("stateful") and not props.get("event_time_output") and ctx is not None and ctx.cut:
+        return ctx.cut(stream, ctx.uid(node, "input-channel"))
+    return stream
+
+
+def mark_stateful(stream: Stream, source: Stream | None = None, event_time: bool = True) -> Stream:
+    props = dict(source.properties) if source is not None else {}
+    props.pop("channel", None)
+    props.update(stream.properties)
+    props["stateful"] = True
+    props["event_time_output"] = event_time and stream.rowtime is not None
+    return stream.with_df(stream.df, properties=props)
+
+
+def spark_type_name(dtype: Any) -> str:
+    from planengine.functions.spark_types import render_spark_type
+
+    return render_spark_type(dtype.without_time_attribute())

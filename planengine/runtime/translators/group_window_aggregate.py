@@ -1,0 +1,35 @@
+"""``stream-exec-group-window-aggregate``: legacy ``GROUP BY TUMBLE/HOP/SESSION(ts, …)``.
+
+Same operator as the window TVF aggregate; the window properties (TUMBLE_START/END/ROWTIME, …) are
+appended in the order the plan lists them. Processing-time group windows are refused: Spark's
+processing-time timers never go idle, so such a job could never be stopped at an idle point.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planengine.runtime.operators.window_aggregate import window_aggregate
+from planengine.runtime.operators.window_session import global_session_aggregate
+from planengine.runtime.operators.window_state import after_stateful, mark_stateful
+from planengine.runtime.stream import Stream
+from planengine.runtime.translators import translator
+
+
+@translator("stream-exec-group-window-aggregate", 1)
+def translate_group_window_aggregate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    stream = after_stateful(inputs[0], node, ctx)
+    window = node.group_window
+    spec = window.spec
+    props = tuple(p for _, p in window.properties)
+    if spec.kind == "SESSION" and set(spec.partition_keys or node.grouping) != set(node.grouping):
+        out = global_session_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types,
+                                       ctx.uid(node, "group-window-aggregate"))
+    else:
+        if spec.kind == "SESSION" and not spec.partition_keys:
+            # legacy SESSION group windows are always per group key
+            from dataclasses import replace
+
+            spec = replace(spec, partition_keys=tuple(node.grouping))
+        out = window_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types)
+    return mark_stateful(out.with_df(out.df, fields=tuple(node.field_names)), inputs[0])

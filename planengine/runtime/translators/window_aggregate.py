@@ -1,0 +1,30 @@
+"""``stream-exec-window-aggregate``: windowed GROUP BY over a window TVF.
+
+TUMBLE/HOP/CUMULATE and SESSION partitioned by the grouping keys run on Spark's native aggregation in
+append mode (``operators/window_aggregate.py``); a SESSION over all keys runs on transformWithState
+(``operators/window_session.py``). Output: grouping fields, aggregates, window_start, window_end,
+window_time (a rowtime attribute).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planengine.runtime.operators.window_aggregate import window_aggregate
+from planengine.runtime.operators.window_session import global_session_aggregate
+from planengine.runtime.operators.window_state import after_stateful, mark_stateful
+from planengine.runtime.stream import Stream
+from planengine.runtime.translators import translator
+
+
+@translator("stream-exec-window-aggregate", 1)
+def translate_window_aggregate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    stream = after_stateful(inputs[0], node, ctx)
+    spec = node.window
+    props = ("start", "end", "rowtime")
+    if spec.kind == "SESSION" and set(spec.partition_keys) != set(node.grouping):
+        out = global_session_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types,
+                                       ctx.uid(node, "window-aggregate"))
+    else:
+        out = window_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types)
+    return mark_stateful(out.with_df(out.df, fields=tuple(node.field_names)), inputs[0])

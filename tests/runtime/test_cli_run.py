@@ -1,0 +1,110 @@
+"""``planengine run`` / ``snapshot`` / ``snapshots`` as subprocesses (the operator's only interface)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.e2e, pytest.mark.slow]
+
+SCRIPT = """
+CREATE TABLE src (a INT, b STRING) WITH ('connector' = 'filesystem', 'path' = '{dir}/src', 'format' = 'json',
+  'source.monitor-interval' = '1 s');
+CREATE TABLE snk (a INT, b STRING) WITH ('connector' = 'filesystem', 'path' = '{dir}/snk', 'format' = 'json');
+INSERT INTO snk SELECT a, b FROM src WHERE a > 1;
+"""
+
+
+def cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "planengine.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})})
+
+
+def add_rows(tmp: Path, name: str, rows: list[dict]) -> None:
+    (tmp / "src").mkdir(parents=True, exist_ok=True)
+    (tmp / "src" / f"{name}.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def sink_rows(tmp: Path) -> list[int]:
+    from planengine.runtime.session import get_spark
+
+    if not (tmp / "snk" / "_spark_metadata").is_dir():
+        return []
+    return sorted(r["a"] for r in get_spark().read.schema("a INT, b STRING").json(str(tmp / "snk")).collect())
+
+
+def test_run_until_idle_then_restore_plan(tmp_path: Path, spark) -> None:
+    script = tmp_path / "job.sql"
+    script.write_text(SCRIPT.replace("{dir}", str(tmp_path)))
+    add_rows(tmp_path, "one", [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}])
+    root = tmp_path / "root"
+    first = cli("run", "--script", str(script), "--job-root", str(root), "--until-idle")
+    assert first.returncode == 0, first.stderr[-3000:]
+    summary = json.loads(first.stdout.strip().splitlines()[-1])
+    assert summary["snapshot"].startswith("s-")
+    assert (root / "plan.json").is_file()
+    assert sink_rows(tmp_path) == [2]
+
+    add_rows(tmp_path, "two", [{"a": 3, "b": "z"}])
+    second = cli("run", "--plan", str(root / "plan.json"), "--job-root", str(root), "--until-idle")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert sink_rows(tmp_path) == [2, 3]  # continued: nothing lost, nothing twice
+
+    listing = cli("snapshots", "list", "--job-root", str(root))
+    assert listing.returncode == 0
+    assert len(listing.stdout.strip().splitlines()) == 2
+
+    other = tmp_path / "other.json"
+    plan = json.loads((root / "plan.json").read_text())
+    plan["planId"] = "0" * 64
+    other.write_text(json.dumps(plan))
+    refused = cli("run", "--plan", str(other), "--job-root", str(root), "--until-idle")
+    assert refused.returncode == 2
+    assert "already runs plan" in refused.stderr
+
+
+def test_sigterm_stops_with_snapshot_and_status_api(tmp_path: Path, spark) -> None:
+    script = tmp_path / "job.sql"
+    script.write_text(SCRIPT.replace("{dir}", str(tmp_path)))
+    add_rows(tmp_path, "one", [{"a": 5, "b": "x"}])
+    root = tmp_path / "root"
+    proc = subprocess.Popen([sys.executable, "-m", "planengine.cli", "run", "--script", str(script), "--job-root",
+                             str(root), "--status-port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    try:
+        driver = root / "driver.json"
+        deadline = time.time() + 180
+        status = None
+        while time.time() < deadline:
+            if driver.is_file():
+                url = json.loads(driver.read_text())["url"]
+                status = json.loads(urllib.request.urlopen(url + "/v1/status", timeout=5).read())
+                if status["queries"] and status["queries"][0]["lastBatchId"] >= 0:
+                    break
+            time.sleep(1)
+        assert status is not None and status["queries"][0]["uid"].endswith("_sink"), status
+        assert status["queries"][0]["state"] == "ACTIVE"
+
+        snap = cli("snapshot", "--job-root", str(root))
+        assert snap.returncode == 0, snap.stderr[-2000:]
+        assert json.loads(snap.stdout.strip().splitlines()[-1])["snapshot"].startswith("s-")
+
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    summary = json.loads(out.strip().splitlines()[-1])
+    manifest = json.loads((root / "snapshots" / summary["snapshot"] / "manifest.json").read_text())
+    assert manifest["reason"] == "stop"
+    assert not (root / "RUN_LOCK").exists()
+    assert sink_rows(tmp_path) == [5]

@@ -26,7 +26,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def split_program(env, text: str, source: str) -> list[S.Insert]:  # type: ignore[no-untyped-def]
     """Execute the script's setup statements and return the inserts of its one program."""
+    return _split(env, text, source)[0]
+
+
+def _split(env, text: str, source: str) -> tuple[list[S.Insert], S.Statement]:  # type: ignore[no-untyped-def]
     program: list[S.Insert] | None = None
+    program_stmt: S.Statement | None = None
     for stmt in parse_script(text, source):
         body = stmt.body if isinstance(stmt, S.CompilePlan | S.CompileAndExecutePlan) else stmt
         if isinstance(body, S.Insert | S.StatementSet):
@@ -34,19 +39,32 @@ def split_program(env, text: str, source: str) -> list[S.Insert]:  # type: ignor
                 raise UserError("the script holds more than one INSERT / statement set", location=stmt.location,
                                 hint="put several INSERTs into one EXECUTE STATEMENT SET BEGIN ... END block")
             program = [body] if isinstance(body, S.Insert) else list(body.inserts)
+            program_stmt = stmt
         else:
             env.execute_statement(stmt)
     if program is None:
         raise UserError(f"{source}: no INSERT or statement set to compile",
                         hint="add INSERT INTO <sink> SELECT ... after the table definitions")
-    return program
+    assert program_stmt is not None
+    return program, program_stmt
+
+
+def compile_program(env, text: str, source: str):  # type: ignore[no-untyped-def]
+    """Plan the script's one program; planning errors name its statement, as ``execute_sql`` would."""
+    inserts, stmt = _split(env, text, source)
+    try:
+        return env.compile_plan(inserts)
+    except UserError as error:
+        if error.location is None:
+            raise type(error)(error.message, location=stmt.location, hint=error.hint) from None
+        raise
 
 
 def run(args: argparse.Namespace) -> int:
     env = session(args)
     if args.force:
         env.config["table.plan.force-recompile"] = "true"
-    plan = env.compile_plan(split_program(env, read_text(args.file), args.file))
+    plan = compile_program(env, read_text(args.file), args.file)
     if args.output:
         plan.write_to_file(args.output)
         print(f"plan {plan.plan_id} written to {args.output}", file=sys.stderr)

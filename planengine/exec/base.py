@@ -166,6 +166,9 @@ class ExecNode:
     input_properties: tuple[InputProperty, ...] = ()
     state: tuple[StateDeclaration, ...] = ()
     version: int = 0  # 0 = newest registered version; set when restored from an older plan
+    # Operator uids as recorded in the plan; kept verbatim on restore and migration, because state is
+    # addressed by uid: a node migrated to a new version must keep the uids (and so the state) it had.
+    uids: tuple[str, ...] = ()
 
     @property
     def metadata(self) -> ExecNodeMetadata:

@@ -76,8 +76,8 @@ def write_plan(sinks: list[Sink], config: dict[str, str]) -> dict[str, Any]:
             entry["changelogMode"] = str(node.changelog_mode)
             if node.state:
                 entry["state"] = [s.to_json() for s in node.state]
-                entry["uids"] = [f"{nid}_{node.metadata.name}-{node.metadata.version}_{op}"
-                                 for op in node.metadata.produced_operators]
+                entry["uids"] = list(node.uids) or [f"{nid}_{node.metadata.name}-{node.metadata.version}_{op}"
+                                                    for op in node.metadata.produced_operators]
             with input_row(tuple(t for child in node.inputs for t in child.field_types)):
                 entry.update(node.specific_json())
             entry["description"] = node.description
@@ -169,6 +169,7 @@ def read_plan(plan: dict[str, Any]) -> list[Sink]:
                 configuration=tuple((k, str(v)) for k, v in (data.get("configuration") or {}).items()),
                 input_properties=tuple(shuffles_of.get(nid, [])),
                 state=tuple(B.StateDeclaration.from_json(s) for s in data.get("state", [])),
+                uids=tuple(data.get("uids", [])),
                 version=version,
                 **kwargs,
             )

@@ -183,9 +183,10 @@ def _sink_requirement(sink: X.Sink) -> str:
     requested = child.changelog_mode
     accepted = target.changelog_mode(requested) if target is not None else ALL
     if accepted.contains_only_inserts():
+        origin = _update_origin(child)
         raise UnsupportedQueryError(
-            f"sink {sink.table.identifier} accepts insert-only rows but {_short(child)} produces updates "
-            f"({child.changelog_mode})",
+            f"sink {sink.table.identifier} accepts insert-only rows but {_short(origin)} produces updates "
+            f"({origin.changelog_mode})",
             hint=f"give {sink.table.identifier} a PRIMARY KEY (upsert) or use a connector/format that accepts a "
                  "changelog, e.g. 'format' = 'changelog-json'",
         )
@@ -314,6 +315,17 @@ def _finish_sinks(roots: list[ExecNode], config: dict[str, str]) -> list[ExecNod
             object.__setattr__(new, "_sink", sink._sink)  # type: ignore[attr-defined]
         out.append(new)
     return out
+
+
+def _update_origin(node: ExecNode) -> ExecNode:
+    """The node where updates start: look through nodes that only pass their input's changes along."""
+    passthrough = (X.Calc, X.Exchange, X.WatermarkAssigner, X.DropUpdateBefore, X.Correlate, X.Union)
+    while isinstance(node, passthrough):
+        updating = [i for i in node.inputs if not i.changelog_mode.contains_only_inserts()]
+        if not updating:
+            break
+        node = updating[0]
+    return node
 
 
 def _short(node: ExecNode) -> str:

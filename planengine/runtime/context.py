@@ -29,7 +29,11 @@ class TranslationContext:
         return self.node_ids[id(node)]
 
     def uid(self, node: Any, operator: str) -> str:
-        """``<node id>_<node name>-<version>_<operator kind>`` (DESIGN §3)."""
+        """``<node id>_<node name>-<version>_<operator kind>`` (DESIGN §3); a restored node's recorded uid wins,
+        so migrating a node to a newer version keeps the uid under which its state was written."""
+        for recorded in getattr(node, "uids", ()):
+            if recorded.endswith(f"_{operator}"):
+                return recorded
         meta = node.metadata
         return f"{self.node_id(node)}_{meta.name}-{meta.version}_{operator}"
 

@@ -213,9 +213,9 @@ def test_cli_migrate_without_migration_exits_4(tmp_path: Path) -> None:
     assert "no migration" in done.stderr and not (tmp_path / "new.json").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="runtime bug: TranslationContext.uid() derives operator uids from the node's "
-                   "current version instead of the plan's recorded 'uids', so a migrated node loses its state")
 def test_migrated_node_keeps_its_operator_uid_at_run_time() -> None:
+    """State is addressed by uid: the runtime must use the plan's recorded uid, not one derived from the new
+    version (``2_stream-exec-test-tag-2_tagger`` would start from empty state)."""
     from planengine.runtime.context import TranslationContext
 
     T.install(versions=(2,), dropped=(1,), with_migration=True)

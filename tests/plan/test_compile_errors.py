@@ -30,8 +30,6 @@ UNKNOWN_FUNCTION_STATEMENT = "planner bug: an unknown function's error has a lin
 TEMPORAL_JOIN = "planner bug: a temporal join FOR SYSTEM_TIME AS OF a rowtime against a table without a PRIMARY KEY " \
                 "(not a versioned table) compiles into stream-exec-temporal-join_1 instead of failing; Flink says " \
                 "'Temporal Table Join requires primary key in versioned table'"
-NAMES_THE_AGGREGATE = "planner: the insert-only-sink error names the Calc above the GroupAggregate, not the node " \
-                      "that produces the updates (DESIGN §5: \"but `GroupAggregate(b)` produces updates\")"
 
 # name -> (extra DDL, the failing statement, fragments of message + hint, token the location points at or None
 #          for the start of the INSERT)
@@ -149,8 +147,8 @@ def test_temporal_join_needs_a_versioned_table() -> None:
                              "JOIN rates FOR SYSTEM_TIME AS OF c.ts AS r ON c.page = r.currency")
 
 
-@pytest.mark.xfail(strict=True, reason=NAMES_THE_AGGREGATE)
 def test_insert_only_sink_error_names_the_updating_node() -> None:
+    """DESIGN §5: the error names the node that produces the updates, not a Calc above it."""
     env = TableEnvironment()
     env.execute_sql(BASE)
     with pytest.raises(UserError, match=r"but GroupAggregate\(groupBy=\[page\]"):

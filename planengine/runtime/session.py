@@ -40,6 +40,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.streaming.metricsEnabled": "false",
     "spark.sql.streaming.numRecentProgressUpdates": "20",
     "spark.python.worker.reuse": "true",
+    # A loaded machine (CI, laptops running several JVMs) can take longer than the 15 s default.
+    "spark.python.authenticate.socketTimeout": "120s",
     "spark.sql.legacy.timeParserPolicy": "CORRECTED",
     "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR",
 }

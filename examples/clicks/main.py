@@ -75,8 +75,8 @@ def materialize(spark, path: Path, schema: str, key) -> dict:  # type: ignore[no
     for r in rows:
         state[key(r)] += 1 if r["op"] in ("+I", "+U") else -1
     for (k, v), n in state.items():
-        if n > 0:
-            table[k] = v
+        if n > 0:  # upsert sinks get +U without -U: counts only grow, so the largest image is the latest
+            table[k] = max(table.get(k, v), v)
     return table
 
 

@@ -275,7 +275,14 @@ class TableEnvironment:
                     hint="pip install 'planengine[spark]', or COMPILE PLAN to only write the plan",
                 ) from None
             self.runner = default_runner(self)
-        job = self.runner.execute(plan)
+        options: dict[str, Any] = {}
+        if str(self.config.get("planengine.until-idle", "false")).lower() == "true":
+            options["until_idle"] = True
+            options["drain"] = str(self.config.get("planengine.drain", "false")).lower() == "true"
+        if self.config.get("planengine.job-root"):
+            # one sub-directory per plan, so a script with several INSERTs gets one job root each
+            options["job_root"] = str(Path(self.config["planengine.job-root"]) / plan.plan_id[:16])
+        job = self.runner.execute(plan, **options)
         return TableResult("JOB", f"plan {plan.plan_id[:12]} executed", plan=plan, job=job)
 
 

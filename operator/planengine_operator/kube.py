@@ -8,6 +8,7 @@ the operator authenticates exactly as kopf does (service account in the cluster,
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ssl
 import tempfile
@@ -19,6 +20,7 @@ import kopf
 
 _conn: Any = None
 _session: aiohttp.ClientSession | None = None
+_session_loop: asyncio.AbstractEventLoop | None = None
 
 
 class Conflict(Exception):
@@ -34,7 +36,8 @@ def configure(connection: Any) -> None:
 async def close() -> None:
     global _session
     if _session is not None:
-        await _session.close()
+        if _session_loop is asyncio.get_running_loop():
+            await _session.close()
         _session = None
 
 
@@ -58,10 +61,14 @@ def _ssl_context() -> ssl.SSLContext | bool:
 
 
 def _session_get() -> aiohttp.ClientSession:
-    global _session
+    """The session of the running loop: an operator restarted in the same process (a new loop, after the
+    old one died without its cleanup handler) must not reuse a session bound to the dead loop."""
+    global _session, _session_loop
     if _conn is None:
         raise kopf.TemporaryError("not logged in to the Kubernetes API yet", delay=1)
-    if _session is None or _session.closed:
+    loop = asyncio.get_running_loop()
+    if _session is None or _session.closed or _session_loop is not loop:
+        _session_loop = loop
         headers = {}
         if getattr(_conn, "token", None):
             headers["Authorization"] = f"{_conn.scheme or 'Bearer'} {_conn.token}"

@@ -336,9 +336,10 @@ def _continue(view: JobView, op: dict[str, Any], observed: DriverObservation) ->
     if step == "Snapshot":
         return Decision(action=Action("snapshot", {"reason": op.get("message") or "manual"}))
     if step in ("Launch", "Rollback"):
-        if observed.running and observed.run_id == op.get("runId"):
-            # Launched before a crash: do not start a second driver, just record it.
-            return advance(view, Action("launch", {}), Result(True, {"adopted": True}))
+        # Also after a crash that left this run's driver running: launchers are idempotent per run id
+        # (they answer with the running driver instead of starting a second one), and the action's result
+        # carries what the status must record for the new run (driver reference, the snapshot's batch
+        # count that the stability gate subtracts), which the old run's status does not have.
         return Decision(action=Action("launch", {
             "runId": op["runId"], "engineVersion": op["engineVersion"], "snapshot": op.get("snapshot"),
             "planFile": op.get("planFile"), "stateless": bool(op.get("stateless")),
@@ -506,10 +507,6 @@ def _launched(view: JobView, op: dict[str, Any], step: str, result: Result) -> D
         "configHash": specdiff.config_hash(view.spec),
         "baselineBatches": int(result.values.get("baselineBatches") or 0),
     }
-    if result.values.get("adopted"):
-        driver = {**(view.status.get("driver") or {}), **{k: v for k, v in driver.items() if k in (
-            "configHash",)}}
-        driver.setdefault("startedAt", iso(view.now))
     patch: dict[str, Any] = {
         "runId": op["runId"], "engineVersion": op["engineVersion"], "driver": driver,
         "restartNonce": view.spec.restartNonce,

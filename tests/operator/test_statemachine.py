@@ -90,11 +90,16 @@ def test_start_failures_are_permanent_until_the_spec_changes(step_name, kind, re
     assert decide(view(status), DriverObservation.gone()).action is None  # waits for a new generation
 
 
-def test_launch_after_crash_adopts_the_running_driver_instead_of_starting_another():
+def test_launch_after_crash_with_the_driver_running_relaunches_the_same_run_id():
+    """The launcher answers a launch of a running run id with that driver (no second one); going through
+    the action lets the status record the new run's driver and the snapshot's batch baseline."""
     status = {"phase": "Starting", "planId": "p", "operation": {
         "type": "Start", "step": "Launch", "runId": "r9", "engineVersion": "0.1"}}
     decision = decide(view(status), DriverObservation(running=True, run_id="r9", healthy=True, batches=0))
-    assert decision.action is None and decision.patch["phase"] == "Running" and decision.patch["runId"] == "r9"
+    assert decision.action.kind == "launch" and decision.action.params["runId"] == "r9"
+    status = step(status, "launch", Result(True, {"name": "9", "statusUrl": "http://r9", "baselineBatches": 4}))
+    assert status["phase"] == "Running" and status["runId"] == "r9"
+    assert status["driver"]["name"] == "9" and status["driver"]["baselineBatches"] == 4
 
 
 def test_launch_after_crash_without_driver_launches_the_same_run_id():

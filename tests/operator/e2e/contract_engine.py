@@ -20,6 +20,10 @@ NOT the engine. It implements the *contract* the operator relies on, faithfully 
   ``GET /metrics``. SIGTERM = stop with a snapshot.
 * ``snapshot --job-root R``: forks the newest run's checkpoint into a snapshot, prints ``{"snapshot": id}``.
 
+Every invocation appends one JSON line ``{"command", "engine", "runId", "snapshot", "at"}`` to
+``.contract-calls.jsonl`` in its working directory (the job root, for the local launcher), so tests can
+count side effects: checks, snapshots, driver starts.
+
 Knobs (put them before the command, in the operator's ``localCommand`` for an engine version):
 ``--engine-version V``, ``--check-exit N``, ``--crash-after-batches N`` (exit 1 after N batches of a run
 that started from a snapshot), ``--batch-interval S``.
@@ -118,6 +122,9 @@ def write_snapshot(job_root: Path, run_dir: Path, engine: str, plan_text: str, r
         "runId": run_dir.name,
     }))
     tmp.rename(final)
+    with open(job_root / ".contract-calls.jsonl", "a") as log:
+        log.write(json.dumps({"command": "wrote-snapshot", "snapshot": snapshot_id, "engine": engine,
+                              "reason": reason, "runId": run_dir.name, "at": time.time()}) + "\n")
     return snapshot_id
 
 
@@ -265,6 +272,12 @@ class Driver:
             time.sleep(self.knobs.batch_interval)
 
 
+def record_call(command: str, knobs: argparse.Namespace, **fields: Any) -> None:
+    entry = {"command": command, "engine": knobs.engine_version, "at": time.time(), "pid": os.getpid(), **fields}
+    with open(".contract-calls.jsonl", "a") as log:
+        log.write(json.dumps(entry) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     knobs_parser = argparse.ArgumentParser(add_help=False)
     knobs_parser.add_argument("--engine-version", default="0.1")
@@ -295,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("snapshot")
     p.add_argument("--job-root", required=True)
     args = parser.parse_args(rest)
+    record_call(args.command, knobs, runId=os.environ.get("PLANENGINE_RUN_ID") if args.command == "run" else None,
+                fromSnapshot=getattr(args, "from_snapshot", None))
     if args.command == "run":
         return Driver(args, knobs).run()
     return {"compile": cmd_compile, "check": cmd_check, "migrate": cmd_migrate,

@@ -1,0 +1,318 @@
+"""Drive the real operator (kopf + ``planengine_operator.main``) against the API emulator and local engines.
+
+The operator runs in-process on a thread with its own event loop (kopf's embedding API), so a test can
+stop it gracefully or *kill* it: cancelling its loop's tasks at an exact protocol step is the in-process
+equivalent of ``kill -9`` (no cleanup handler runs, no further status write happens). The engine command
+is one switch, ``PLANENGINE_E2E_ENGINE=contract|real``; scenarios that need engine knobs (a refusing or
+crashing target) run only against the contract double.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from planengine_operator.config import OperatorConfig
+from planengine_operator.launchers.local import LocalLauncher
+from tests.operator.kapi.server import RunningApi
+
+REPO = Path(__file__).resolve().parents[3]
+CONTRACT_ENGINE = Path(__file__).with_name("contract_engine.py")
+KUBECTL = REPO / ".tools" / "bin" / "kubectl"
+GROUP, PLURAL = "planengine.io", "sparkplanjobs"
+NS = "default"
+ENGINE_KIND = os.environ.get("PLANENGINE_E2E_ENGINE", "contract")
+
+# Engine versions of the operator's catalog; knobs make the contract double refuse or crash.
+ENGINE_KNOBS: dict[str, list[str]] = {
+    "0.1": [],
+    "0.2": [],
+    "0.3": ["--check-exit", "4"],  # the plan check on this engine says "incompatible"
+    "0.4": ["--crash-after-batches", "1"],  # the new run dies after its first batch
+}
+
+
+def engine_command(version: str) -> list[str]:
+    if ENGINE_KIND == "real":
+        return [str(REPO / ".venv" / "bin" / "planengine")]
+    return [sys.executable, str(CONTRACT_ENGINE), "--engine-version", version, "--batch-interval", "0.1",
+            *ENGINE_KNOBS[version]]
+
+
+def operator_config(job_root_base: Path, **overrides: Any) -> OperatorConfig:
+    data: dict[str, Any] = {
+        "defaultEngineVersion": "0.1",
+        "engines": {v: {"localCommand": engine_command(v)} for v in ENGINE_KNOBS},
+        "launcher": "local",
+        "jobRootBase": str(job_root_base),
+        "metrics": {"port": 0},
+        "stability": {"minBatches": 3, "window": "30s"},
+        "timing": {"interval": 0.3, "restartBackoffBase": 0.5, "restartBackoffMax": 2, "toolTimeout": 60,
+                   "stopTimeout": 30},
+    }
+    data.update(overrides)
+    return OperatorConfig.model_validate(data)
+
+
+def job_sql(source: Path, sink: Path) -> str:
+    """Flink SQL the real engine compiles; the contract double copies the first 'path' to the second."""
+    return (
+        f"CREATE TABLE clicks (line STRING) WITH ('connector' = 'filesystem', 'path' = '{source}', "
+        "'format' = 'raw');\n"
+        f"CREATE TABLE copied (line STRING) WITH ('connector' = 'filesystem', 'path' = '{sink}', "
+        "'format' = 'raw');\n"
+        "INSERT INTO copied SELECT line FROM clicks;\n"
+    )
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, describe: Callable[[], Any] = lambda: None,
+             interval: float = 0.1) -> Any:
+    """Poll until ``predicate()`` is truthy; the failure says what was awaited and what was seen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}; last seen: {describe()}")
+        time.sleep(interval)
+
+
+# ------------------------------------------------------------------------------------------ operator
+_DEAD_LOOPS: list[asyncio.AbstractEventLoop] = []
+
+class OperatorThread:
+    """kopf.operator(...) with the operator's own handlers on a thread; ``kill`` at any moment."""
+
+    def __init__(self, config: OperatorConfig,
+                 execute_hook: Callable[..., Any] | None = None) -> None:
+        self.config = config
+        self.execute_hook = execute_hook
+        self.ready = threading.Event()
+        self.stop_flag = threading.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.killed = False
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._main, name="operator", daemon=True)
+
+    def _main(self) -> None:
+        loop = self.loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(self._run())
+        except RuntimeError as exc:
+            if self.killed:  # stopped under the operator's feet: leave it as a dead process would, and
+                _DEAD_LOOPS.append(loop)  # keep it referenced so its abandoned tasks are never finalized
+                return
+            self.error = exc
+        except BaseException as exc:
+            self.error = exc
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+    async def _run(self) -> None:
+        import kopf
+
+        from planengine_operator import main
+        from planengine_operator.reconciler import Reconciler
+
+        main.configure(self.config, LocalLauncher(self.config))
+        if self.execute_hook is not None:
+            original = Reconciler._execute
+            hook = self.execute_hook
+
+            async def execute(reconciler: Reconciler, job: Any, view: Any, action: Any) -> Any:
+                return await hook(original, reconciler, job, view, action)
+
+            main.Runtime.reconciler._execute = execute.__get__(main.Runtime.reconciler)  # type: ignore[union-attr]
+        await kopf.operator(standalone=True, clusterwide=True, ready_flag=self.ready, stop_flag=self.stop_flag,
+                            liveness_endpoint=None)
+
+    def start(self) -> OperatorThread:
+        self.thread.start()
+        if not self.ready.wait(30):
+            raise RuntimeError(f"the operator did not become ready: {self.error!r}")
+        return self
+
+    def stop(self) -> None:
+        """Graceful stop (kopf's cleanup handlers run)."""
+        self.stop_flag.set()
+        self.thread.join(30)
+        assert not self.thread.is_alive(), "the operator did not stop within 30s"
+
+    def kill(self) -> None:
+        """Like kill -9: the operator's loop stops wherever its tasks are; nothing of it runs again (no
+        cleanup handler, no status write). Its drivers, like a dead operator's pods, keep running."""
+        assert self.loop is not None
+        self.killed = True
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+        assert not self.thread.is_alive(), "the operator's loop did not stop within 30s"
+        self.stop_flag.set()  # kopf waits for a threading.Event flag in an executor thread: release it
+
+
+# ------------------------------------------------------------------------------------------ world
+class World:
+    """One emulated cluster, one operator, job roots and input/output directories under ``tmp``."""
+
+    def __init__(self, tmp: Path, api: RunningApi) -> None:
+        self.tmp = tmp
+        self.api = api
+        self.kubeconfig = api.write_kubeconfig(tmp / "kubeconfig")
+        self.jobs_root = tmp / "jobs"
+        self.operator: OperatorThread | None = None
+        self._feeders: list[threading.Event] = []
+
+    # -------------------------------------------------------------------- operator
+    def start_operator(self, execute_hook: Callable[..., Any] | None = None, **config: Any) -> OperatorThread:
+        self.operator = OperatorThread(operator_config(self.jobs_root, **config), execute_hook).start()
+        return self.operator
+
+    def close(self) -> None:
+        for stop in self._feeders:
+            stop.set()
+        if self.operator is not None and self.operator.thread.is_alive():
+            self.operator.stop()
+        for record in self.jobs_root.glob("**/.operator/driver.json"):  # drivers outlive the operator
+            with contextlib.suppress(OSError, ValueError, ProcessLookupError):
+                os.killpg(int(json.loads(record.read_text())["pid"]), 9)
+
+    # -------------------------------------------------------------------- kubectl
+    def kubectl(self, *args: str) -> str:
+        run = subprocess.run([str(KUBECTL), "--kubeconfig", str(self.kubeconfig), "--cache-dir",
+                              str(self.tmp / "kube-cache"), *args], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, f"kubectl {' '.join(args)} exited {run.returncode}: {run.stderr}"
+        return run.stdout
+
+    def apply(self, manifest: dict[str, Any]) -> str:
+        path = self.tmp / f"{manifest['metadata']['name']}.yaml"
+        path.write_text(yaml.safe_dump(manifest))
+        return self.kubectl("apply", "--validate=false", "-f", str(path))
+
+    def job_manifest(self, name: str, engine: str | None = "0.1", *, storage: Path | None = None,
+                     **spec: Any) -> dict[str, Any]:
+        body: dict[str, Any] = {"plan": {"sql": job_sql(self.source(name), self.sink(name))}, **spec}
+        if engine is not None:
+            body["engineVersion"] = engine
+        if storage is not None:
+            body["storage"] = {"uri": f"file://{storage}"}
+        return {"apiVersion": f"{GROUP}/v1alpha1", "kind": "SparkPlanJob",
+                "metadata": {"name": name, "namespace": NS}, "spec": body}
+
+    # -------------------------------------------------------------------- reading the cluster
+    def job(self, name: str) -> dict[str, Any]:
+        found = self.api.get(GROUP, PLURAL, NS, name)
+        assert found is not None, f"SparkPlanJob {name} does not exist"
+        return found
+
+    def status(self, name: str) -> dict[str, Any]:
+        return self.job(name).get("status") or {}
+
+    def condition(self, name: str, type_: str) -> dict[str, Any]:
+        return next((c for c in self.status(name).get("conditions") or [] if c["type"] == type_), {})
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        return [e for e in self.api.list("", "events", NS) if (e.get("involvedObject") or {}).get("name") == name]
+
+    def event_reasons(self, name: str) -> list[str]:
+        return [e.get("reason") for e in self.events(name)]
+
+    def wait_status(self, name: str, predicate: Callable[[dict[str, Any]], Any], what: str,
+                    timeout: float = 30) -> dict[str, Any]:
+        def check() -> Any:
+            status = self.status(name)
+            return status if predicate(status) else None
+
+        def describe() -> Any:
+            status = self.status(name)
+            return {k: status.get(k) for k in ("phase", "operation", "upgrade", "error", "runId", "engineVersion")}
+
+        return wait_for(check, timeout, f"{name}: {what}", describe)
+
+    # -------------------------------------------------------------------- job data
+    def job_root(self, name: str) -> Path:
+        return self.jobs_root / NS / name
+
+    def source(self, name: str) -> Path:
+        return self.tmp / "data" / name / "in"
+
+    def sink(self, name: str) -> Path:
+        return self.tmp / "data" / name / "out"
+
+    def calls(self, root: Path, command: str | None = None) -> list[dict[str, Any]]:
+        """The contract double's record of its own invocations under a job root."""
+        try:
+            lines = (root / ".contract-calls.jsonl").read_text().splitlines()
+        except OSError:
+            return []
+        entries = [json.loads(line) for line in lines if line.strip()]
+        return [e for e in entries if command is None or e["command"] == command]
+
+    def add_input(self, name: str, count: int = 1) -> list[str]:
+        source = self.source(name)
+        source.mkdir(parents=True, exist_ok=True)
+        rows = []
+        start = len(list(source.glob("*.txt")))
+        for index in range(start, start + count):
+            batch = [f"{name}-{index:05d}-{j}" for j in range(2)]
+            tmp = source / f".{index:05d}.tmp"
+            tmp.write_text("".join(f"{row}\n" for row in batch))
+            tmp.rename(source / f"{index:05d}.txt")
+            rows += batch
+        return rows
+
+    @contextlib.contextmanager
+    def feeding(self, name: str, every: float = 0.15) -> Iterator[None]:
+        """New input keeps arriving (one file per ``every`` seconds) while the block runs."""
+        stop = threading.Event()
+        self._feeders.append(stop)
+
+        def feed() -> None:
+            while not stop.wait(every):
+                self.add_input(name)
+
+        thread = threading.Thread(target=feed, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(5)
+
+    def input_rows(self, name: str) -> list[str]:
+        return sorted(line for f in self.source(name).glob("*.txt") for line in f.read_text().splitlines())
+
+    def output(self, name: str) -> list[tuple[str, str]]:
+        """(row, engine version that wrote it) for every committed output row, duplicates included."""
+        rows = []
+        for path in sorted(self.sink(name).glob("*")):
+            if path.is_file() and not path.name.startswith((".", "_")) and not path.name.endswith(".tmp"):
+                for line in path.read_text().splitlines():
+                    row, _, engine = line.partition("\t")
+                    rows.append((row, engine))
+        return rows
+
+    def batch_files(self, name: str) -> list[Path]:
+        return sorted(p for p in self.sink(name).glob("batch-*.txt"))
+
+    def assert_exactly_once(self, name: str, timeout: float = 30) -> list[tuple[str, str]]:
+        """Wait until every input row is in the output, then check none is missing or duplicated."""
+        wanted = self.input_rows(name)
+        wait_for(lambda: sorted(r for r, _ in self.output(name)) == wanted or len(self.output(name)) > len(wanted),
+                 timeout, f"{name}: all {len(wanted)} input rows in the output",
+                 lambda: f"{len(self.output(name))} output rows")
+        got = sorted(r for r, _ in self.output(name))
+        duplicates = sorted({r for r in got if got.count(r) > 1})
+        missing = sorted(set(wanted) - set(got))
+        assert not duplicates and not missing, f"duplicates {duplicates[:5]}, missing {missing[:5]}"
+        return self.output(name)

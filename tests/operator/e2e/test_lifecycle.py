@@ -1,0 +1,158 @@
+"""Real kopf + the operator's handlers + the API emulator + local engine processes, driven by kubectl."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.operator.e2e.harness import wait_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+
+
+def test_create_runs_and_commits(world):
+    world.add_input("j1", 3)
+    world.start_operator()
+    world.apply(world.job_manifest("j1", "0.1"))
+    status = world.wait_status("j1", lambda s: s.get("phase") == "Running", "phase Running")
+    assert status["engineVersion"] == "0.1" and status["runId"] and status["planId"]
+    assert status["observedGeneration"] == world.job("j1")["metadata"]["generation"] == 1
+    assert world.condition("j1", "Ready")["status"] == "True"
+    world.assert_exactly_once("j1")
+    configmap = world.api.get("", "configmaps", "default", "j1-plan")
+    assert configmap is not None
+    assert configmap["metadata"]["labels"]["planengine.io/plan-id"] == status["planId"][:63]  # label limit
+    assert configmap["metadata"]["ownerReferences"][0]["uid"] == world.job("j1")["metadata"]["uid"]
+    table = world.kubectl("get", "spj", "j1")
+    assert "Running" in table and "0.1" in table and "True" in table, table
+    print(table)
+    assert "Started" in world.event_reasons("j1")
+
+
+def _running(world, name, engine="0.1", rows=3):
+    world.add_input(name, rows)
+    world.apply(world.job_manifest(name, engine))
+    status = world.wait_status(name, lambda s: s.get("phase") == "Running", "phase Running")
+    wait_for(lambda: len(world.output(name)) >= 2 * rows, 20, f"{name}: first batches committed")
+    return status
+
+
+def _engine_sequence(world, name):
+    """Engine version of each committed batch, in batch-id order (one file per batch)."""
+    return [f.read_text().splitlines()[0].partition("\t")[2] for f in world.batch_files(name)]
+
+
+def test_upgrade_hands_over_exactly_once(world):
+    world.start_operator()
+    first = _running(world, "j2")
+    manifest = world.job_manifest("j2", "0.2")
+    with world.feeding("j2"):
+        world.apply(manifest)
+        status = world.wait_status("j2", lambda s: (s.get("upgrade") or {}).get("step") == "Succeeded",
+                                   "upgrade Succeeded", timeout=45)
+    assert status["phase"] == "Running" and status["engineVersion"] == "0.2"
+    assert status["runId"] != first["runId"] and status["observedGeneration"] == 2
+    assert status["lastStableSpec"]["engineVersion"] == "0.2"
+    upgrade = status["upgrade"]
+    assert (upgrade["from"], upgrade["to"]) == ("0.1", "0.2") and upgrade["snapshot"]
+    assert status["driver"]["baselineBatches"] > 0  # the gate counts only batches of the new run
+    assert world.condition("j2", "UpgradeInProgress")["status"] == "False"
+    assert world.condition("j2", "Ready")["status"] == "True"
+    rows = world.assert_exactly_once("j2")
+    sequence = _engine_sequence(world, "j2")
+    assert sequence == sorted(sequence) and {"0.1", "0.2"} <= {e for _, e in rows}, sequence
+    reasons = world.event_reasons("j2")
+    for reason in ("UpgradeStarted", "UpgradeHandover", "UpgradeSucceeded"):
+        assert reason in reasons, reasons
+    root = world.job_root("j2")
+    assert len(world.calls(root, "check")) == 1
+    snapshots = world.calls(root, "wrote-snapshot")
+    assert [s["snapshot"] for s in snapshots] == [upgrade["snapshot"]]
+    new_runs = [c for c in world.calls(root, "run") if c["engine"] == "0.2"]
+    assert len(new_runs) == 1 and new_runs[0]["fromSnapshot"].endswith(upgrade["snapshot"])
+
+
+def test_refused_target_keeps_the_old_job(world, contract_only):
+    world.start_operator()
+    first = _running(world, "j3")
+    pid = first["driver"]["name"]
+    with world.feeding("j3"):
+        world.apply(world.job_manifest("j3", "0.3"))
+        status = world.wait_status("j3", lambda s: (s.get("upgrade") or {}).get("step") == "Refused",
+                                   "upgrade Refused")
+        before = len(world.output("j3"))
+        wait_for(lambda: len(world.output("j3")) > before + 4, 10, "j3 still committing after the refusal")
+    assert status["phase"] == "Running" and status["engineVersion"] == "0.1"
+    assert status["runId"] == first["runId"] and status["driver"]["name"] == pid
+    assert "state layout changed" in status["error"]
+    degraded = world.condition("j3", "Degraded")
+    assert degraded["status"] == "True" and "state layout changed" in degraded["message"]
+    refused = [e for e in world.events("j3") if e["reason"] == "UpgradeRefused"]
+    assert refused and refused[0]["type"] == "Warning" and "state layout changed" in refused[0]["message"]
+    root = world.job_root("j3")
+    assert world.calls(root, "wrote-snapshot") == [] and len(world.calls(root, "run")) == 1
+    world.assert_exactly_once("j3")
+    assert (world.status("j3").get("upgrade") or {}).get("step") == "Refused"  # not retried
+
+
+def test_crashing_target_rolls_back_from_the_same_snapshot(world, contract_only):
+    world.start_operator()
+    first = _running(world, "j4")
+    with world.feeding("j4"):
+        world.apply(world.job_manifest("j4", "0.4"))
+        status = world.wait_status("j4", lambda s: s.get("phase") == "RolledBack", "phase RolledBack", timeout=45)
+        before = len(world.output("j4"))
+        wait_for(lambda: len(world.output("j4")) > before + 4, 10, "j4 committing after the rollback")
+    assert status["engineVersion"] == "0.1" and status["runId"] != first["runId"]
+    upgrade = status["upgrade"]
+    assert upgrade["step"] == "RolledBack" and "exited" in upgrade["message"], upgrade
+    degraded = world.condition("j4", "Degraded")
+    assert degraded["status"] == "True" and degraded["reason"] == "RolledBack"
+    assert "RolledBack" in world.event_reasons("j4")
+    runs = world.calls(world.job_root("j4"), "run")
+    assert [r["engine"] for r in runs] == ["0.1", "0.4", "0.1"], runs
+    assert runs[1]["fromSnapshot"] == runs[2]["fromSnapshot"] and runs[1]["fromSnapshot"].endswith(upgrade["snapshot"])
+    assert len(world.calls(world.job_root("j4"), "wrote-snapshot")) == 1
+    world.assert_exactly_once("j4")
+    assert world.status("j4")["phase"] == "RolledBack"  # the rolled-back target is not retried
+
+
+def test_second_job_on_the_same_root_is_refused(world, tmp_path):
+    shared = tmp_path / "shared-root"
+    world.add_input("a", 3)
+    world.start_operator()
+    world.apply(world.job_manifest("a", "0.1", storage=shared))
+    first = world.wait_status("a", lambda s: s.get("phase") == "Running", "a Running")
+    world.apply(world.job_manifest("b", "0.1", storage=shared))
+    status = world.wait_status("b", lambda s: s.get("phase") == "Failed", "b Failed")
+    assert "already used by default/a" in status["error"]
+    assert world.condition("b", "Degraded")["reason"] == "JobRootInUse"
+    assert "JobRootInUse" in world.event_reasons("b")
+    assert not status.get("runId")
+    with world.feeding("a"):
+        before = len(world.output("a"))
+        wait_for(lambda: len(world.output("a")) > before + 4, 10, "a still committing")
+    assert world.status("a")["runId"] == first["runId"]
+    assert len(world.calls(shared, "run")) == 1 and len(world.calls(shared, "compile")) == 1
+    world.assert_exactly_once("a")
+
+
+def test_suspend_and_resume_from_the_snapshot(world):
+    world.start_operator()
+    first = _running(world, "j7")
+    with world.feeding("j7"):
+        world.apply(world.job_manifest("j7", "0.1", state="suspended"))
+        status = world.wait_status("j7", lambda s: s.get("phase") == "Suspended", "phase Suspended")
+    snapshot = status["lastSnapshot"]["id"]
+    assert status["lastSnapshot"]["reason"] == "suspend" and not status.get("driver")
+    assert world.condition("j7", "Ready")["status"] == "False"
+    assert "Suspended" in world.event_reasons("j7")
+    committed = len(world.output("j7"))
+    world.add_input("j7", 2)
+    with pytest.raises(AssertionError):  # nothing runs while suspended
+        wait_for(lambda: len(world.output("j7")) > committed, 1.0, "no output while suspended")
+    world.apply(world.job_manifest("j7", "0.1", state="running"))
+    resumed = world.wait_status("j7", lambda s: s.get("phase") == "Running", "phase Running again")
+    assert resumed["runId"] not in (first["runId"], None)
+    runs = wait_for(lambda: world.calls(world.job_root("j7"), "run")[1:], 10, "the resumed driver's start")
+    assert len(runs) == 1 and runs[0]["fromSnapshot"].endswith(snapshot)
+    world.assert_exactly_once("j7")

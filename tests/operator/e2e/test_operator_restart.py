@@ -1,0 +1,68 @@
+"""The operator dies at each step of an upgrade and a fresh one resumes from the status write-ahead log.
+
+The kill is in-process: a hook around the reconciler's action executor parks the operator at the chosen
+point and the test cancels every task of the operator's loop (no cleanup handler, no further status
+write), then starts a new operator (new kopf, new launcher, new memo) on the same emulated cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from tests.operator.e2e.harness import wait_for
+from tests.operator.e2e.test_lifecycle import _running
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+
+# kill point -> (action kind, park before (False) or after (True) the side effect ran)
+KILL_POINTS = {
+    "after-check": ("stop", False),  # check done and recorded; the stop has not happened
+    "after-stop-with-snapshot": ("stop", True),  # the old driver stopped with a snapshot; not recorded yet
+    "after-start-of-new-engine": ("launch", True),  # the new driver runs; the status does not know yet
+}
+
+
+def parking_hook(kind: str, after: bool, parked: threading.Event):
+    async def hook(original, reconciler, job, view, action):
+        upgrading = (view.status.get("operation") or {}).get("type") == "Upgrade"
+        if not upgrading or action.kind != kind or parked.is_set():
+            return await original(reconciler, job, view, action)
+        if not after:
+            parked.set()
+            await asyncio.Event().wait()  # killed here
+        result = await original(reconciler, job, view, action)
+        parked.set()
+        await asyncio.Event().wait()  # killed here, before advance() records the result
+        return result
+
+    return hook
+
+
+@pytest.mark.parametrize("point", list(KILL_POINTS))
+def test_killed_operator_resumes_without_repeating_side_effects(world, point):
+    kind, after = KILL_POINTS[point]
+    parked = threading.Event()
+    operator = world.start_operator(execute_hook=parking_hook(kind, after, parked))
+    _running(world, "k")
+    root = world.job_root("k")
+    with world.feeding("k"):
+        world.apply(world.job_manifest("k", "0.2"))
+        wait_for(parked.is_set, 30, f"the operator parked at {point}")
+        operator.kill()
+        at_kill = world.status("k")
+        assert at_kill["operation"]["step"] == {"stop": "Stop", "launch": "Launch"}[kind], at_kill["operation"]
+        world.start_operator()  # a fresh operator: no hook, no memory
+        status = world.wait_status("k", lambda s: (s.get("upgrade") or {}).get("step") == "Succeeded",
+                                   "upgrade Succeeded after the restart", timeout=45)
+    assert status["engineVersion"] == "0.2" and status["phase"] == "Running"
+    assert len(world.calls(root, "check")) == 1  # the check is not repeated once recorded
+    snapshots = world.calls(root, "wrote-snapshot")
+    assert [s["snapshot"] for s in snapshots] == [status["upgrade"]["snapshot"]], snapshots  # one snapshot
+    runs = world.calls(root, "run")
+    assert [r["engine"] for r in runs] == ["0.1", "0.2"], runs  # one old driver, one new driver
+    assert runs[1]["runId"] == status["runId"]
+    assert status["driver"]["baselineBatches"] > 0
+    world.assert_exactly_once("k")

@@ -1,0 +1,556 @@
+"""A stateful Kubernetes API on 127.0.0.1 for kopf and kubectl: kmock 0.8 behind an aiohttp middleware.
+
+kmock 0.8's ``KubernetesEmulator`` crashes on ``/api/v1/namespaces``, sets no ``resourceVersion``, answers
+creates with 200, has no PUT, selectors, Table output or watch-from-resourceVersion. This middleware
+serves the Kubernetes semantics the operator, kopf and ``kubectl`` rely on, from its own store:
+discovery, CRUD with 201/404/409/422, ``uid``/``resourceVersion``/``generation`` (bumped on spec changes
+only; status-subresource writes do not bump it, main-resource writes cannot change the status), merge /
+strategic (as merge) / JSON patches, PUT with optimistic concurrency, finalizers and ``deletionTimestamp``,
+owner-reference cascading deletion, list and watch streams (``?watch=true&resourceVersion=``), label and
+field selectors, and ``meta.k8s.io`` Tables with a CRD's printer columns. Custom resources come from CRD
+objects (preloaded from YAML or created through the API). Anything else (``/version``, and any
+reaction a test declares on the ``kmock`` handler) falls through to kmock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import copy
+import dataclasses
+import json
+import re
+import threading
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import kmock
+import yaml
+from aiohttp import web
+
+BUILTIN = [  # (group, version, plural, kind, namespaced, short names)
+    ("", "v1", "namespaces", "Namespace", False, ["ns"]),
+    ("", "v1", "pods", "Pod", True, ["po"]),
+    ("", "v1", "services", "Service", True, ["svc"]),
+    ("", "v1", "configmaps", "ConfigMap", True, ["cm"]),
+    ("", "v1", "events", "Event", True, ["ev"]),
+    ("coordination.k8s.io", "v1", "leases", "Lease", True, []),
+    ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, ["crd"]),
+]
+VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+
+
+class ApiError(Exception):
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+
+    def response(self) -> web.Response:
+        return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                  "message": self.message, "reason": self.reason, "code": self.code},
+                                 status=self.code)
+
+
+@dataclasses.dataclass
+class Resource:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    short_names: list[str] = dataclasses.field(default_factory=list)
+    categories: list[str] = dataclasses.field(default_factory=list)
+    status_subresource: bool = False
+    columns: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ------------------------------------------------------------------------------------- pure helpers
+def merge_patch(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def json_patch(doc: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """RFC 6902 add/remove/replace/test; a failed test or a bad path is HTTP 422 (kopf retries on it)."""
+    doc = copy.deepcopy(doc)
+    for op in ops:
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        parent: Any = doc
+        try:
+            for part in parts[:-1]:
+                parent = parent[int(part)] if isinstance(parent, list) else parent[part]
+            last = parts[-1]
+            if op["op"] == "test":
+                current = parent[int(last)] if isinstance(parent, list) else parent.get(last)
+                if current != op.get("value"):
+                    raise ApiError(422, "Invalid", f"test failed at {op['path']}: {current!r} != {op.get('value')!r}")
+            elif op["op"] == "remove":
+                del parent[int(last) if isinstance(parent, list) else last]
+            elif op["op"] in ("add", "replace"):
+                if isinstance(parent, list):
+                    index = len(parent) if last == "-" else int(last)
+                    if op["op"] == "add":
+                        parent.insert(index, op["value"])
+                    else:
+                        parent[index] = op["value"]
+                else:
+                    parent[last] = op["value"]
+            else:
+                raise ApiError(422, "Invalid", f"unsupported JSON patch op {op['op']!r}")
+        except (KeyError, IndexError, ValueError, TypeError) as exc:
+            raise ApiError(422, "Invalid", f"JSON patch {op}: {exc!r}") from exc
+    return doc
+
+
+def _split_selector(text: str) -> list[str]:
+    return [t.strip() for t in re.split(r",(?![^(]*\))", text) if t.strip()]
+
+
+def label_match(labels: dict[str, str], selector: str) -> bool:
+    for term in _split_selector(selector):
+        if m := re.fullmatch(r"([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)", term):
+            values = {v.strip() for v in m.group(3).split(",")}
+            if (labels.get(m.group(1)) in values) != (m.group(2) == "in"):
+                return False
+        elif m := re.fullmatch(r"([\w./-]+)\s*(!=|==|=)\s*([\w./-]*)", term):
+            equal = labels.get(m.group(1)) == m.group(3)
+            if equal != (m.group(2) != "!="):
+                return False
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+def field_match(obj: dict[str, Any], selector: str) -> bool:
+    for term in _split_selector(selector):
+        m = re.fullmatch(r"([\w.]+)\s*(!=|==|=)\s*(.*)", term)
+        if not m:
+            raise ApiError(400, "BadRequest", f"bad field selector {term!r}")
+        value: Any = obj
+        for part in m.group(1).split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if (str(value or "") == m.group(3)) != (m.group(2) != "!="):
+            return False
+    return True
+
+
+def _age(stamp: Any) -> str:
+    """Date cells are ages, as the API server renders them (kubectl prints cells verbatim)."""
+    if not isinstance(stamp, str):
+        return "<unknown>"
+    seconds = int((datetime.now(UTC) - datetime.fromisoformat(stamp.replace("Z", "+00:00"))).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size * 2:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
+def jsonpath(obj: Any, path: str) -> Any:
+    """The subset printer columns use: ``.a.b``, ``[0]`` and ``[?(@.type=="Ready")]``."""
+    for m in re.finditer(r'\.([\w-]+)|\[\?\(@\.([\w.]+)\s*==\s*"([^"]*)"\)\]|\[(\d+)\]', path):
+        if m.group(1):
+            obj = obj.get(m.group(1)) if isinstance(obj, dict) else None
+        elif m.group(2):
+            obj = next((i for i in obj or [] if isinstance(i, dict) and i.get(m.group(2)) == m.group(3)), None)
+        else:
+            obj = obj[int(m.group(4))] if isinstance(obj, list) and len(obj) > int(m.group(4)) else None
+    return obj
+
+
+# ------------------------------------------------------------------------------------- the API
+class KubeApi:
+    """The store and the middleware; one asyncio loop owns it (see :func:`run_in_thread`)."""
+
+    def __init__(self) -> None:
+        self.kmock = kmock.KubernetesEmulator()
+        self.resources: dict[tuple[str, str], Resource] = {}
+        self.objects: dict[tuple[str, str, str, str], dict[str, Any]] = {}  # (group, plural, ns, name)
+        self.rv = 0
+        self.log: list[tuple[int, tuple[str, str], str, dict[str, Any]]] = []  # (rv, (group, plural), type, obj)
+        self._changed = asyncio.Event()
+        for group, version, plural, kind, namespaced, short in BUILTIN:
+            self.resources[(group, plural)] = Resource(group, version, plural, kind, namespaced, short)
+        self._create(self.resources[("", "namespaces")], None, {"metadata": {"name": "default"}})
+
+    # ---------------------------------------------------------------------------- store
+    def _emit(self, res: Resource, type_: str, obj: dict[str, Any]) -> None:
+        self.log.append((int(obj["metadata"]["resourceVersion"]), (res.group, res.plural), type_, copy.deepcopy(obj)))
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def _next_rv(self) -> str:
+        self.rv += 1
+        return str(self.rv)
+
+    def register_crd(self, crd: dict[str, Any]) -> None:
+        spec = crd["spec"]
+        for version in spec.get("versions") or []:
+            if version.get("served", True):
+                self.resources[(spec["group"], spec["names"]["plural"])] = Resource(
+                    spec["group"], version["name"], spec["names"]["plural"], spec["names"]["kind"],
+                    spec.get("scope", "Namespaced") == "Namespaced", list(spec["names"].get("shortNames") or []),
+                    list(spec["names"].get("categories") or []), "status" in (version.get("subresources") or {}),
+                    list(version.get("additionalPrinterColumns") or []),
+                )
+
+    def load_crds(self, paths: Iterable[str | Path]) -> None:
+        for path in paths:
+            for doc in yaml.safe_load_all(Path(path).read_text()):
+                if doc and doc.get("kind") == "CustomResourceDefinition":
+                    self._create(self.resources[("apiextensions.k8s.io", "customresourcedefinitions")], None, doc)
+
+    def _create(self, res: Resource, namespace: str | None, body: dict[str, Any]) -> dict[str, Any]:
+        md = body.setdefault("metadata", {})
+        if not md.get("name") and md.get("generateName"):
+            md["name"] = md["generateName"] + uuid.uuid4().hex[:5]
+        if not md.get("name"):
+            raise ApiError(422, "Invalid", "metadata.name: Required value")
+        namespace = (namespace or md.get("namespace") or "default") if res.namespaced else ""
+        key = (res.group, res.plural, namespace, md["name"])
+        if key in self.objects:
+            raise ApiError(409, "AlreadyExists", f'{res.plural} "{md["name"]}" already exists')
+        if res.status_subresource:
+            body.pop("status", None)
+        body.update(apiVersion=res.api_version, kind=res.kind)
+        md.update(uid=str(uuid.uuid4()), resourceVersion=self._next_rv(), creationTimestamp=now_iso(), generation=1)
+        md.pop("deletionTimestamp", None)
+        if res.namespaced:
+            md["namespace"] = namespace
+        self.objects[key] = body
+        if res.plural == "customresourcedefinitions":
+            self.register_crd(body)
+        self._emit(res, "ADDED", body)
+        return body
+
+    def _write(self, res: Resource, key: tuple[str, str, str, str], new: dict[str, Any],
+               subresource: str | None) -> dict[str, Any]:
+        old = self.objects[key]
+        if subresource == "status":
+            new = {**old, "status": new.get("status")}
+        else:
+            new = dict(new)
+            if res.status_subresource:
+                new.pop("status", None)
+                if "status" in old:
+                    new["status"] = old["status"]
+        md = new["metadata"] = dict(new.get("metadata") or {})
+        for field in ("uid", "creationTimestamp", "name", "namespace", "deletionTimestamp", "generation"):
+            if field in old["metadata"]:
+                md[field] = old["metadata"][field]
+            else:
+                md.pop(field, None)
+        new.update(apiVersion=old["apiVersion"], kind=old["kind"])
+        md["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if new == old:
+            return old  # a no-op write: no new resourceVersion, no watch event (like the API server)
+        spec_keys = set(new) | set(old)
+        spec_keys -= {"metadata", "status", "apiVersion", "kind"}
+        if subresource is None and any(new.get(k) != old.get(k) for k in spec_keys):
+            md["generation"] = int(old["metadata"].get("generation") or 1) + 1
+        md["resourceVersion"] = self._next_rv()
+        self.objects[key] = new
+        if md.get("deletionTimestamp") and not md.get("finalizers"):
+            return self._remove(res, key)
+        self._emit(res, "MODIFIED", new)
+        return new
+
+    def _remove(self, res: Resource, key: tuple[str, str, str, str]) -> dict[str, Any]:
+        obj = self.objects.pop(key)
+        obj["metadata"]["resourceVersion"] = self._next_rv()
+        self._emit(res, "DELETED", obj)
+        uid = obj["metadata"]["uid"]
+        for dep_key, dep in list(self.objects.items()):  # garbage collection of dependents
+            owners = dep["metadata"].get("ownerReferences") or []
+            if dep_key in self.objects and any(ref.get("uid") == uid for ref in owners):
+                self._delete(self.resources[dep_key[:2]], dep_key)
+        return obj
+
+    def _delete(self, res: Resource, key: tuple[str, str, str, str]) -> dict[str, Any]:
+        obj = self.objects[key]
+        if not obj["metadata"].get("finalizers"):
+            return self._remove(res, key)
+        if not obj["metadata"].get("deletionTimestamp"):
+            obj = copy.deepcopy(obj)
+            obj["metadata"]["deletionTimestamp"] = now_iso()
+            obj["metadata"]["resourceVersion"] = self._next_rv()
+            self.objects[key] = obj
+            self._emit(res, "MODIFIED", obj)
+        return obj
+
+    def select(self, res: Resource, namespace: str | None, query: Any) -> list[dict[str, Any]]:
+        found = []
+        for (group, plural, ns, _), obj in sorted(self.objects.items()):
+            if (group, plural) != (res.group, res.plural) or (namespace and ns != namespace):
+                continue
+            if query.get("labelSelector") and not label_match(obj["metadata"].get("labels") or {},
+                                                               query["labelSelector"]):
+                continue
+            if query.get("fieldSelector") and not field_match(obj, query["fieldSelector"]):
+                continue
+            found.append(obj)
+        return found
+
+    # ---------------------------------------------------------------------------- HTTP
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        try:
+            response = await self.dispatch(request)
+        except ApiError as exc:
+            return exc.response()
+        return await handler(request) if response is None else response
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse | None:
+        parts = [p for p in request.path.split("/") if p]
+        if parts == ["api"]:
+            return web.json_response({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []})
+        if parts == ["apis"]:
+            return web.json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": self._groups()})
+        if parts[:1] == ["openapi"]:
+            raise ApiError(404, "NotFound", "no OpenAPI documents in the emulator")
+        if len(parts) == 2 and parts[0] == "apis":
+            group = next((g for g in self._groups() if g["name"] == parts[1]), None)
+            if group is None:
+                raise ApiError(404, "NotFound", f"group {parts[1]} not found")
+            return web.json_response({"kind": "APIGroup", "apiVersion": "v1", **group})
+        if parts[:2] == ["api", "v1"]:
+            group, version, rest = "", "v1", parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 3:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            return None  # not ours: kmock answers (/version, declared reactions, 404s)
+        if not rest:
+            return web.json_response(self._resource_list(group, version))
+        namespace = None
+        if rest[0] == "namespaces" and len(rest) >= 3 and (group, rest[2]) in self.resources:
+            namespace, rest = rest[1], rest[2:]
+        res = self.resources.get((group, rest[0]))
+        if res is None or res.version != version:
+            raise ApiError(404, "NotFound", f"the server could not find the requested resource {request.path}")
+        name = rest[1] if len(rest) > 1 else None
+        subresource = rest[2] if len(rest) > 2 else None
+        key = (res.group, res.plural, (namespace or "") if res.namespaced else "", name or "")
+        if subresource not in (None, "status"):
+            raise ApiError(404, "NotFound", f"subresource {subresource} is not served")
+        if request.method == "GET" and name is None:
+            if request.query.get("watch") in ("true", "1"):
+                return await self._watch(request, res, namespace)
+            items = self.select(res, namespace, request.query)
+            if "as=Table" in request.headers.get("Accept", ""):
+                return web.json_response(self._table(res, items))
+            return web.json_response({"apiVersion": res.api_version, "kind": f"{res.kind}List",
+                                      "metadata": {"resourceVersion": str(self.rv)}, "items": items})
+        if request.method == "POST" and name is None:
+            if "protobuf" in request.content_type:
+                raise ApiError(415, "UnsupportedMediaType", "send JSON: the emulator speaks no protobuf")
+            return web.json_response(self._create(res, namespace, await request.json()), status=201)
+        if name is None:
+            raise ApiError(405, "MethodNotAllowed", f"{request.method} needs an object name")
+        if key not in self.objects:
+            raise ApiError(404, "NotFound", f'{res.plural}.{res.group or "core"} "{name}" not found')
+        old = self.objects[key]
+        if request.method == "GET":
+            if "as=Table" in request.headers.get("Accept", ""):
+                return web.json_response(self._table(res, [old]))
+            return web.json_response(old)
+        if request.method == "DELETE":
+            return web.json_response(self._delete(res, key))
+        body = json.loads(await request.text() or "null")
+        if request.method == "PUT":
+            self._precondition(old, body)
+            return web.json_response(self._write(res, key, body, subresource))
+        if request.method == "PATCH":
+            ctype = request.content_type
+            if ctype == "application/json-patch+json":
+                new = json_patch(old, body)
+            elif ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+                self._precondition(old, body)
+                new = merge_patch(old, body)
+            else:
+                raise ApiError(415, "UnsupportedMediaType", f"patch type {ctype} is not supported")
+            return web.json_response(self._write(res, key, new, subresource))
+        raise ApiError(405, "MethodNotAllowed", f"{request.method} is not supported")
+
+    @staticmethod
+    def _precondition(old: dict[str, Any], body: Any) -> None:
+        wanted = ((body or {}).get("metadata") or {}).get("resourceVersion") if isinstance(body, dict) else None
+        if wanted and wanted != old["metadata"]["resourceVersion"]:
+            raise ApiError(409, "Conflict", "the object has been modified; please apply your changes to the "
+                                            "latest version and try again")
+
+    async def _watch(self, request: web.Request, res: Resource, namespace: str | None) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + float(request.query.get("timeoutSeconds") or 1800)
+        since = request.query.get("resourceVersion") or "0"
+        try:
+            if since == "0":
+                for obj in self.select(res, namespace, request.query):
+                    await response.write(json.dumps({"type": "ADDED", "object": obj}).encode() + b"\n")
+                position = len(self.log)
+            else:
+                position = bisect.bisect_right(self.log, int(since), key=lambda entry: entry[0])
+            while loop.time() < deadline:
+                while position < len(self.log):
+                    _, resource, type_, obj = self.log[position]
+                    position += 1
+                    if resource != (res.group, res.plural):
+                        continue
+                    if namespace and obj["metadata"].get("namespace") != namespace:
+                        continue
+                    if request.query.get("labelSelector") and not label_match(
+                            obj["metadata"].get("labels") or {}, request.query["labelSelector"]):
+                        continue
+                    if request.query.get("fieldSelector") and not field_match(obj, request.query["fieldSelector"]):
+                        continue
+                    await response.write(json.dumps({"type": type_, "object": obj}).encode() + b"\n")
+                changed = self._changed
+                if position >= len(self.log):
+                    try:
+                        await asyncio.wait_for(changed.wait(), max(0.0, deadline - loop.time()))
+                    except TimeoutError:
+                        break
+        except (ConnectionResetError, asyncio.CancelledError):
+            return response
+        await response.write_eof()
+        return response
+
+    def _groups(self) -> list[dict[str, Any]]:
+        groups: dict[str, Resource] = {}
+        for res in self.resources.values():
+            if res.group:
+                groups.setdefault(res.group, res)
+        return [{"name": g, "versions": [{"groupVersion": r.api_version, "version": r.version}],
+                 "preferredVersion": {"groupVersion": r.api_version, "version": r.version}}
+                for g, r in sorted(groups.items())]
+
+    def _resource_list(self, group: str, version: str) -> dict[str, Any]:
+        listed = []
+        for res in self.resources.values():
+            if (res.group, res.version) != (group, version):
+                continue
+            listed.append({"name": res.plural, "singularName": res.kind.lower(), "namespaced": res.namespaced,
+                           "kind": res.kind, "verbs": VERBS, "shortNames": res.short_names,
+                           "categories": res.categories})
+            if res.status_subresource:
+                listed.append({"name": f"{res.plural}/status", "singularName": "", "namespaced": res.namespaced,
+                               "kind": res.kind, "verbs": ["get", "patch", "update"]})
+        if not listed:
+            raise ApiError(404, "NotFound", f"{group}/{version} is not served")
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}".lstrip("/"),
+                "resources": listed}
+
+    def _table(self, res: Resource, items: list[dict[str, Any]]) -> dict[str, Any]:
+        columns = [{"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}]
+        columns += [{"name": c["name"], "type": c.get("type", "string"), "format": c.get("format", ""),
+                     "description": c.get("description", ""), "priority": c.get("priority", 0)}
+                    for c in res.columns if c["name"] != "Age"]
+        columns.append({"name": "Age", "type": "date", "format": "", "description": "Age", "priority": 0})
+        rows = []
+        for obj in items:
+            cells = [obj["metadata"]["name"]]
+            cells += [jsonpath(obj, c["jsonPath"]) for c in res.columns if c["name"] != "Age"]
+            cells.append(obj["metadata"].get("creationTimestamp"))
+            cells = [_age(c) if col["type"] == "date" else c for c, col in zip(cells, columns, strict=True)]
+            rows.append({"cells": [c if c is not None else "" for c in cells], "object": obj})
+        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": str(self.rv)},
+                "columnDefinitions": columns, "rows": rows}
+
+
+# ------------------------------------------------------------------------------------- running it
+class RunningApi:
+    """The emulator serving on 127.0.0.1 from a thread of its own (tests and kopf stay independent)."""
+
+    def __init__(self, crds: Iterable[str | Path] = ()) -> None:
+        self._crds = list(crds)
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="kapi", daemon=True)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.api: KubeApi | None = None
+        self.url = ""
+
+    def _main(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.loop.run_until_complete(self._serve())
+
+    async def _serve(self) -> None:
+        self.api = KubeApi()
+        self.api.load_crds(self._crds)
+        self._stop = asyncio.Event()
+        async with self.api.kmock:
+            app = web.Application(middlewares=[self.api.middleware])
+            kmock_handler = self.api.kmock
+
+            async def fall_through(request: web.Request) -> web.StreamResponse:
+                return await kmock_handler(request)
+
+            app.router.add_route("*", "/{tail:.*}", fall_through)
+            runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            port = runner.addresses[0][1]
+            self.url = f"http://127.0.0.1:{port}"
+            self._ready.set()
+            await self._stop.wait()
+            await runner.cleanup()
+
+    def start(self) -> RunningApi:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the Kubernetes API emulator did not start")
+        return self
+
+    def stop(self) -> None:
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        """Run ``fn(api, *args)`` on the emulator's loop (the store is not thread-safe) and return a copy."""
+        async def run() -> Any:
+            return copy.deepcopy(fn(self.api, *args))
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(10)
+
+    def get(self, group: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.call(lambda api: api.objects.get((group, plural, namespace, name)))
+
+    def list(self, group: str, plural: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        return self.call(lambda api: [o for (g, p, ns, _), o in sorted(api.objects.items())
+                                      if (g, p) == (group, plural) and namespace in (None, ns)])
+
+    def write_kubeconfig(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "kapi",
+            "clusters": [{"name": "kapi", "cluster": {"server": self.url}}],
+            "users": [{"name": "kapi", "user": {"token": "kapi-test-token"}}],
+            "contexts": [{"name": "kapi", "context": {"cluster": "kapi", "user": "kapi", "namespace": "default"}}],
+        }))
+        return path
+
+
+def run_in_thread(crds: Iterable[str | Path] = ()) -> RunningApi:
+    return RunningApi(crds).start()

@@ -182,18 +182,15 @@ class QueryConverter:
         if node is None:
             return base
         meta = getattr(node, "meta", None) or {}
-        line = meta.get("line")
-        col = meta.get("col")
-        if line is None and isinstance(node, exp.Column) and node.this is not None:
+        if meta.get("line") is None and isinstance(node, exp.Column) and node.this is not None:
             meta = getattr(node.this, "meta", None) or {}
-            line, col = meta.get("line"), meta.get("col")
+        line = meta.get("line")
         if line is None:
             return base
-        if base is not None and base.line is not None:
-            # sqlglot positions are relative to the statement text
-            abs_line = base.line + line - 1
-            abs_col = (base.column or 1) + col - 1 if line == 1 and col else col
-            return SourceLocation(base.statement, abs_line, abs_col, base.source)
+        col = token_start_column(meta)
+        # sqlglot positions are absolute in the script (the front end parses with script offsets)
+        if base is not None:
+            return SourceLocation(base.statement, line, col, base.source)
         return SourceLocation(None, line, col)
 
     # --- expressions ------------------------------------------------------------------------------------
@@ -1132,6 +1129,17 @@ class QueryConverter:
 
 
 # --- helpers ---------------------------------------------------------------------------------------------
+def token_start_column(meta: dict[str, Any]) -> int | None:
+    """sqlglot records a token's *end* column; report where it starts."""
+    col = meta.get("col")
+    if col is None:
+        return None
+    start, end = meta.get("start"), meta.get("end")
+    if start is not None and end is not None:
+        return max(1, col - (end - start))
+    return col
+
+
 def _identity(node: L.LogicalNode) -> tuple[Expr, ...]:
     return tuple(InputRef(i, t) for i, t in enumerate(node.field_types))
 

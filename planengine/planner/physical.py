@@ -450,9 +450,12 @@ class PhysicalConverter:
                 )
         right = self.convert(node.right)
         right_time = next((i for i, t in enumerate(node.right.field_types) if t.is_rowtime), None)
-        if period_type.is_rowtime and right_time is None:
-            raise ValidationError("an event-time temporal join needs a versioned table: the right table must "
-                                  "declare a WATERMARK and a PRIMARY KEY")
+        versioned = node.right_table is not None and node.right_table.table.schema.primary_key is not None
+        if period_type.is_rowtime and (right_time is None or not versioned):
+            raise ValidationError(
+                "Temporal Table Join requires a versioned table: the right table must declare a PRIMARY KEY and a "
+                "WATERMARK", hint="add PRIMARY KEY (...) NOT ENFORCED and WATERMARK FOR <ts> AS ... to the table "
+                                  "read FOR SYSTEM_TIME AS OF")
         if not left_keys:
             raise ValidationError("a temporal join needs an equality condition on the versioned table's primary key")
         left_time = node.period.index if isinstance(node.period, InputRef) else 0

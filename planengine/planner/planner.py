@@ -59,8 +59,9 @@ class Planner:
         try:
             return self.to_logical_sink(insert)
         except UserError as error:
-            if error.location is None:
-                raise type(error)(error.message, location=insert.location, hint=error.hint) from None
+            located = rebase(error.location, insert.location)
+            if located != error.location:
+                raise type(error)(error.message, location=located, hint=error.hint) from None
             raise
 
     def convert_query(self, insert_location, query):  # type: ignore[no-untyped-def]
@@ -125,6 +126,19 @@ class Planner:
             f"column '{name}' of {identifier} has type {target} but the query gives {source_type}",
             location=insert.location, hint=f"CAST the expression to {target}",
         )
+
+
+def rebase(location, base):  # type: ignore[no-untyped-def]
+    """Positions from sqlglot nodes are absolute in the script but carry no statement number or file name:
+    add them; a missing location becomes the statement's own."""
+    if location is None:
+        return base
+    if base is None or (location.statement is not None and location.source is not None):
+        return location
+    from planengine.errors import SourceLocation
+
+    return SourceLocation(location.statement if location.statement is not None else base.statement,
+                          location.line, location.column, location.source or base.source)
 
 
 def _string_type():  # type: ignore[no-untyped-def]

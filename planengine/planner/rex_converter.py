@@ -179,7 +179,10 @@ def _location(node: exp.Expression) -> SourceLocation | None:
     for candidate in [node, *node.find_all(exp.Identifier, exp.Literal)]:
         meta = getattr(candidate, "meta", None) or {}
         if "line" in meta:
-            return SourceLocation(line=meta.get("line"), column=meta.get("col"))
+            col = meta.get("col")
+            if col is not None and meta.get("start") is not None and meta.get("end") is not None:
+                col = max(1, col - (meta["end"] - meta["start"]))  # sqlglot records the token's end column
+            return SourceLocation(line=meta.get("line"), column=col)
     return None
 
 

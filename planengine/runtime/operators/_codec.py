@@ -146,12 +146,15 @@ def converter(t: DataType) -> Callable[[Any], Any]:
     return _plain
 
 
-def frame_rows(pdf: pd.DataFrame, columns: Sequence[str], converters: Sequence[Callable[[Any], Any]]
+def frame_rows(pdf: pd.DataFrame, positions: Sequence[int], converters: Sequence[Callable[[Any], Any]]
                ) -> list[tuple[Any, ...]]:
-    """The frame's ``columns`` as exact Python tuples, in frame order."""
+    """The frame's columns at ``positions`` as exact Python tuples, in frame order.
+
+    Columns are addressed by position: Spark renames frame columns whose name starts with ``_``.
+    """
     if not len(pdf):
         return []
-    lists = [[conv(v) for v in pdf[c].tolist()] for c, conv in zip(columns, converters, strict=True)]
+    lists = [[conv(v) for v in pdf.iloc[:, p].tolist()] for p, conv in zip(positions, converters, strict=True)]
     return list(zip(*lists, strict=True))
 
 

@@ -72,8 +72,8 @@ class ChangelogProcessor(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         records: list[Record] = []
         for pdf in rows:
-            values = frame_rows(pdf, self.in_columns, self.converters)
-            kinds = pdf[self.kind_column].tolist() if self.in_updating else [INSERT] * len(values)
+            values = frame_rows(pdf, self.positions, self.converters)
+            kinds = pdf.iloc[:, self.kind_position].tolist() if self.in_updating else [INSERT] * len(values)
             records.extend(zip(kinds, values, strict=True))
         with decimal.localcontext() as dc:
             dc.prec = 76  # DECIMAL(38, s) sums and averages stay exact
@@ -86,6 +86,12 @@ class ChangelogProcessor(StatefulProcessor):
         pass
 
     # --- for subclasses -------------------------------------------------------------------------------
+    def bind(self, frame_columns: Sequence[str]) -> None:
+        """Where the processor's columns sit in the frames Spark hands it (the grouped DataFrame's columns)."""
+        cols = list(frame_columns)
+        self.positions = [cols.index(c) for c in self.in_columns]
+        self.kind_position = cols.index(self.kind_column) if self.in_updating else -1
+
     def open(self, handle: Any) -> None:
         raise NotImplementedError
 
@@ -104,10 +110,15 @@ def run_keyed(stream: Stream, df: Any, key_columns: Sequence[str], processor: Ch
     ``insert_only``: the node's changelog mode is ``I`` (e.g. proctime keep-first deduplication), so the
     output edge carries no ``_rowkind`` column.
     """
-    keys = list(key_columns)
-    if not keys:
-        df = df.withColumn(GLOBAL_KEY, F.lit(0))
+    # Group by copies of the key columns: grouping by a data column itself made Spark 4.3 project the key
+    # twice and hand the processor a frame without the last data column.
+    if key_columns:
+        keys = [f"_g{i}" for i in range(len(key_columns))]
+        df = df.select(*[F.col(c).alias(k) for c, k in zip(key_columns, keys, strict=True)], *df.columns)
+    else:
         keys = [GLOBAL_KEY]
+        df = df.select(F.lit(0).alias(GLOBAL_KEY), *df.columns)
+    processor.bind(df.columns)
     schema = spark_schema([*column_names(len(out_types)), ROWKIND], [*out_types, _STRING])
     out = df.groupBy(*keys).transformWithStateInPandas(processor, schema, "Append", "None")
     props = dict(stream.properties)

@@ -3,6 +3,9 @@
 Source: reads ``path`` with the configured format, bounded unless ``source.monitor-interval`` asks for a
 continuous (streaming) read of new files. It prunes partitions: filters on partition columns only are
 accepted (the runtime evaluates them on ``key=value`` directory names); everything else stays in the plan.
+Lookup: a filesystem table can also be the dimension table of ``JOIN … FOR SYSTEM_TIME AS OF`` — meant for
+*small* tables: the runtime reads the whole directory (bounded) when the query starts and broadcast-joins
+it by key to every micro-batch. Insert-only formats only (a changelog file is not a table of rows).
 Sink: writes with the format's encoder, partitioned by ``PARTITIONED BY`` columns, with static partitions
 and ``INSERT OVERWRITE``; exactly-once through Spark's file-sink manifest (DESIGN §6).
 """
@@ -26,6 +29,9 @@ from planengine.connectors.base import (
     DecodingFormat,
     DynamicTableSink,
     EncodingFormat,
+    LookupContext,
+    LookupRuntimeProvider,
+    LookupTableSource,
     ScanContext,
     ScanRuntimeProvider,
     ScanTableSource,
@@ -76,7 +82,7 @@ def _partition_columns(ctx: FactoryContext) -> tuple[str, ...]:
     return ctx.table.partition_keys
 
 
-class FileSystemTableSource(ScanTableSource, TopLevelProjection, SupportsFilterPushDown,
+class FileSystemTableSource(ScanTableSource, LookupTableSource, TopLevelProjection, SupportsFilterPushDown,
                             SupportsPartitionPushDown, SupportsLimitPushDown):
     def __init__(self, identifier: object, schema: ResolvedSchema, partition_keys: tuple[str, ...],
                  options: ValidatedOptions, fmt: DecodingFormat, mode: ChangelogMode):
@@ -105,6 +111,20 @@ class FileSystemTableSource(ScanTableSource, TopLevelProjection, SupportsFilterP
 
     def scan_runtime_provider(self, ctx: ScanContext) -> ScanRuntimeProvider:
         return ScanRuntimeProvider("filesystem", self, is_bounded=self.monitor_interval_ms is None)
+
+    def lookup_runtime_provider(self, ctx: LookupContext) -> LookupRuntimeProvider:
+        """A small dimension table: read whole (bounded) at query start and joined by key (see module doc)."""
+        if self.format.carries_row_kinds():
+            raise ValidationError(f"{self.identifier}: a '{self.format.identifier}' file holds changes, not rows, "
+                                  "so it cannot serve lookups", hint="use json, csv or parquet for dimension tables")
+        names = self.row.physical_type.field_names()
+        keys = []
+        for path in ctx.lookup_keys:
+            physical = self.row.physical_index_of(path[0]) if len(path) == 1 else None
+            if physical is None:
+                raise ValidationError(f"{self.identifier}: lookup key {list(path)} is not a top-level column")
+            keys.append(names[physical])
+        return LookupRuntimeProvider("filesystem", self, tuple(keys))
 
     def apply_filters(self, filters: list[Expr]) -> FilterResult:
         partition_fields = {i for i, name in enumerate(self.row.produced_type.field_names())  # type: ignore[union-attr]

@@ -222,8 +222,10 @@ class KubeApi:
 
     def _create(self, res: Resource, namespace: str | None, body: dict[str, Any]) -> dict[str, Any]:
         md = body.setdefault("metadata", {})
-        if not md.get("name") and md.get("generateName"):
-            md["name"] = md["generateName"] + uuid.uuid4().hex[:5]
+        while not md.get("name") and md.get("generateName"):
+            candidate = md["generateName"] + uuid.uuid4().hex[:5]
+            if (res.group, res.plural, namespace or md.get("namespace") or "default", candidate) not in self.objects:
+                md["name"] = candidate
         if not md.get("name"):
             raise ApiError(422, "Invalid", "metadata.name: Required value")
         namespace = (namespace or md.get("namespace") or "default") if res.namespaced else ""
@@ -542,15 +544,44 @@ class RunningApi:
                                       if (g, p) == (group, plural) and namespace in (None, ns)])
 
     def write_kubeconfig(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "kapi",
-            "clusters": [{"name": "kapi", "cluster": {"server": self.url}}],
-            "users": [{"name": "kapi", "user": {"token": "kapi-test-token"}}],
-            "contexts": [{"name": "kapi", "context": {"cluster": "kapi", "user": "kapi", "namespace": "default"}}],
-        }))
-        return path
+        return write_kubeconfig(self.url, path)
+
+
+def write_kubeconfig(url: str, path: str | Path) -> Path:
+    """A kubeconfig for kubectl and kopf's ``login_with_kubeconfig`` (a token: kopf wants credentials)."""
+    path = Path(path)
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "kapi",
+        "clusters": [{"name": "kapi", "cluster": {"server": url}}],
+        "users": [{"name": "kapi", "user": {"token": "kapi-test-token"}}],
+        "contexts": [{"name": "kapi", "context": {"cluster": "kapi", "user": "kapi", "namespace": "default"}}],
+    }))
+    return path
 
 
 def run_in_thread(crds: Iterable[str | Path] = ()) -> RunningApi:
     return RunningApi(crds).start()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tests.operator.kapi.server --crd F --url-file U``: serve until SIGTERM/SIGINT (benchmarks
+    run the API in its own process so it does not share the operator's interpreter lock)."""
+    import argparse
+    import signal
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--crd", action="append", default=[])
+    parser.add_argument("--url-file", required=True)
+    args = parser.parse_args(argv)
+    api = run_in_thread(args.crd)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    Path(args.url_file).write_text(api.url)
+    done.wait()
+    api.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

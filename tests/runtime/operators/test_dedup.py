@@ -1,0 +1,61 @@
+"""Deduplicate: keep-first / keep-last on proctime and rowtime (Flink's changelogs)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from planengine.connectors.changelog import ALL, INSERT_ONLY
+from planengine.exec import nodes as X
+from planengine.runtime.operators.deduplicate import deduplicate
+from planengine.types import parse_type
+from tests.runtime.operators.test_aggregate import batches, flink, input_node, node_ctx
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ROW = "ROW<order_id BIGINT, `user` STRING, product STRING, order_time BIGINT>"
+SCHEMA = "order_id BIGINT, user STRING, product STRING, order_time BIGINT"
+
+
+def _node(*, last: bool, rowtime: bool, mode=ALL) -> X.Deduplicate:
+    return X.Deduplicate(inputs=(input_node(ROW),), output_type=parse_type(ROW), changelog_mode=mode,
+                         unique_keys=(2,), is_rowtime=rowtime, keep_last_row=last, order_field=3)
+
+
+def test_proctime_keep_first_is_insert_only(spark, feed, runner):
+    f = feed(SCHEMA)
+    node = _node(last=False, rowtime=False, mode=INSERT_ONLY)
+    out = deduplicate(f.stream(), node, node_ctx(spark, node))
+    assert not out.updating and "_rowkind" not in out.df.columns
+    got = batches(runner, f, out.df, [
+        [(1, "terry", "pen", 1000), (2, "alice", "pen", 2000), (4, "bob", "apple", 4000)],
+        [(6, "jerry", "pen", 6000), (8, "bill", "banana", 8000)]])
+    assert Counter(got[0]) == Counter([(1, "terry", "pen", 1000), (4, "bob", "apple", 4000)])
+    assert got[1] == [(8, "bill", "banana", 8000)]
+
+
+def test_proctime_keep_last_updates(spark, feed, runner):
+    f = feed(SCHEMA)
+    node = _node(last=True, rowtime=False)
+    got = batches(runner, f, deduplicate(f.stream(), node, node_ctx(spark, node)).df, [
+        [(1, "terry", "pen", 1000), (2, "alice", "pen", 2000)], [(3, "bob", "pen", 500)]])
+    assert flink(got[0]) == ["+I[1, terry, pen, 1000]", "-U[1, terry, pen, 1000]", "+U[2, alice, pen, 2000]"]
+    assert flink(got[1]) == ["-U[2, alice, pen, 2000]", "+U[3, bob, pen, 500]"]
+
+
+def test_rowtime_keep_first_and_last(spark, feed, runner):
+    """Rowtime keep-first: a smaller rowtime arriving later replaces the kept row; keep-last: a larger or equal
+    one does, a smaller one does not."""
+    f = feed(SCHEMA, name="first")
+    node = _node(last=False, rowtime=True)
+    got = batches(runner, f, deduplicate(f.stream(), node, node_ctx(spark, node)).df, [
+        [(1, "terry", "pen", 1000), (2, "alice", "pen", 2000)], [(3, "bob", "pen", 500)]])
+    assert flink(got[0]) == ["+I[1, terry, pen, 1000]"]
+    assert flink(got[1]) == ["-U[1, terry, pen, 1000]", "+U[3, bob, pen, 500]"]
+
+    g = feed(SCHEMA, name="last")
+    node2 = _node(last=True, rowtime=True)
+    got2 = batches(lambda df: runner(df, name="ck2"), g, deduplicate(g.stream(), node2, node_ctx(spark, node2)).df,
+                   [[(1, "terry", "pen", 1000), (2, "alice", "pen", 2000), (3, "bob", "pen", 500)]])
+    assert flink(got2[0]) == ["+I[1, terry, pen, 1000]", "-U[1, terry, pen, 1000]", "+U[2, alice, pen, 2000]"]

@@ -1,0 +1,63 @@
+"""Rank (Top-N): Flink's per-position updates with the row number, retraction, RANK ties."""
+
+from __future__ import annotations
+
+import pytest
+
+from planengine.connectors.changelog import ALL
+from planengine.exec import nodes as X
+from planengine.planner.logical import SortKey
+from planengine.runtime.operators.rank import rank
+from planengine.types import parse_type
+from tests.runtime.operators.test_aggregate import batches, flink, input_node, materialized, node_ctx
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ROW = "ROW<a INT, b STRING, c INT>"
+
+
+def _node(end: int, *, number: bool = True, rank_type: str = "ROW_NUMBER") -> X.Rank:
+    out = "ROW<a INT, b STRING, c INT, rn BIGINT NOT NULL>" if number else ROW
+    return X.Rank(inputs=(input_node(ROW),), output_type=parse_type(out), changelog_mode=ALL, rank_type=rank_type,
+                  partition_keys=(1,), order_keys=(SortKey(2, True),), rank_start=1, rank_end=end,
+                  output_rank_number=number)
+
+
+def test_append_fast_top1_with_row_number_and_restore(spark, feed, runner, tmp_path):
+    """rank-test-append-fast-strategy (the row number replaces c in the sink)."""
+    f = feed("a INT, b STRING, c INT")
+    node = _node(1)
+    ctx = node_ctx(spark, node)
+    r = runner(rank(f.stream(), node, ctx).df)
+    f.put([(2, "a", 6), (4, "b", 8), (6, "c", 10), (1, "a", 5), (3, "b", 7), (5, "c", 9)])
+    got = [(a, b, rn, k) for a, b, _, rn, k in r.take()]
+    r.stop()
+    assert sorted(flink(got)) == sorted(["+I[2, a, 1]", "+I[4, b, 1]", "+I[6, c, 1]", "-U[2, a, 1]", "+U[1, a, 1]",
+                                         "-U[4, b, 1]", "+U[3, b, 1]", "-U[6, c, 1]", "+U[5, c, 1]"])
+    assert spark.read.format("statestore").option("stateVarName", "rankedRows").load(
+        str(tmp_path / "ck")).count() == 3
+    r2 = runner(rank(f.stream(), node, ctx).df)
+    f.put([(4, "d", 7), (3, "e", 8), (9, "a", 99)])
+    assert sorted(flink([(a, b, rn, k) for a, b, _, rn, k in r2.take()])) == ["+I[3, e, 1]", "+I[4, d, 1]"]
+
+
+def test_top2_shift_and_retraction(spark, feed, runner):
+    """A new best row shifts rank 1 → 2 (per-position -U/+U); retracting the best promotes the next one."""
+    f = feed("a INT, b STRING, c INT, _rowkind STRING", changelog=True)
+    node = _node(2)
+    got = batches(runner, f, rank(f.stream(), node, node_ctx(spark, node)).df, [
+        [(1, "x", 10, "+I"), (2, "x", 20, "+I"), (3, "x", 30, "+I")],
+        [(0, "x", 5, "+I")],
+        [(0, "x", 5, "-D")]])
+    assert flink(got[0]) == ["+I[1, x, 10, 1]", "+I[2, x, 20, 2]"]
+    assert flink(got[1]) == ["-U[1, x, 10, 1]", "+U[0, x, 5, 1]", "-U[2, x, 20, 2]", "+U[1, x, 10, 2]"]
+    assert flink(got[2]) == ["-U[0, x, 5, 1]", "+U[1, x, 10, 1]", "-U[1, x, 10, 2]", "+U[2, x, 20, 2]"]
+
+
+def test_rank_with_ties_materializes(spark, feed, runner):
+    f = feed("a INT, b STRING, c INT")
+    node = _node(2, rank_type="RANK")
+    got = batches(runner, f, rank(f.stream(), node, node_ctx(spark, node)).df, [
+        [(1, "x", 10), (2, "x", 10), (3, "x", 20)], [(4, "x", 5)]])
+    assert materialized(got[0]) == {(1, "x", 10, 1): 1, (2, "x", 10, 1): 1}
+    assert materialized(got[0] + got[1]) == {(4, "x", 5, 1): 1, (1, "x", 10, 2): 1, (2, "x", 10, 2): 1}

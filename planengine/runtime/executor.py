@@ -44,6 +44,10 @@ log = logging.getLogger("planengine.runtime")
 
 SPARK_VERSION = serde.SPARK_VERSION
 DRIVER_FILE = "driver.json"
+# Failures of Spark's Python worker plumbing, not of the query: a Python worker that could not start in time
+# on an overloaded machine. Restarting the query from its checkpoint is safe (exactly-once resumes).
+TRANSIENT_FAILURES = ("Python worker failed to connect back", "Timed out while waiting for the Python worker")
+MAX_TRANSIENT_RESTARTS = 3
 
 
 # --- plan-level checks -------------------------------------------------------------------------------------
@@ -135,6 +139,8 @@ class QueryState:
     last_batch_id: int = -1
     last_commit_at: str | None = None
     exceptions: int = 0
+    spec: Any = None
+    restarts: int = 0
 
 
 @dataclass
@@ -198,12 +204,33 @@ class Job:
         self.spark.streams.addListener(self._listener)
         for spec in self._specs:  # channel producers were registered before their consumers' sinks
             state = QueryState(spec.uid, spec.kind)
-            options = QueryOptions(spec.uid, str(self.run.checkpoint_dir(spec.uid)), fence=self.fence)
-            state.query = spec.start(options)
+            state.spec = spec
+            state.query = spec.start(self._query_options(spec))
             self.queries.append(state)
         self.state = "RUNNING"
         log.info("run %s: started %d queries: %s", self.run.run_id, len(self.queries),
                  ", ".join(q.uid for q in self.queries))
+
+    def _query_options(self, spec: Any) -> Any:
+        return QueryOptions(spec.uid, str(self.run.checkpoint_dir(spec.uid)), fence=self.fence)
+
+    def _restart_transient_failures(self) -> None:
+        """Restart, from its checkpoint, a query that died of a transient infrastructure error.
+
+        A restart resumes at the last committed batch, so no output is lost or duplicated; the number of
+        restarts per query is bounded so a persistent failure still surfaces."""
+        for q in self.queries:
+            query = q.query
+            if query is None or query.isActive or query.exception() is None:
+                continue
+            message = str(query.exception())
+            if not any(marker in message for marker in TRANSIENT_FAILURES) or q.restarts >= MAX_TRANSIENT_RESTARTS:
+                continue
+            q.restarts += 1
+            log.warning("query %s failed transiently (%s); restarting from its checkpoint (attempt %d of %d)",
+                        q.uid, message.splitlines()[0][:200], q.restarts, MAX_TRANSIENT_RESTARTS)
+            time.sleep(min(30.0, 2.0 * q.restarts))
+            q.query = q.spec.start(self._query_options(q.spec))
 
     def fence(self, batch_id: int = -1) -> None:
         """Raise before a commit when this run no longer holds the job root (another driver took over)."""
@@ -216,8 +243,17 @@ class Job:
         """Process all input available now, producers before consumers (idle = nothing left anywhere)."""
         for _ in range(2):  # a second pass lets no-data batches (watermark advance) settle downstream
             for q in self.queries:
+                for _attempt in range(MAX_TRANSIENT_RESTARTS + 1):
+                    try:
+                        q.query.processAllAvailable()
+                        break
+                    except Exception:  # inspected below: transient failures restart the query
+                        self._restart_transient_failures()
+                        if q.query.isActive:
+                            continue
+                        self._raise_if_failed()
+                        raise
                 self._raise_if_failed()
-                q.query.processAllAvailable()
 
     def drain(self) -> None:
         """Advance event time to the end: every watermark assigner gets its end-of-input marker."""
@@ -230,6 +266,7 @@ class Job:
     def wait(self, poll: float = 0.5) -> None:
         """Block until stopped (signal, ``POST /v1/stop``) or a query fails."""
         while not self._stopped.is_set():
+            self._restart_transient_failures()
             self._raise_if_failed()
             if self._lock_lost:
                 raise fencing.RunLockLost(f"run {self.run.run_id} lost the job root; stopped")

@@ -17,7 +17,7 @@ from planengine.exec import nodes as X
 from planengine.functions.registry import FunctionRegistry
 from planengine.planner import logical as L
 from planengine.planner.changelog import infer_changelog
-from planengine.planner.converter import PlannerContext, QueryConverter, cast_to
+from planengine.planner.convert import PlannerContext, QueryConverter, cast_to
 from planengine.planner.expressions import Expr, InputRef, Literal
 from planengine.planner.final_rewrites import insert_exchanges, merge_exec_calcs
 from planengine.planner.physical import PhysicalContext, PhysicalConverter

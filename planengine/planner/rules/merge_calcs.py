@@ -9,7 +9,7 @@
 >>> inner = L.LogicalCalc(v, (InputRef(1, T.INT), InputRef(0, T.INT)), ("b", "a"))
 >>> outer = L.LogicalCalc(inner, (InputRef(1, T.INT),), ("a",))
 >>> merge_calcs(outer, RuleContext(FunctionRegistry())).explain_terms()
-'select=[$0 AS a]'
+'select=[$0]'
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ DRIVER_FILE = "driver.json"
 # Failures of Spark's Python worker plumbing, not of the query: a Python worker that could not start in time
 # on an overloaded machine. Restarting the query from its checkpoint is safe (exactly-once resumes).
 TRANSIENT_FAILURES = ("Python worker failed to connect back", "Timed out while waiting for the Python worker")
-MAX_TRANSIENT_RESTARTS = 3
+MAX_TRANSIENT_RESTARTS = 5
 
 
 # --- plan-level checks -------------------------------------------------------------------------------------

@@ -42,7 +42,8 @@ def translate_sink(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     writer = get_sink_writer(provider.connector)
     if node.upsert_materialize:
         inp = _upsert_materialize(inp, node, ctx)
-    columns = [c for c in sink.schema.physical_columns]
+    # The table as the plan resolved it (not the connector object: not every sink keeps its schema).
+    columns = [c for c in node.table.resolved.table.schema.physical_columns]
     targets = list(node.target_columns) or list(range(len(inp.fields)))
     cols = []
     for j, column in enumerate(columns):

@@ -46,7 +46,7 @@ DATA_SOURCE_NAME = "planengine-jdbc"
 LOOKUP_CHUNK = 1000  # keys per lookup statement
 WRITE_CHUNK = 1000  # rows per executemany
 #: Fault injection for the crash tests: ``<phase>:<min batch id>:<marker dir>`` with phase ``before-commit``
-#: or ``after-commit``; the sink writes ``<marker dir>/<phase>-<batch id>`` and sleeps there for an hour.
+#: or ``after-commit``; the sink writes ``<marker dir>/<phase>-<batch id>-<query uid>`` and sleeps an hour.
 TEST_PAUSE_ENV = "PLANENGINE_TEST_JDBC_SINK_PAUSE"
 
 
@@ -394,8 +394,8 @@ class JdbcBatchWriter:
             for statement_rows in (upserts, inserts):
                 for chunk in _chunks(statement_rows, WRITE_CHUNK):
                     cur.executemany(self.write_sql, chunk)
-            _test_pause("before-commit", batch_id)
-        _test_pause("after-commit", batch_id)
+            _test_pause("before-commit", batch_id, self.query_uid)
+        _test_pause("after-commit", batch_id, self.query_uid)
         return BatchResult(True, len(upserts), len(deletes), len(inserts))
 
 
@@ -404,14 +404,14 @@ def _chunks(items: list[Any], size: int) -> Iterable[list[Any]]:
         yield items[i:i + size]
 
 
-def _test_pause(phase: str, batch_id: int) -> None:
+def _test_pause(phase: str, batch_id: int, query_uid: str) -> None:
     spec = os.environ.get(TEST_PAUSE_ENV)
     if not spec:
         return
     want, first, marker_dir = spec.split(":", 2)
     if want == phase and batch_id >= int(first):
         os.makedirs(marker_dir, exist_ok=True)
-        with open(os.path.join(marker_dir, f"{phase}-{batch_id}"), "w") as f:
+        with open(os.path.join(marker_dir, f"{phase}-{batch_id}-{query_uid}"), "w") as f:
             f.write(str(os.getpid()))
         time.sleep(3600)
 

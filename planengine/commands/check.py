@@ -24,6 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def run(args: argparse.Namespace) -> int:
     plan = CompiledPlan.from_json(read_text(args.plan))
     report = plan.check()
+    _check_runtime_support(plan.data, report)
     if args.snapshot:
         try:
             from planengine.runtime.state_check import check_snapshot_state
@@ -33,3 +34,15 @@ def run(args: argparse.Namespace) -> int:
             check_snapshot_state(plan.data, args.snapshot, report)
     print(json.dumps(report.to_json(), indent=2) if args.json else report.summary())
     return report.exit_code
+
+
+def _check_runtime_support(plan_json: dict, report) -> None:  # type: ignore[no-untyped-def,type-arg]
+    """Every node must have a Spark translation in this engine, or the plan cannot run here (exit 4)."""
+    try:
+        from planengine.runtime.executor import unsupported_nodes
+    except ImportError:
+        report.add("incompatible", "this engine has no Spark runtime installed", hint="pip install planengine[spark]")
+        return
+    for missing in unsupported_nodes(plan_json):
+        report.add("incompatible", f"the Spark runtime of this engine cannot run {missing['type']}",
+                   node=missing["node"], hint="run the plan on an engine version that supports this node")

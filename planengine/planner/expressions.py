@@ -19,7 +19,7 @@ import contextlib
 import contextvars
 import datetime as dt
 import decimal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -292,26 +292,25 @@ def input_refs(expr: Expr) -> set[int]:
     return found
 
 
+def map_input_refs(expr: Expr, fn: Callable[[InputRef], Expr]) -> Expr:
+    """Rebuild ``expr`` with every ``InputRef`` replaced by ``fn(ref)`` (the one walk rules need)."""
+    if isinstance(expr, InputRef):
+        return fn(expr)
+    if isinstance(expr, Call):
+        return Call(expr.function, tuple(map_input_refs(o, fn) for o in expr.operands), expr.type)
+    if isinstance(expr, FieldAccess):
+        return FieldAccess(map_input_refs(expr.expr, fn), expr.name, expr.type)
+    return expr
+
+
 def remap_inputs(expr: Expr, mapping: dict[int, int]) -> Expr:
     """Rewrite input indices (used when a projection below changes the field order)."""
-    if isinstance(expr, InputRef):
-        return InputRef(mapping[expr.index], expr.type)
-    if isinstance(expr, Call):
-        return Call(expr.function, tuple(remap_inputs(o, mapping) for o in expr.operands), expr.type)
-    if isinstance(expr, FieldAccess):
-        return FieldAccess(remap_inputs(expr.expr, mapping), expr.name, expr.type)
-    return expr
+    return map_input_refs(expr, lambda ref: InputRef(mapping[ref.index], ref.type))
 
 
 def substitute(expr: Expr, replacements: list[Expr]) -> Expr:
     """Replace each ``InputRef(i)`` by ``replacements[i]`` (inlining a projection into its consumer)."""
-    if isinstance(expr, InputRef):
-        return replacements[expr.index]
-    if isinstance(expr, Call):
-        return Call(expr.function, tuple(substitute(o, replacements) for o in expr.operands), expr.type)
-    if isinstance(expr, FieldAccess):
-        return FieldAccess(substitute(expr.expr, replacements), expr.name, expr.type)
-    return expr
+    return map_input_refs(expr, lambda ref: replacements[ref.index])
 
 
 def is_deterministic(expr: Expr, nondeterministic: frozenset[str]) -> bool:

@@ -66,6 +66,19 @@ def _single(inputs: tuple[LogicalNode, ...]) -> LogicalNode:
     return inputs[0]
 
 
+class UnaryNode(LogicalNode):
+    """A node with exactly one input, held in its ``input`` field."""
+
+    input: LogicalNode
+
+    @property
+    def inputs(self) -> tuple[LogicalNode, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        return replace(self, input=_single(inputs))  # type: ignore[type-var]
+
+
 @dataclass(frozen=True)
 class TableRef:
     """A resolved table as a scan or sink sees it."""
@@ -127,7 +140,7 @@ class LogicalValues(LogicalNode):
 
 
 @dataclass(frozen=True, eq=False)
-class LogicalCalc(LogicalNode):
+class LogicalCalc(UnaryNode):
     """Projection plus optional filter (the filter reads the input row, the projection too)."""
 
     input: LogicalNode
@@ -139,20 +152,10 @@ class LogicalCalc(LogicalNode):
         if len(self.projection) != len(self.names):
             raise InternalError("projection and names differ in length")
 
-    @property
-    def inputs(self) -> tuple[LogicalNode, ...]:
-        return (self.input,)
-
-    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
-        return replace(self, input=_single(inputs))
 
     @cached_property
-    def _row_type(self) -> DataType:
+    def row_type(self) -> DataType:  # type: ignore[override]
         return row(*(RowField(n, e.type) for n, e in zip(self.names, self.projection)))
-
-    @property
-    def row_type(self) -> DataType:
-        return self._row_type
 
     def is_identity(self) -> bool:
         if self.condition is not None or len(self.projection) != len(self.input.field_names):
@@ -234,7 +237,7 @@ class AggregateCall:
 
 
 @dataclass(frozen=True, eq=False)
-class LogicalAggregate(LogicalNode):
+class LogicalAggregate(UnaryNode):
     """GROUP BY: output is the group keys (in order) followed by the aggregate calls."""
 
     input: LogicalNode
@@ -244,25 +247,15 @@ class LogicalAggregate(LogicalNode):
     group_window: GroupWindow | None = None
     state_ttl_ms: int | None = None
 
-    @property
-    def inputs(self) -> tuple[LogicalNode, ...]:
-        return (self.input,)
-
-    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
-        return replace(self, input=_single(inputs))
 
     @cached_property
-    def _row_type(self) -> DataType:
+    def row_type(self) -> DataType:  # type: ignore[override]
         in_fields = self.input.row_type.fields
         out = [RowField(in_fields[k].name, in_fields[k].type.without_time_attribute()) for k in self.group_keys]
         out += [RowField(a.name, a.type) for a in self.aggregates]
         if self.group_window is not None:
             out += [RowField(n, t) for n, t in self.group_window.property_fields()]
         return row(*out)
-
-    @property
-    def row_type(self) -> DataType:
-        return self._row_type
 
     def explain_terms(self) -> str:
         terms = f"groupBy=[{', '.join(self.input.field_names[k] for k in self.group_keys)}]"
@@ -357,21 +350,15 @@ class GroupWindow:
 
 
 @dataclass(frozen=True, eq=False)
-class LogicalWindowTableFunction(LogicalNode):
+class LogicalWindowTableFunction(UnaryNode):
     """TABLE(TUMBLE|HOP|CUMULATE|SESSION(...)): input columns plus window_start, window_end, window_time."""
 
     input: LogicalNode
     window: WindowSpec
 
-    @property
-    def inputs(self) -> tuple[LogicalNode, ...]:
-        return (self.input,)
-
-    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
-        return replace(self, input=_single(inputs))
 
     @cached_property
-    def _row_type(self) -> DataType:
+    def row_type(self) -> DataType:  # type: ignore[override]
         from planengine.types import TimeAttribute, timestamp, timestamp_ltz
 
         time_type = self.input.row_type.fields[self.window.time_field].type
@@ -387,10 +374,6 @@ class LogicalWindowTableFunction(LogicalNode):
         fields_ += [RowField("window_start", plain), RowField("window_end", plain),
                     RowField("window_time", window_time)]
         return row(*fields_)
-
-    @property
-    def row_type(self) -> DataType:
-        return self._row_type
 
     def explain_terms(self) -> str:
         return f"window=[{self.window}]"
@@ -413,7 +396,7 @@ class LogicalJoin(LogicalNode):
         return replace(self, left=left, right=right)
 
     @cached_property
-    def _row_type(self) -> DataType:
+    def row_type(self) -> DataType:  # type: ignore[override]
         left = list(self.left.row_type.fields)
         if self.kind in ("SEMI", "ANTI"):
             return row(*left)
@@ -423,10 +406,6 @@ class LogicalJoin(LogicalNode):
         if self.kind in ("LEFT", "FULL"):
             right = [RowField(f.name, f.type.with_nullable(True)) for f in right]
         return row(*left, *right)
-
-    @property
-    def row_type(self) -> DataType:
-        return self._row_type
 
     def explain_terms(self) -> str:
         return f"joinType=[{self.kind}], where=[{self.condition}]"
@@ -452,23 +431,19 @@ class LogicalSnapshotJoin(LogicalNode):
         return replace(self, left=left, right=right)
 
     @cached_property
-    def _row_type(self) -> DataType:
+    def row_type(self) -> DataType:  # type: ignore[override]
         right = list(self.right.row_type.fields)
         right = [RowField(f.name, f.type.without_time_attribute()) for f in right]
         if self.kind == "LEFT":
             right = [RowField(f.name, f.type.with_nullable(True)) for f in right]
         return row(*self.left.row_type.fields, *right)
 
-    @property
-    def row_type(self) -> DataType:
-        return self._row_type
-
     def explain_terms(self) -> str:
         return f"joinType=[{self.kind}], period=[{self.period}], where=[{self.condition}]"
 
 
 @dataclass(frozen=True, eq=False)
-class LogicalCorrelate(LogicalNode):
+class LogicalCorrelate(UnaryNode):
     """`CROSS JOIN UNNEST(expr)` / `LEFT JOIN UNNEST(expr) ON TRUE`: per input row, the array's elements."""
 
     input: LogicalNode
@@ -478,12 +453,6 @@ class LogicalCorrelate(LogicalNode):
     with_ordinality: bool = False
     table_function: bool = False  # LATERAL TABLE(f(...)): ``unnest`` is the call, its type the produced row
 
-    @property
-    def inputs(self) -> tuple[LogicalNode, ...]:
-        return (self.input,)
-
-    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
-        return replace(self, input=_single(inputs))
 
     def element_fields(self) -> list[RowField]:
         t = self.unnest.type
@@ -508,12 +477,8 @@ class LogicalCorrelate(LogicalNode):
         return out
 
     @cached_property
-    def _row_type(self) -> DataType:
+    def row_type(self) -> DataType:  # type: ignore[override]
         return row(*self.input.row_type.fields, *self.element_fields())
-
-    @property
-    def row_type(self) -> DataType:
-        return self._row_type
 
     def explain_terms(self) -> str:
         call = str(self.unnest) if self.table_function else f"UNNEST({self.unnest})"
@@ -604,7 +569,7 @@ class OverFrame:
 
 
 @dataclass(frozen=True, eq=False)
-class LogicalOver(LogicalNode):
+class LogicalOver(UnaryNode):
     """Window functions over one window definition; output = input fields + one field per call.
 
     ROW_NUMBER/RANK/DENSE_RANK followed by a filter on the result become Top-N / deduplication during
@@ -617,20 +582,10 @@ class LogicalOver(LogicalNode):
     frame: OverFrame
     calls: tuple[AggregateCall, ...]
 
-    @property
-    def inputs(self) -> tuple[LogicalNode, ...]:
-        return (self.input,)
-
-    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
-        return replace(self, input=_single(inputs))
 
     @cached_property
-    def _row_type(self) -> DataType:
+    def row_type(self) -> DataType:  # type: ignore[override]
         return row(*self.input.row_type.fields, *(RowField(c.name, c.type) for c in self.calls))
-
-    @property
-    def row_type(self) -> DataType:
-        return self._row_type
 
     def explain_terms(self) -> str:
         part = ", ".join(f"${k}" for k in self.partition_keys)
@@ -640,18 +595,12 @@ class LogicalOver(LogicalNode):
 
 
 @dataclass(frozen=True, eq=False)
-class LogicalSort(LogicalNode):
+class LogicalSort(UnaryNode):
     input: LogicalNode
     keys: tuple[SortKey, ...]
     offset: int = 0
     fetch: int | None = None
 
-    @property
-    def inputs(self) -> tuple[LogicalNode, ...]:
-        return (self.input,)
-
-    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
-        return replace(self, input=_single(inputs))
 
     @property
     def row_type(self) -> DataType:
@@ -662,17 +611,11 @@ class LogicalSort(LogicalNode):
 
 
 @dataclass(frozen=True, eq=False)
-class LogicalWatermarkAssigner(LogicalNode):
+class LogicalWatermarkAssigner(UnaryNode):
     input: LogicalNode
     rowtime_field: int
     watermark: Expr
 
-    @property
-    def inputs(self) -> tuple[LogicalNode, ...]:
-        return (self.input,)
-
-    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
-        return replace(self, input=_single(inputs))
 
     @property
     def row_type(self) -> DataType:
@@ -683,7 +626,7 @@ class LogicalWatermarkAssigner(LogicalNode):
 
 
 @dataclass(frozen=True, eq=False)
-class LogicalSink(LogicalNode):
+class LogicalSink(UnaryNode):
     input: LogicalNode
     table: TableRef
     overwrite: bool = False
@@ -692,12 +635,6 @@ class LogicalSink(LogicalNode):
     target_columns: tuple[int, ...] = ()
     ability_specs: tuple[Any, ...] = field(default=())
 
-    @property
-    def inputs(self) -> tuple[LogicalNode, ...]:
-        return (self.input,)
-
-    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
-        return replace(self, input=_single(inputs))
 
     @property
     def row_type(self) -> DataType:

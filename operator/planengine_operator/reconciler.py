@@ -283,7 +283,13 @@ class Reconciler:
 
 
 def _committed_in_manifest(text: str | None) -> int:
-    """Batches already committed in a snapshot (the new run's batch ids continue from them)."""
+    """Batches already committed in a snapshot (the new run's batch ids continue from them).
+
+    >>> _committed_in_manifest('{"queries": {"3_sink": {"lastBatchId": 4}, "5_sink": {"lastBatchId": -1}}}')
+    5
+    >>> _committed_in_manifest('{"lastBatchIds": {"1_copy": 2}}')
+    3
+    """
     if not text:
         return 0
     try:
@@ -291,9 +297,11 @@ def _committed_in_manifest(text: str | None) -> int:
     except ValueError:
         return 0
     batches = manifest.get("lastBatchIds") or manifest.get("queries") or {}
+    items = list(batches.values()) if isinstance(batches, dict) else list(batches)
     total = 0
-    items = batches.values() if isinstance(batches, dict) else [q.get("lastBatchId") for q in batches]
     for value in items:
+        if isinstance(value, dict):  # the engine's manifest: {"queries": {uid: {"lastBatchId": n}}}
+            value = value.get("lastBatchId")
         if isinstance(value, int) and value >= 0:
             total += value + 1
     return total

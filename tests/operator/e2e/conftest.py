@@ -15,7 +15,7 @@ _REPO = Path(__file__).resolve().parents[3]
 if str(_REPO) not in sys.path:  # `pytest` as well as `python -m pytest`
     sys.path.insert(0, str(_REPO))
 
-from tests.operator.e2e.harness import ENGINE_KIND, KUBECTL, World  # noqa: E402
+from tests.operator.e2e.harness import ENGINE_KIND, KUBECTL, REAL_ENGINE, World  # noqa: E402
 from tests.operator.kapi.server import run_in_thread  # noqa: E402
 
 CRD = _REPO / "crds" / "sparkplanjobs.planengine.io.yaml"
@@ -28,18 +28,31 @@ def kapi() -> Iterator:
     api.stop()
 
 
-@pytest.fixture
-def world(kapi, tmp_path, monkeypatch) -> Iterator[World]:
+def _world(kind: str, kapi, tmp_path, monkeypatch) -> Iterator[World]:
+    if ENGINE_KIND not in (kind, "both"):
+        pytest.skip(f"PLANENGINE_E2E_ENGINE={ENGINE_KIND}: the {kind}-engine scenarios are not selected")
     if not KUBECTL.exists():
         pytest.skip(f"{KUBECTL} is missing: run `bash tests/setup/prepare.sh`")
-    built = World(tmp_path, kapi)
+    built = World(tmp_path, kapi, kind)
     monkeypatch.setenv("KUBECONFIG", str(built.kubeconfig))
     yield built
     built.close()
 
 
 @pytest.fixture
+def world(kapi, tmp_path, monkeypatch) -> Iterator[World]:
+    """The operator with the contract engine double (fast; knobs for refusing and crashing targets)."""
+    yield from _world("contract", kapi, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def real_world(kapi, tmp_path, monkeypatch) -> Iterator[World]:
+    """The operator with the real planengine CLI (two builds) behind ``engine_wrapper.py``."""
+    if not REAL_ENGINE.exists():
+        pytest.skip(f"{REAL_ENGINE} is missing: run `make venv`")
+    yield from _world("real", kapi, tmp_path, monkeypatch)
+
+
+@pytest.fixture
 def contract_only() -> None:
-    """Scenarios that need a refusing or crashing target engine (knobs of the contract double)."""
-    if ENGINE_KIND != "contract":
-        pytest.skip("needs the contract double's knobs (--check-exit, --crash-after-batches)")
+    """Kept for readability of the scenarios that need the contract double's knobs."""

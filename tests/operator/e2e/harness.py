@@ -3,8 +3,10 @@
 The operator runs in-process on a thread with its own event loop (kopf's embedding API), so a test can
 stop it gracefully or *kill* it: cancelling its loop's tasks at an exact protocol step is the in-process
 equivalent of ``kill -9`` (no cleanup handler runs, no further status write happens). The engine command
-is one switch, ``PLANENGINE_E2E_ENGINE=contract|real``; scenarios that need engine knobs (a refusing or
-crashing target) run only against the contract double.
+is chosen per world: the contract double (``contract_engine.py``, fast, knobs for refusing and crashing
+targets) or the real ``planengine`` CLI of two engine builds (``<repo>/.venv`` and ``<repo>/.venv-spark42``)
+behind ``engine_wrapper.py``, which records each invocation and injects the refusing / crashing targets.
+``PLANENGINE_E2E_ENGINE=contract|real|both`` (default ``both``) selects which of the two test sets run.
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ from tests.operator.kapi.server import RunningApi
 
 REPO = Path(__file__).resolve().parents[3]
 CONTRACT_ENGINE = Path(__file__).with_name("contract_engine.py")
+ENGINE_WRAPPER = Path(__file__).with_name("engine_wrapper.py")
 KUBECTL = REPO / ".tools" / "bin" / "kubectl"
 GROUP, PLURAL = "planengine.io", "sparkplanjobs"
 NS = "default"
-ENGINE_KIND = os.environ.get("PLANENGINE_E2E_ENGINE", "contract")
+ENGINE_KIND = os.environ.get("PLANENGINE_E2E_ENGINE", "both")
 
 # Engine versions of the operator's catalog; knobs make the contract double refuse or crash.
 ENGINE_KNOBS: dict[str, list[str]] = {
@@ -43,17 +46,39 @@ ENGINE_KNOBS: dict[str, list[str]] = {
 }
 
 
-def engine_command(version: str) -> list[str]:
-    if ENGINE_KIND == "real":
-        return [str(REPO / ".venv" / "bin" / "planengine")]
+# The real engine: two builds of this checkout's planengine (Spark 4.3 in .venv, Spark 4.2 in .venv-spark42,
+# made by tests/setup/prepare.d/30-second-engine.sh). Without .venv-spark42 both names run the .venv build.
+REAL_ENGINE = REPO / ".venv" / "bin" / "planengine"
+SPARK42_ENGINE = REPO / ".venv-spark42" / "bin" / "planengine"
+REAL_TARGET = "0.1-spark42"
+# version -> (executable, wrapper knobs)
+REAL_ENGINE_KNOBS: dict[str, tuple[Path, list[str]]] = {
+    "0.1": (REAL_ENGINE, []),
+    REAL_TARGET: (SPARK42_ENGINE, []),
+    "0.1-refuses": (SPARK42_ENGINE, ["--check-exit", "4"]),  # check says "incompatible" (exit 4)
+    "0.1-crashes": (SPARK42_ENGINE, ["--crash-run", "3"]),  # the driver dies 3 s after its start
+}
+
+
+def spark42_available() -> bool:
+    return SPARK42_ENGINE.exists()
+
+
+def engine_command(version: str, kind: str = "contract") -> list[str]:
+    if kind == "real":
+        executable, knobs = REAL_ENGINE_KNOBS[version]
+        if not executable.exists():
+            executable = REAL_ENGINE  # no second build yet: the same engine under both version names
+        return [sys.executable, str(ENGINE_WRAPPER), "--wrapped", str(executable), "--label", version, *knobs]
     return [sys.executable, str(CONTRACT_ENGINE), "--engine-version", version, "--batch-interval", "0.1",
             *ENGINE_KNOBS[version]]
 
 
-def operator_config(job_root_base: Path, **overrides: Any) -> OperatorConfig:
+def operator_config(job_root_base: Path, kind: str = "contract", **overrides: Any) -> OperatorConfig:
+    versions = REAL_ENGINE_KNOBS if kind == "real" else ENGINE_KNOBS
     data: dict[str, Any] = {
         "defaultEngineVersion": "0.1",
-        "engines": {v: {"localCommand": engine_command(v)} for v in ENGINE_KNOBS},
+        "engines": {v: {"localCommand": engine_command(v, kind)} for v in versions},
         "launcher": "local",
         "jobRootBase": str(job_root_base),
         "metrics": {"port": 0},
@@ -61,12 +86,24 @@ def operator_config(job_root_base: Path, **overrides: Any) -> OperatorConfig:
         "timing": {"interval": 0.3, "restartBackoffBase": 0.5, "restartBackoffMax": 2, "toolTimeout": 60,
                    "stopTimeout": 30},
     }
+    if kind == "real":  # a JVM start is 8-20 s on a quiet machine, minutes on a loaded one
+        data["stability"] = {"minBatches": 2, "window": "600s"}
+        data["timing"] = {"interval": 0.5, "restartBackoffBase": 2, "restartBackoffMax": 10, "toolTimeout": 300,
+                          "stopTimeout": 300}
     data.update(overrides)
     return OperatorConfig.model_validate(data)
 
 
-def job_sql(source: Path, sink: Path) -> str:
-    """Flink SQL the real engine compiles; the contract double copies the first 'path' to the second."""
+def job_sql(source: Path, sink: Path, kind: str = "contract") -> str:
+    """The job's Flink SQL; the contract double copies the first 'path' to the second."""
+    if kind == "real":  # stateless: filesystem json source -> calc -> filesystem json sink (Spark's file sink)
+        return (
+            f"CREATE TABLE clicks (id BIGINT, name STRING) WITH ('connector' = 'filesystem', 'path' = '{source}', "
+            "'format' = 'json', 'source.monitor-interval' = '1 s');\n"
+            f"CREATE TABLE copied (id BIGINT, name STRING, twice BIGINT) WITH ('connector' = 'filesystem', "
+            f"'path' = '{sink}', 'format' = 'json');\n"
+            "INSERT INTO copied SELECT id, name, id * 2 AS twice FROM clicks WHERE id >= 0;\n"
+        )
     return (
         f"CREATE TABLE clicks (line STRING) WITH ('connector' = 'filesystem', 'path' = '{source}', "
         "'format' = 'raw');\n"
@@ -74,6 +111,32 @@ def job_sql(source: Path, sink: Path) -> str:
         "'format' = 'raw');\n"
         "INSERT INTO copied SELECT line FROM clicks;\n"
     )
+
+
+def spark_sink_files(sink: Path) -> list[Path]:
+    """Files Spark's file sink committed (its ``_spark_metadata`` log: the newest ``N.compact`` plus the
+    batches after it); part files of an interrupted batch are in the directory but not in the log."""
+    log = sink / "_spark_metadata"
+    if not log.is_dir():
+        return []
+    batches: dict[int, Path] = {}
+    compact = -1
+    for entry in log.iterdir():
+        stem = entry.name.removesuffix(".compact")
+        if not stem.isdigit():
+            continue
+        batches[int(stem)] = entry
+        if entry.name.endswith(".compact"):
+            compact = max(compact, int(stem))
+    files: list[Path] = []
+    for batch_id in sorted(b for b in batches if b >= compact):
+        lines = batches[batch_id].read_text().splitlines()[1:]  # first line: the log version "v1"
+        for line in lines:
+            if line.strip():
+                item = json.loads(line)
+                if item.get("action", "add") == "add":
+                    files.append(Path(item["path"].removeprefix("file://")))
+    return files
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, describe: Callable[[], Any] = lambda: None,
@@ -165,9 +228,10 @@ class OperatorThread:
 class World:
     """One emulated cluster, one operator, job roots and input/output directories under ``tmp``."""
 
-    def __init__(self, tmp: Path, api: RunningApi) -> None:
+    def __init__(self, tmp: Path, api: RunningApi, kind: str = "contract") -> None:
         self.tmp = tmp
         self.api = api
+        self.kind = kind
         self.kubeconfig = api.write_kubeconfig(tmp / "kubeconfig")
         self.jobs_root = tmp / "jobs"
         self.operator: OperatorThread | None = None
@@ -175,7 +239,7 @@ class World:
 
     # -------------------------------------------------------------------- operator
     def start_operator(self, execute_hook: Callable[..., Any] | None = None, **config: Any) -> OperatorThread:
-        self.operator = OperatorThread(operator_config(self.jobs_root, **config), execute_hook).start()
+        self.operator = OperatorThread(operator_config(self.jobs_root, self.kind, **config), execute_hook).start()
         return self.operator
 
     def close(self) -> None:
@@ -201,7 +265,7 @@ class World:
 
     def job_manifest(self, name: str, engine: str | None = "0.1", *, storage: Path | None = None,
                      **spec: Any) -> dict[str, Any]:
-        body: dict[str, Any] = {"plan": {"sql": job_sql(self.source(name), self.sink(name))}, **spec}
+        body: dict[str, Any] = {"plan": {"sql": job_sql(self.source(name), self.sink(name), self.kind)}, **spec}
         if engine is not None:
             body["engineVersion"] = engine
         if storage is not None:
@@ -259,15 +323,21 @@ class World:
         return [e for e in entries if command is None or e["command"] == command]
 
     def add_input(self, name: str, count: int = 1) -> list[str]:
+        """``count`` new input files of two rows each, each written aside and renamed into place."""
         source = self.source(name)
         source.mkdir(parents=True, exist_ok=True)
         rows = []
-        start = len(list(source.glob("*.txt")))
+        suffix = ".json" if self.kind == "real" else ".txt"
+        start = len(list(source.glob(f"*{suffix}")))
         for index in range(start, start + count):
             batch = [f"{name}-{index:05d}-{j}" for j in range(2)]
             tmp = source / f".{index:05d}.tmp"
-            tmp.write_text("".join(f"{row}\n" for row in batch))
-            tmp.rename(source / f"{index:05d}.txt")
+            if self.kind == "real":
+                tmp.write_text("".join(json.dumps({"id": index * 2 + j, "name": row}) + "\n"
+                                       for j, row in enumerate(batch)))
+            else:
+                tmp.write_text("".join(f"{row}\n" for row in batch))
+            tmp.rename(source / f"{index:05d}{suffix}")
             rows += batch
         return rows
 
@@ -290,11 +360,23 @@ class World:
             thread.join(5)
 
     def input_rows(self, name: str) -> list[str]:
+        if self.kind == "real":
+            return sorted(json.loads(line)["name"] for f in self.source(name).glob("*.json")
+                          for line in f.read_text().splitlines() if line.strip())
         return sorted(line for f in self.source(name).glob("*.txt") for line in f.read_text().splitlines())
 
     def output(self, name: str) -> list[tuple[str, str]]:
-        """(row, engine version that wrote it) for every committed output row, duplicates included."""
+        """(row, engine version that wrote it) for every committed output row, duplicates included (the
+        real engine's rows carry no engine tag: "")."""
         rows = []
+        if self.kind == "real":
+            for path in spark_sink_files(self.sink(name)):
+                for line in path.read_text().splitlines():
+                    if line.strip():
+                        row = json.loads(line)
+                        assert row["twice"] == 2 * row["id"], row  # the calc ran
+                        rows.append((row["name"], ""))
+            return rows
         for path in sorted(self.sink(name).glob("*")):
             if path.is_file() and not path.name.startswith((".", "_")) and not path.name.endswith(".tmp"):
                 for line in path.read_text().splitlines():

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""The real ``planengine`` CLI behind a thin wrapper, for the operator's real-engine end-to-end tests.
+
+NOT a double: every invocation ends in ``exec`` of the real CLI (same pid, so the operator's pid tracking,
+process-group kill and the driver's own ``RUN_LOCK`` see the real driver), except where a fault knob says
+otherwise. Before that it appends one JSON line ``{"command", "engine", "runId", "fromSnapshot", "at",
+"pid"}`` to ``.contract-calls.jsonl`` in its working directory (the job root, for the local launcher): the
+same record the contract double keeps, so tests count checks and driver starts the same way.
+
+Knobs (before the engine command, in the operator's ``localCommand`` for an engine version):
+
+* ``--wrapped PATH``: the real ``planengine`` executable (required).
+* ``--label V``: the engine version name the operator's catalog uses for this entry (for the record).
+* ``--check-exit 4``: ``check`` answers like the real CLI's ``--json`` report, "incompatible", exit 4,
+  without running the engine (the way to get a refusing target out of one engine build: the real check is
+  compatible for every plan this engine compiles).
+* ``--crash-run S``: ``run`` dies with exit 1 after ``S`` seconds, before Spark starts (a target engine that
+  crashes right after its start, e.g. a broken image); nothing is committed by it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    knobs = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    knobs.add_argument("--wrapped", required=True)
+    knobs.add_argument("--label", default="?")
+    knobs.add_argument("--check-exit", type=int, default=0)
+    knobs.add_argument("--crash-run", type=float, default=None)
+    opts, rest = knobs.parse_known_args(argv)
+    command = rest[0] if rest else ""
+    snapshot = rest[rest.index("--from-snapshot") + 1] if "--from-snapshot" in rest else None
+    entry = {"command": command, "engine": opts.label, "at": time.time(), "pid": os.getpid(),
+             "runId": os.environ.get("PLANENGINE_RUN_ID") if command == "run" else None, "fromSnapshot": snapshot}
+    with open(".contract-calls.jsonl", "a") as log:
+        log.write(json.dumps(entry) + "\n")
+    if command == "check" and opts.check_exit:
+        plan = json.loads(Path(rest[rest.index("--plan") + 1]).read_text()) if "--plan" in rest else {}
+        print(json.dumps({
+            "status": "incompatible", "exitCode": opts.check_exit, "engineVersion": opts.label,
+            "planId": plan.get("planId"),
+            "reasons": [f"engine {opts.label} cannot restore this plan (test wrapper: check refuses)"],
+        }, indent=2))
+        return opts.check_exit
+    if command == "run" and opts.crash_run is not None:
+        print(f"engine {opts.label}: simulated crash {opts.crash_run:g}s after start (test wrapper)",
+              file=sys.stderr, flush=True)
+        time.sleep(opts.crash_run)
+        return 1
+    for leaked in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):  # set by in-process Spark tests to *their*
+        os.environ.pop(leaked, None)  # interpreter; each engine build must use its own (planengine sets it)
+    os.execv(opts.wrapped, [opts.wrapped, *rest])
+    return 127  # not reached
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

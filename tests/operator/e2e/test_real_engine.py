@@ -1,0 +1,166 @@
+"""The operator's scenarios against the real engine: kopf + the API emulator + ``planengine`` processes.
+
+Two builds of this checkout's engine are the two engine versions of the operator's catalog: ``0.1`` is
+``<repo>/.venv/bin/planengine`` (PySpark 4.3) and ``0.1-spark42`` is ``<repo>/.venv-spark42/bin/planengine``
+(PySpark 4.2; the same build twice when that venv does not exist). ``0.1-refuses`` and ``0.1-crashes`` are
+the 4.2 build behind ``engine_wrapper.py`` knobs: its ``check`` answers "incompatible" (exit 4, JSON reasons)
+and its driver dies 3 s after starting. The job is stateless (filesystem json source -> calc -> Spark's
+file sink), so every input row must be in the committed output exactly once across every handover.
+
+Every driver start is a JVM start (8-20 s quiet, minutes on a loaded machine), so the set is small: one
+test walks start -> second job on the same root -> refused target -> upgrade; one test rolls back.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.operator.e2e.harness import REAL_TARGET, World, spark42_available, wait_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1200)]
+
+FEED_EVERY = 0.5  # seconds between input files while a handover runs
+JVM = 600  # generous bound for anything that waits on a JVM start on a loaded machine
+
+
+def commit_times(root: Path, run_id: str) -> dict[int, float]:
+    """Batch id -> mtime of Spark's ``commits/<id>`` file, for the run's (single) sink query."""
+    found: dict[int, float] = {}
+    for commit in (root / "runs" / run_id / "checkpoints").glob("*/commits/*"):
+        if commit.name.isdigit():
+            found[int(commit.name)] = commit.stat().st_mtime
+    return found
+
+
+def handover_downtime(root: Path, old_run: str, new_run: str, snapshot: str) -> float:
+    """Seconds from the old run's last commit to the new run's first commit after the snapshot."""
+    manifest = json.loads((root / "snapshots" / snapshot / "manifest.json").read_text())
+    last = max(q["lastBatchId"] for q in manifest["queries"].values())
+    old = commit_times(root, old_run)
+    new = {b: t for b, t in commit_times(root, new_run).items() if b > last}
+    assert old and new, (old, new)
+    assert max(old) == last, f"the old run committed past its snapshot: {sorted(old)[-3:]} vs {last}"
+    return new[min(new)] - old[max(old)]
+
+
+def _start(world: World, name: str, root: Path, engine: str = "0.1") -> dict:
+    world.add_input(name, 3)
+    world.apply(world.job_manifest(name, engine, storage=root))
+    status = world.wait_status(name, lambda s: s.get("phase") == "Running", "phase Running", timeout=120)
+    world.assert_exactly_once(name, timeout=JVM)  # the driver's JVM started and committed the first files
+    return status
+
+
+def _still_committing(world: World, name: str, more: int = 4) -> None:
+    with world.feeding(name, every=FEED_EVERY):
+        before = len(world.output(name))
+        wait_for(lambda: len(world.output(name)) >= before + more, JVM, f"{name} still committing",
+                 lambda: len(world.output(name)), interval=0.5)
+
+
+def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path: Path) -> None:
+    world = real_world
+    root = tmp_path / "root-r1"
+    world.start_operator()
+    began = time.monotonic()
+
+    # 1. kubectl apply -> Running with committed batches, plan ConfigMap labelled with the planId
+    first = _start(world, "r1", root)
+    started = time.monotonic() - began
+    assert first["engineVersion"] == "0.1" and first["runId"] and first["planId"]
+    assert first["jobRoot"] == str(root)
+    assert world.condition("r1", "Ready")["status"] == "True"
+    configmap = world.api.get("", "configmaps", "default", "r1-plan")
+    assert configmap["metadata"]["labels"]["planengine.io/plan-id"] == first["planId"][:63]
+    plan = json.loads((root / "plan.json").read_text())
+    assert plan["planId"] == first["planId"] and plan["sparkVersion"]
+    assert (root / "runs" / first["runId"] / "run.json").is_file()  # the engine used the operator's run id
+    assert json.loads((root / "driver.json").read_text())["runId"] == first["runId"]
+
+    # 5. a second job on the same job root is refused; the first is undisturbed
+    world.apply(world.job_manifest("r2", "0.1", storage=root))
+    second = world.wait_status("r2", lambda s: s.get("phase") == "Failed", "r2 Failed")
+    assert "already used by default/r1" in second["error"] and not second.get("runId")
+    assert world.condition("r2", "Degraded")["reason"] == "JobRootInUse"
+    assert len(world.calls(root, "compile")) == 1 and len(world.calls(root, "run")) == 1
+
+    # 3. a target whose plan check fails (exit 4) is refused; the same driver keeps committing
+    mark = time.monotonic()
+    with world.feeding("r1", every=FEED_EVERY):
+        world.apply(world.job_manifest("r1", "0.1-refuses", storage=root))
+        refused = world.wait_status("r1", lambda s: (s.get("upgrade") or {}).get("step") == "Refused",
+                                    "upgrade Refused", timeout=120)
+    assert refused["phase"] == "Running" and refused["engineVersion"] == "0.1"
+    assert refused["runId"] == first["runId"] and refused["driver"]["name"] == first["driver"]["name"]
+    assert "cannot restore this plan" in refused["error"]
+    assert world.condition("r1", "Degraded")["status"] == "True"
+    _still_committing(world, "r1")
+    assert [c["engine"] for c in world.calls(root, "check")] == ["0.1-refuses"]
+    assert len(world.calls(root, "run")) == 1 and not list((root / "snapshots").glob("*"))
+    world.assert_exactly_once("r1", timeout=JVM)
+    refusal = time.monotonic() - mark
+
+    # 2. engineVersion edit -> check, stop with snapshot (POST /v1/stop), target from the snapshot in a
+    #    new run, stability gate -> Succeeded; every row exactly once across the handover
+    mark = time.monotonic()
+    with world.feeding("r1", every=FEED_EVERY):
+        world.apply(world.job_manifest("r1", REAL_TARGET, storage=root))
+        status = world.wait_status("r1", lambda s: (s.get("upgrade") or {}).get("step") == "Succeeded",
+                                   "upgrade Succeeded", timeout=JVM)
+    upgrade_took = time.monotonic() - mark
+    assert status["phase"] == "Running" and status["engineVersion"] == REAL_TARGET
+    assert status["runId"] != first["runId"] and status["lastStableSpec"]["engineVersion"] == REAL_TARGET
+    upgrade = status["upgrade"]
+    assert (upgrade["from"], upgrade["to"]) == ("0.1", REAL_TARGET) and upgrade["snapshot"]
+    manifest = json.loads((root / "snapshots" / upgrade["snapshot"] / "manifest.json").read_text())
+    assert manifest["runId"] == first["runId"] and manifest["planId"] == first["planId"]
+    baseline = sum(q["lastBatchId"] + 1 for q in manifest["queries"].values())
+    assert status["driver"]["baselineBatches"] == baseline > 0  # the gate counts only the new run's batches
+    assert status["lastSnapshot"]["id"] == upgrade["snapshot"]
+    checks = world.calls(root, "check")
+    assert [c["engine"] for c in checks] == ["0.1-refuses", REAL_TARGET], checks
+    runs = world.calls(root, "run")
+    assert [(r["engine"], r["runId"]) for r in runs] == [("0.1", first["runId"]), (REAL_TARGET, status["runId"])]
+    assert runs[1]["fromSnapshot"].endswith(upgrade["snapshot"])
+    assert [p.name for p in (root / "snapshots").iterdir()] == [upgrade["snapshot"]]  # exactly one snapshot
+    run_marker = json.loads((root / "runs" / status["runId"] / "run.json").read_text())
+    assert run_marker["fromSnapshot"] == upgrade["snapshot"]
+    for reason in ("UpgradeRefused", "UpgradeStarted", "UpgradeHandover", "UpgradeSucceeded"):
+        assert reason in world.event_reasons("r1"), world.event_reasons("r1")
+    world.assert_exactly_once("r1", timeout=JVM)
+    downtime = handover_downtime(root, first["runId"], status["runId"], upgrade["snapshot"])
+    print(f"\nreal engine (spark42 build: {spark42_available()}): start {started:.1f}s, refusal {refusal:.1f}s, "
+          f"upgrade to Succeeded {upgrade_took:.1f}s, downtime (last commit old -> first commit new) "
+          f"{downtime:.1f}s, {len(world.input_rows('r1'))} rows exactly once")
+
+
+def test_crashing_target_rolls_back_from_the_same_snapshot(real_world: World, tmp_path: Path) -> None:
+    world = real_world
+    root = tmp_path / "root-c"
+    world.start_operator()
+    first = _start(world, "c", root)
+    mark = time.monotonic()
+    with world.feeding("c", every=FEED_EVERY):
+        world.apply(world.job_manifest("c", "0.1-crashes", storage=root))
+        status = world.wait_status("c", lambda s: s.get("phase") == "RolledBack", "phase RolledBack", timeout=JVM)
+    rolled_back = time.monotonic() - mark
+    assert status["engineVersion"] == "0.1" and status["runId"] != first["runId"]
+    upgrade = status["upgrade"]
+    assert upgrade["step"] == "RolledBack" and "exited" in upgrade["message"], upgrade
+    assert world.condition("c", "Degraded")["reason"] == "RolledBack"
+    assert "RolledBack" in world.event_reasons("c")
+    runs = world.calls(root, "run")
+    assert [r["engine"] for r in runs] == ["0.1", "0.1-crashes", "0.1"], runs
+    assert runs[1]["fromSnapshot"] == runs[2]["fromSnapshot"] and runs[1]["fromSnapshot"].endswith(
+        upgrade["snapshot"])
+    assert runs[2]["runId"] == status["runId"]
+    assert [p.name for p in (root / "snapshots").iterdir()] == [upgrade["snapshot"]]
+    _still_committing(world, "c")  # the rolled-back engine's JVM is up and committing
+    world.assert_exactly_once("c", timeout=JVM)
+    assert world.status("c")["phase"] == "RolledBack"  # not retried
+    print(f"\nreal engine: crash target -> RolledBack in {rolled_back:.1f}s; "
+          f"{len(world.input_rows('c'))} rows exactly once")

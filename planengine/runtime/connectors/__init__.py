@@ -79,7 +79,8 @@ def _load(identifier: str) -> None:
             raise
 
 
-_BUILTIN = {"filesystem": "filesystem", "datagen": "datagen", "print": "print_sink", "blackhole": "blackhole"}
+_BUILTIN = {"filesystem": "filesystem", "datagen": "datagen", "print": "print_sink", "blackhole": "blackhole",
+            "upsert-kafka": "kafka"}
 
 
 def get_source_reader(identifier: str) -> SourceReader:

@@ -1,0 +1,252 @@
+"""``kafka`` and ``upsert-kafka`` at run time, through Spark's Kafka source and sink.
+
+The Spark Kafka connector (``spark-sql-kafka-0-10``) is not part of pyspark's wheel: the engine image
+ships it (see the Dockerfile). Elsewhere, reading or writing a Kafka table fails with a message saying so
+(``KafkaJarsMissing``) instead of Spark's bare "data source not found".
+
+Source: ``spark.readStream.format("kafka")`` with the options of ``kafka_translation.to_spark_kafka_options``
+(``subscribe`` / ``subscribePattern``, ``startingOffsets`` from ``scan.startup.mode``, client properties).
+Records are decoded with Spark's ``from_json`` / ``from_csv``: the value holds the value fields, the key
+(``key.format`` + ``key.fields``, with ``key.fields-prefix`` stripped) the key fields. ``debezium-json`` and
+``changelog-json`` values become ``_rowkind`` (Debezium ``u`` → ``-U`` before, ``+U`` after). ``upsert-kafka``
+reads the whole topic: a record with a value is ``+I``, a tombstone (null value) ``-D`` of its key.
+Metadata columns: ``topic``, ``partition``, ``offset``, ``timestamp``, ``timestamp-type``, ``headers``.
+
+Sink: ``df.writeStream.format("kafka")``; the value is ``to_json`` (or ``to_csv``) of the value fields, the key
+of ``key.fields``. ``upsert-kafka`` writes ``+I``/``+U`` as values, ``-D`` as tombstones (null value, key
+only) and drops ``-U``. ``debezium-json`` / ``changelog-json`` values carry the row kind.
+
+Delivery: Spark's Kafka sink is **at-least-once** (a batch replayed after a failure is written again; Spark
+has no Kafka transactions). ``'sink.delivery-guarantee' = 'exactly-once'`` therefore logs a warning and runs
+at-least-once; consumers should read with upsert semantics (upsert-kafka) or de-duplicate.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from planengine.errors import ValidationError
+from planengine.runtime.connectors import QueryOptions, SourceFrame, sink_writer, source_reader, spark_schema_ddl
+from planengine.runtime.connectors import changelog_format as cf
+from planengine.runtime.stream import ROWKIND
+
+log = logging.getLogger("planengine.runtime.kafka")
+
+SPARK_KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:{version}"
+_DECODABLE = ("json", "csv", "debezium-json", "changelog-json")
+_METADATA_COLUMNS = {"topic": "topic", "partition": "partition", "offset": "offset", "timestamp": "timestamp"}
+
+
+class KafkaJarsMissing(ValidationError):
+    pass
+
+
+def jars_missing_error(table: Any) -> KafkaJarsMissing:
+    import pyspark
+
+    package = SPARK_KAFKA_PACKAGE.format(version=pyspark.__version__)
+    return KafkaJarsMissing(
+        f"table {table.identifier}: the Kafka connector jars are not on Spark's classpath, so '"
+        f"{getattr(table, 'connector', 'kafka')}' tables cannot be read or written here",
+        hint="use the engine image (it ships them), or set spark.jars.packages (e.g. PLANENGINE_SPARK_CONF="
+             f"'spark.jars.packages={package}'), or put the jars on spark.jars")
+
+
+def _is_missing_kafka(error: BaseException) -> bool:
+    text = str(error)
+    return ("DATA_SOURCE_NOT_FOUND" in text or "Failed to find the data source: kafka" in text
+            or "Failed to find data source: kafka" in text) and "kafka" in text.lower()
+
+
+def _format_options(fmt: Any) -> dict[str, str]:
+    opts = dict(getattr(fmt, "options", {}) or {})
+    out = {"mode": "PERMISSIVE" if opts.get("ignore-parse-errors") else "FAILFAST"}
+    if fmt.identifier == "csv" and opts.get("field-delimiter"):
+        out["sep"] = str(opts["field-delimiter"])
+    return out
+
+
+def _decode(column: Any, fmt: Any, ddl: str) -> Any:
+    from pyspark.sql import functions as F
+
+    text = column.cast("string")
+    if fmt.identifier == "csv":
+        return F.from_csv(text, ddl, _format_options(fmt))
+    return F.from_json(text, ddl, _format_options(fmt))
+
+
+def _encode(struct: Any, fmt: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    if fmt.identifier == "csv":
+        return F.to_csv(struct)
+    return F.to_json(struct, {"ignoreNullFields": "false"})
+
+
+# --- source ------------------------------------------------------------------------------------------------
+def source_dataframe(spark: Any, source: Any) -> Any:
+    """The raw Kafka stream (``key``, ``value``, ``topic``, …) with the translated options."""
+    from planengine.connectors.kafka_translation import to_spark_kafka_options
+
+    reader = spark.readStream.format("kafka")
+    for key, value in to_spark_kafka_options(source).items():
+        reader = reader.option(key, value)
+    try:
+        return reader.load()
+    except Exception as error:
+        if _is_missing_kafka(error):
+            raise jars_missing_error(source) from None
+        raise
+
+
+def decode_records(raw: Any, source: Any) -> tuple[Any, bool]:
+    """Kafka records → the source's produced columns (by name) and ``_rowkind`` when the format has kinds."""
+    from pyspark.sql import functions as F
+
+    fmt = source.value_format
+    if fmt.identifier not in _DECODABLE:
+        raise ValidationError(f"{source.identifier}: value format '{fmt.identifier}' cannot be decoded by the "
+                              f"Spark runtime", hint=f"use one of {', '.join(_DECODABLE)}")
+    physical = {c.name: c.type for c in source.schema.physical_columns}
+    produced = source.row.physical_names
+    value_fields = [n for n in source.value_fields]
+    key_fields = list(source.key_fields)
+    prefix = source.key_fields_prefix
+    value_ddl = spark_schema_ddl(value_fields, [physical[n] for n in value_fields])
+    cols: dict[str, Any] = {}
+    updating = False
+    if fmt.identifier == "debezium-json":
+        parsed = F.from_json(F.col("value").cast("string"), cf.debezium_schema(value_ddl), _format_options(fmt))
+        raw = raw.withColumn("__value", parsed)
+    elif fmt.identifier == "changelog-json":
+        raw = raw.withColumn("__value", _decode(F.col("value"), fmt, value_ddl + f", `{cf.OP_FIELD}` STRING"))
+    else:
+        raw = raw.withColumn("__value", _decode(F.col("value"), fmt, value_ddl))
+    if key_fields and source.key_format is not None:
+        key_names = [k[len(prefix):] if prefix and k.startswith(prefix) else k for k in key_fields]
+        key_ddl = spark_schema_ddl(key_names, [physical[k] for k in key_fields])
+        raw = raw.withColumn("__key", _decode(F.col("key"), source.key_format, key_ddl))
+        for name, stripped in zip(key_fields, key_names):
+            cols[name] = F.col("__key").getField(stripped)
+    meta = _metadata_columns(source)
+
+    if fmt.identifier == "debezium-json":
+        def image(side: str, kind: str) -> Any:
+            return F.struct(F.col(f"__value.{side}").alias("row"), F.lit(kind).alias("kind"))
+
+        op = F.col("__value.op")
+        events = F.when(op.isin("c", "r"), F.array(image("after", "+I"))).when(
+            op == "u", F.array(image("before", "-U"), image("after", "+U"))).when(
+            op == "d", F.array(image("before", "-D"))).otherwise(F.array())
+        keep = [F.col("__key")] if "__key" in raw.columns else []
+        raw = raw.select(*keep, *[c.alias(f"__meta_{k}") for k, c in meta.items()], F.explode(events).alias("__e"))
+        raw = raw.filter(F.col("__e.row").isNotNull())
+        value_col = F.col("__e.row")
+        kind = F.col("__e.kind")
+        meta = {k: F.col(f"__meta_{k}") for k in meta}
+        updating = True
+    else:
+        value_col = F.col("__value")
+        kind = None
+        if fmt.identifier == "changelog-json":
+            kind, updating = F.col("__value").getField(cf.OP_FIELD), True
+        if source.connector == "upsert-kafka":
+            kind, updating = F.when(F.col("value").isNull(), F.lit("-D")).otherwise(F.lit("+I")), True
+    for name in value_fields:
+        cols.setdefault(name, value_col.getField(name))
+    out = [cols[n].alias(n) for n in produced]
+    out += [c.alias(f"__meta_{k}") for k, c in meta.items()]
+    if updating and not source.changelog_mode().contains_only_inserts():
+        out.append(kind.alias(ROWKIND))
+    else:
+        updating = False
+    return raw.select(*out), updating
+
+
+def _metadata_columns(source: Any) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    out: dict[str, Any] = {}
+    for key in source.metadata_keys:
+        if key in _METADATA_COLUMNS:
+            out[key] = F.col(_METADATA_COLUMNS[key])
+        elif key == "timestamp-type":
+            out[key] = F.when(F.col("timestampType") == 0, "CreateTime").when(
+                F.col("timestampType") == 1, "LogAppendTime").otherwise("NoTimestampType")
+        elif key == "headers":
+            out[key] = F.map_from_entries(F.coalesce(F.col("headers"), F.array()))
+        else:
+            raise ValidationError(f"{source.identifier}: metadata '{key}' is not readable from Kafka")
+    return out
+
+
+@source_reader("kafka")
+@source_reader("upsert-kafka")
+def read_kafka(source: Any, ctx: Any, node: Any) -> SourceFrame:
+    raw = source_dataframe(ctx.spark, source)
+    df, updating = decode_records(raw, source)
+    return SourceFrame(df, updating=updating, bounded=False)
+
+
+# --- sink --------------------------------------------------------------------------------------------------
+def encode_records(stream: Any, sink: Any) -> Any:
+    """The stream (``f0..fn`` + ``_rowkind``) as Kafka records: ``key`` (or null) and ``value``."""
+    from pyspark.sql import functions as F
+
+    names = sink.schema.persisted_row_type().field_names()  # the stream's f0..fn, in table order
+    by_name = {n: F.col(c) for c, n in zip(stream.columns, names)}
+    fmt = sink.value_format
+    if fmt.identifier not in _DECODABLE:
+        raise ValidationError(f"{sink.identifier}: value format '{fmt.identifier}' cannot be written by the Spark "
+                              "runtime", hint=f"use one of {', '.join(_DECODABLE)}")
+    df = stream.df
+    kind = F.col(ROWKIND) if stream.updating else F.lit("+I")
+    value_struct = F.struct(*[by_name[n].alias(n) for n in sink.value_fields])
+    if fmt.identifier == "debezium-json":
+        adds = kind.isin("+I", "+U")
+        value = F.to_json(F.struct(F.when(adds, F.lit(None)).otherwise(value_struct).alias("before"),
+                                   F.when(adds, value_struct).otherwise(F.lit(None)).alias("after"),
+                                   F.when(adds, F.lit("c")).otherwise(F.lit("d")).alias("op")))
+    elif fmt.identifier == "changelog-json":
+        value = F.to_json(F.struct(*[by_name[n].alias(n) for n in sink.value_fields], kind.alias(cf.OP_FIELD)),
+                          {"ignoreNullFields": "false"})
+    else:
+        value = _encode(value_struct, fmt)
+        if sink.upsert:
+            df = df.filter(kind != "-U")
+            value = F.when(kind == "-D", F.lit(None).cast("string")).otherwise(value)
+        elif stream.updating:
+            raise ValidationError(f"sink {sink.identifier}: format '{fmt.identifier}' writes inserts only but the "
+                                  "query produces updates", hint="use 'upsert-kafka' or a debezium-json value")
+    prefix = sink.key_fields_prefix
+    if sink.key_fields and sink.key_format is not None:
+        key = _encode(F.struct(*[by_name[k].alias(k[len(prefix):] if prefix and k.startswith(prefix) else k)
+                                 for k in sink.key_fields]), sink.key_format)
+    else:
+        key = F.lit(None).cast("string")
+    return df.select(key.alias("key"), value.alias("value"))
+
+
+def sink_options(sink: Any) -> dict[str, str]:
+    from planengine.connectors.kafka_translation import to_spark_kafka_sink_options
+
+    if sink.delivery_guarantee == "exactly-once":
+        log.warning("sink %s: 'sink.delivery-guarantee' = 'exactly-once' is not available with Spark's Kafka sink; "
+                    "it writes at-least-once (a batch replayed after a failure is written again)", sink.identifier)
+    return to_spark_kafka_sink_options(sink)
+
+
+@sink_writer("kafka")
+@sink_writer("upsert-kafka")
+def write_kafka(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions) -> Any:
+    records = encode_records(stream, sink)
+    writer = records.writeStream.format("kafka").outputMode("append")
+    for key, value in sink_options(sink).items():
+        writer = writer.option(key, value)
+    try:
+        return query.configure(writer).start()
+    except Exception as error:
+        if _is_missing_kafka(error):
+            raise jars_missing_error(sink) from None
+        raise

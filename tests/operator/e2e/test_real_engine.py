@@ -130,7 +130,8 @@ def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path
     run_marker = json.loads((root / "runs" / status["runId"] / "run.json").read_text())
     assert run_marker["fromSnapshot"] == upgrade["snapshot"]
     for reason in ("UpgradeRefused", "UpgradeStarted", "UpgradeHandover", "UpgradeSucceeded"):
-        assert reason in world.event_reasons("r1"), world.event_reasons("r1")
+        wait_for(lambda r=reason: r in world.event_reasons("r1"), 30, f"the {reason} event",  # posted async
+                 lambda: world.event_reasons("r1"))
     world.assert_exactly_once("r1", timeout=JVM)
     downtime = handover_downtime(root, first["runId"], status["runId"], upgrade["snapshot"])
     print(f"\nreal engine (spark42 build: {spark42_available()}): start {started:.1f}s, refusal {refusal:.1f}s, "
@@ -152,7 +153,8 @@ def test_crashing_target_rolls_back_from_the_same_snapshot(real_world: World, tm
     upgrade = status["upgrade"]
     assert upgrade["step"] == "RolledBack" and "exited" in upgrade["message"], upgrade
     assert world.condition("c", "Degraded")["reason"] == "RolledBack"
-    assert "RolledBack" in world.event_reasons("c")
+    wait_for(lambda: "RolledBack" in world.event_reasons("c"), 30, "the RolledBack event",  # posted async
+             lambda: world.event_reasons("c"))
     runs = world.calls(root, "run")
     assert [r["engine"] for r in runs] == ["0.1", "0.1-crashes", "0.1"], runs
     assert runs[1]["fromSnapshot"] == runs[2]["fromSnapshot"] and runs[1]["fromSnapshot"].endswith(

@@ -102,9 +102,21 @@ class Runner:
         return self
 
     def run(self) -> list[tuple[Any, ...]]:
-        """Process everything available (each file is one micro-batch) and return all rows so far."""
+        """Process everything available (each file is one micro-batch) and return all rows so far.
+
+        On a loaded machine Spark's Python workers sometimes fail to connect back in time; the query is
+        then restarted from its checkpoint (a failed batch is replayed, nothing committed twice).
+        """
         assert self.query is not None
-        self.query.processAllAvailable()
+        for attempt in range(3):
+            try:
+                self.query.processAllAvailable()
+                break
+            except Exception as e:
+                if attempt == 2 or not any(s in str(e) for s in _TRANSIENT):
+                    raise
+                self.stop()
+                self.start()
         return list(self.rows)
 
     def take(self) -> list[tuple[Any, ...]]:
@@ -117,6 +129,9 @@ class Runner:
         if self.query is not None:
             self.query.stop()
             self.query = None
+
+
+_TRANSIENT = ("Python worker failed to connect back", "CANNOT_OPEN_SOCKET", "failed to close state server")
 
 
 def _plain(v: Any) -> Any:

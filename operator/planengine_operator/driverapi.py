@@ -27,7 +27,7 @@ async def get_status(base_url: str, timeout: float = 3.0) -> dict[str, Any] | No
 
 
 async def stop(base_url: str, *, snapshot: bool, drain: bool = False, timeout: float = 120.0) -> dict[str, Any]:
-    """``POST /v1/stop``: stop at a batch boundary, answer the snapshot id, exit 0."""
+    """``POST /v1/stop``: stop at a batch boundary, answer the snapshot id (as ``"snapshot"``), exit 0."""
     try:
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
@@ -36,9 +36,14 @@ async def stop(base_url: str, *, snapshot: bool, drain: bool = False, timeout: f
             body = await rsp.text()
             if rsp.status != 200:
                 raise DriverApiError(f"POST /v1/stop answered {rsp.status}: {body[:500]}")
-            return json.loads(body) if body.strip() else {}
-    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            answer = json.loads(body) if body.strip() else {}
+    except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
         raise DriverApiError(f"POST /v1/stop failed: {exc}") from exc
+    # The engine answers {"stopped": true, "snapshotId": id} (planengine/runtime/status_server.py); callers read
+    # "snapshot". An answer without an id is a stop without a snapshot (or none was possible).
+    if isinstance(answer, dict) and answer.get("snapshot") is None:
+        answer["snapshot"] = answer.get("snapshotId")
+    return answer if isinstance(answer, dict) else {}
 
 
 def summarize(status: dict[str, Any]) -> tuple[int, str | None, str | None]:

@@ -215,7 +215,7 @@ class Reconciler:
         """Stop the old driver and confirm it is gone; the snapshot survives an operator crash mid-way."""
         snapshot_wanted = params["how"] == "snapshot"
         answer = await self.launcher.stop(job, snapshot=snapshot_wanted, timeout=self.config.timing.stopTimeout)
-        snapshot_id = answer.get("snapshot") or answer.get("snapshotId") or answer.get("id")
+        snapshot_id = answer.get("snapshot")
         if snapshot_wanted and not snapshot_id:
             # Stopped before a crash of ours, or the driver died: find the snapshot it wrote, else fork
             # the newest checkpoint so the next run still starts from the latest committed state.

@@ -43,7 +43,7 @@ def test_launch_observe_stop_with_snapshot(tmp_path):
         answer = await launcher.stop(job, snapshot=True, timeout=20)
         assert (await launcher.observe(job)).running is False
         manifest = json.loads((root / "snapshots" / answer["snapshot"] / "manifest.json").read_text())
-        assert list(manifest["lastBatchIds"].values()) == [2]
+        assert [q["lastBatchId"] for q in manifest["queries"].values()] == [2]
         rows = sorted(line for f in out.glob("batch-*.txt") for line in f.read_text().splitlines())
         assert rows == ["row-0\t0.1", "row-1\t0.1", "row-2\t0.1"]
 

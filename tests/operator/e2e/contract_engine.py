@@ -16,7 +16,8 @@ NOT the engine. It implements the *contract* the operator relies on, faithfully 
   sink manifest); the checkpoint commit follows. Before every commit it checks the writer lock file
   (``PLANENGINE_WRITER_LOCK``) and exits 5 when another run holds it (fencing).
   Status API: ``GET /healthz``, ``GET /v1/status``, ``POST /v1/stop`` (stop at a batch boundary, write
-  ``snapshots/<id>/{plan.json,checkpoints/,manifest.json}``, answer ``{"snapshot": id}``, exit 0),
+  ``snapshots/<id>/{plan.json,checkpoints/,manifest.json}`` with ``queries.<uid>.lastBatchId`` in the
+  manifest, answer ``{"stopped": true, "snapshotId": id}`` like the engine's status server, exit 0),
   ``GET /metrics``. SIGTERM = stop with a snapshot.
 * ``snapshot --job-root R``: forks the newest run's checkpoint into a snapshot, prints ``{"snapshot": id}``.
 
@@ -118,7 +119,8 @@ def write_snapshot(job_root: Path, run_dir: Path, engine: str, plan_text: str, r
     plan = json.loads(plan_text)
     (tmp / "manifest.json").write_text(json.dumps({
         "engineVersion": engine, "sparkVersion": "4.3.0", "planId": plan.get("planId"),
-        "lastBatchIds": {UID: commit["batchId"]}, "createdAt": now_iso(), "reason": reason,
+        "snapshotId": snapshot_id, "queries": {UID: {"lastBatchId": commit["batchId"]}}, "createdAt": now_iso(),
+        "reason": reason,
         "runId": run_dir.name,
     }))
     tmp.rename(final)
@@ -243,7 +245,7 @@ class Driver:
                 request = json.loads(self.rfile.read(length) or b"{}")
                 driver.stop_request = {"snapshot": bool(request.get("snapshot", True))}
                 driver.stopped.wait(60)
-                self.reply(200, {"snapshot": driver.snapshot_id, "runId": driver.run_id})
+                self.reply(200, {"stopped": True, "snapshotId": driver.snapshot_id})
 
         server = ThreadingHTTPServer(("127.0.0.1", self.args.status_port), Handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()

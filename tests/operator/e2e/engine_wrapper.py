@@ -16,6 +16,9 @@ Knobs (before the engine command, in the operator's ``localCommand`` for an engi
   compatible for every plan this engine compiles).
 * ``--crash-run S``: ``run`` dies with exit 1 after ``S`` seconds, before Spark starts (a target engine that
   crashes right after its start, e.g. a broken image); nothing is committed by it.
+* ``--crash-after-commits N``: ``run`` starts the real driver as a child, watches its ``/v1/status`` and,
+  once the run committed ``N`` batches (``batchesTotal``), SIGKILLs its own process group (itself, the
+  driver and the JVM): a target that dies after it has committed output.
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 
@@ -34,6 +40,7 @@ def main(argv: list[str]) -> int:
     knobs.add_argument("--label", default="?")
     knobs.add_argument("--check-exit", type=int, default=0)
     knobs.add_argument("--crash-run", type=float, default=None)
+    knobs.add_argument("--crash-after-commits", type=int, default=None)
     opts, rest = knobs.parse_known_args(argv)
     command = rest[0] if rest else ""
     snapshot = rest[rest.index("--from-snapshot") + 1] if "--from-snapshot" in rest else None
@@ -56,8 +63,26 @@ def main(argv: list[str]) -> int:
         return 1
     for leaked in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):  # set by in-process Spark tests to *their*
         os.environ.pop(leaked, None)  # interpreter; each engine build must use its own (planengine sets it)
+    if command == "run" and opts.crash_after_commits is not None:
+        return crash_after_commits([opts.wrapped, *rest], opts.crash_after_commits)
     os.execv(opts.wrapped, [opts.wrapped, *rest])
     return 127  # not reached
+
+
+def crash_after_commits(argv: list[str], commits: int) -> int:
+    port = int(argv[argv.index("--status-port") + 1])
+    child = subprocess.Popen(argv)
+    while child.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/status", timeout=2) as answer:
+                status = json.loads(answer.read())
+        except (OSError, ValueError):
+            status = {}
+        if sum(int(q.get("batchesTotal") or 0) for q in status.get("queries") or []) >= commits:
+            print(f"simulated crash after {commits} committed batches (test wrapper)", file=sys.stderr, flush=True)
+            os.killpg(0, signal.SIGKILL)
+        time.sleep(0.2)
+    return child.returncode
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ REAL_ENGINE_KNOBS: dict[str, tuple[Path, list[str]]] = {
     REAL_TARGET: (SPARK42_ENGINE, []),
     "0.1-refuses": (SPARK42_ENGINE, ["--check-exit", "4"]),  # check says "incompatible" (exit 4)
     "0.1-crashes": (SPARK42_ENGINE, ["--crash-run", "3"]),  # the driver dies 3 s after its start
+    "0.1-crashes-late": (SPARK42_ENGINE, ["--crash-after-commits", "1"]),  # dies after its first commit
 }
 
 
@@ -137,6 +138,26 @@ def spark_sink_files(sink: Path) -> list[Path]:
                 if item.get("action", "add") == "add":
                     files.append(Path(item["path"].removeprefix("file://")))
     return files
+
+
+def commit_times(root: Path, run_id: str) -> dict[int, float]:
+    """Batch id -> mtime of Spark's ``commits/<id>`` file, for the run's (single) sink query."""
+    found: dict[int, float] = {}
+    for commit in (root / "runs" / run_id / "checkpoints").glob("*/commits/*"):
+        if commit.name.isdigit():
+            found[int(commit.name)] = commit.stat().st_mtime
+    return found
+
+
+def handover_downtime(root: Path, old_run: str, new_run: str, snapshot: str) -> float:
+    """Seconds from the old run's last commit to the new run's first commit after the snapshot."""
+    manifest = json.loads((root / "snapshots" / snapshot / "manifest.json").read_text())
+    last = max(q["lastBatchId"] for q in manifest["queries"].values())
+    old = commit_times(root, old_run)
+    new = {b: t for b, t in commit_times(root, new_run).items() if b > last}
+    assert old and new, (old, new)
+    assert max(old) == last, f"the old run committed past its snapshot: {sorted(old)[-3:]} vs {last}"
+    return new[min(new)] - old[max(old)]
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, describe: Callable[[], Any] = lambda: None,

@@ -19,32 +19,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.operator.e2e.harness import REAL_TARGET, World, spark42_available, wait_for
+from tests.operator.e2e.harness import (
+    REAL_TARGET,
+    World,
+    commit_times,
+    handover_downtime,
+    spark42_available,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 FEED_EVERY = 0.5  # seconds between input files while a handover runs
 JVM = 600  # generous bound for anything that waits on a JVM start on a loaded machine
-
-
-def commit_times(root: Path, run_id: str) -> dict[int, float]:
-    """Batch id -> mtime of Spark's ``commits/<id>`` file, for the run's (single) sink query."""
-    found: dict[int, float] = {}
-    for commit in (root / "runs" / run_id / "checkpoints").glob("*/commits/*"):
-        if commit.name.isdigit():
-            found[int(commit.name)] = commit.stat().st_mtime
-    return found
-
-
-def handover_downtime(root: Path, old_run: str, new_run: str, snapshot: str) -> float:
-    """Seconds from the old run's last commit to the new run's first commit after the snapshot."""
-    manifest = json.loads((root / "snapshots" / snapshot / "manifest.json").read_text())
-    last = max(q["lastBatchId"] for q in manifest["queries"].values())
-    old = commit_times(root, old_run)
-    new = {b: t for b, t in commit_times(root, new_run).items() if b > last}
-    assert old and new, (old, new)
-    assert max(old) == last, f"the old run committed past its snapshot: {sorted(old)[-3:]} vs {last}"
-    return new[min(new)] - old[max(old)]
 
 
 def _start(world: World, name: str, root: Path, engine: str = "0.1") -> dict:
@@ -166,3 +153,24 @@ def test_crashing_target_rolls_back_from_the_same_snapshot(real_world: World, tm
     assert world.status("c")["phase"] == "RolledBack"  # not retried
     print(f"\nreal engine: crash target -> RolledBack in {rolled_back:.1f}s; "
           f"{len(world.input_rows('c'))} rows exactly once")
+
+
+def test_target_crashing_after_its_first_commit_rolls_back(real_world: World, tmp_path: Path) -> None:
+    """The target commits output, then dies; the old engine restarts from the snapshot taken before."""
+    world = real_world
+    root = tmp_path / "root-l"
+    world.start_operator()
+    first = _start(world, "l", root)
+    with world.feeding("l", every=FEED_EVERY):
+        world.apply(world.job_manifest("l", "0.1-crashes-late", storage=root))
+        status = world.wait_status("l", lambda s: s.get("phase") == "RolledBack", "phase RolledBack", timeout=JVM)
+    runs = world.calls(root, "run")
+    assert [r["engine"] for r in runs] == ["0.1", "0.1-crashes-late", "0.1"], runs
+    target_run = runs[1]["runId"]
+    snapshot = status["upgrade"]["snapshot"]
+    last = max(q["lastBatchId"] for q in json.loads(
+        (root / "snapshots" / snapshot / "manifest.json").read_text())["queries"].values())
+    assert [b for b in commit_times(root, target_run) if b > last], "the target committed nothing before dying"
+    _still_committing(world, "l")
+    assert status["runId"] != first["runId"]
+    world.assert_exactly_once("l", timeout=JVM)

@@ -1,0 +1,159 @@
+"""Upgrade downtime with the real engine: real kopf + the API emulator + ``planengine`` driver processes.
+
+One stateless job (filesystem json -> calc -> Spark's file sink) fed one input file per 0.5 s is upgraded
+back and forth between the two engine builds of the e2e tests (``0.1`` = ``.venv``, PySpark 4.3;
+``0.1-spark42`` = ``.venv-spark42``, PySpark 4.2), ``--upgrades`` times. Each upgrade: check on the target,
+``POST /v1/stop`` with a snapshot, the target from the snapshot in a new run, stability gate (2 batches).
+Downtime is the old run's last ``commits/<id>`` file -> the new run's first one after the snapshot, split
+into: stop (last commit -> snapshot manifest ``createdAt``), relaunch (snapshot -> the operator's ``run``
+invocation of the target: old driver exit, operator tick), JVM and session start (-> ``run.json`` of the new
+run, written after ``SparkSession`` is up) and first batch (-> first commit). Every input row is checked to
+be in the output exactly once at the end. The section "Upgrade downtime with the real engine" of
+``benchmarks/results/operator_reconcile.md`` is replaced (the rest of that file is left alone).
+
+    .venv/bin/python -m benchmarks.operator_upgrade_real [--upgrades 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("PLANENGINE_OPERATOR_TICK", "0.3")  # fixed at handler import
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [p for p in (str(REPO), str(REPO / "operator")) if p not in sys.path]
+
+from tests.operator.e2e.harness import (  # noqa: E402
+    REAL_TARGET,
+    World,
+    commit_times,
+    handover_downtime,
+    spark42_available,
+    wait_for,
+)
+from tests.operator.kapi.server import run_in_thread  # noqa: E402
+
+CRD = REPO / "crds" / "sparkplanjobs.planengine.io.yaml"
+RESULTS = REPO / "benchmarks" / "results" / "operator_reconcile.md"
+SECTION = "## Upgrade downtime with the real engine"
+
+
+def _iso_seconds(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def upgrades(count: int) -> list[dict[str, Any]]:
+    api = run_in_thread([CRD])
+    measured: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        world = World(Path(tmp), api, "real")
+        os.environ["KUBECONFIG"] = str(world.kubeconfig)
+        root = Path(tmp) / "root"
+        world.start_operator()
+        name = "bench"
+        try:
+            world.add_input(name, 3)
+            world.apply(world.job_manifest(name, "0.1", storage=root))
+            world.wait_status(name, lambda s: s.get("phase") == "Running", "Running", timeout=120)
+            world.assert_exactly_once(name, timeout=900)
+            engines = ["0.1", REAL_TARGET]
+            for index in range(count):
+                before = world.status(name)
+                target = engines[(index + 1) % 2]
+                load = _load()
+                with world.feeding(name, every=0.5):
+                    wait_for(lambda: len(world.output(name)) >= len(world.input_rows(name)) - 4, 600,
+                             "the old engine is caught up")
+                    world.apply(world.job_manifest(name, target, storage=root))
+                    status = world.wait_status(
+                        name, lambda s, r=before["runId"]: (s.get("upgrade") or {}).get("step") == "Succeeded"
+                        and s.get("runId") != r, f"upgrade {index} Succeeded", timeout=900)
+                old, new, snap = before["runId"], status["runId"], status["upgrade"]["snapshot"]
+                manifest = json.loads((root / "snapshots" / snap / "manifest.json").read_text())
+                last = max(q["lastBatchId"] for q in manifest["queries"].values())
+                old_commit = commit_times(root, old)[last]
+                first_new = min(t for b, t in commit_times(root, new).items() if b > last)
+                launched = next(c["at"] for c in world.calls(root, "run") if c["runId"] == new)
+                session = _iso_seconds(json.loads((root / "runs" / new / "run.json").read_text())["createdAt"])
+                snapshot_at = _iso_seconds(manifest["createdAt"])
+                measured.append({
+                    "from": before["engineVersion"], "to": target, "load": load,
+                    "downtime": handover_downtime(root, old, new, snap),
+                    "stop": snapshot_at - old_commit, "relaunch": launched - snapshot_at,
+                    "jvm": session - launched, "first_batch": first_new - session,
+                })
+                print(measured[-1], flush=True)
+            world.assert_exactly_once(name, timeout=900)
+            rows = len(world.input_rows(name))
+        finally:
+            world.close()
+    api.stop()
+    for m in measured:
+        m["rows"] = rows
+    return measured
+
+
+def render(measured: list[dict[str, Any]], command: str) -> str:
+    downtimes = [m["downtime"] for m in measured]
+    lines = [
+        SECTION,
+        "",
+        f"- Command: `{command}`; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} cores; engine builds: "
+        f"`.venv` (PySpark 4.3) and `.venv-spark42` ({'PySpark 4.2' if spark42_available() else 'missing: .venv'})",
+        "- Real kopf + the emulator + the local launcher + the real `planengine` CLI (through "
+        "`tests/operator/e2e/engine_wrapper.py`, which records and `exec`s). Stateless job, one input file per "
+        f"0.5 s; {measured[0]['rows'] if measured else 0} input rows, all exactly once in the output at the end.",
+        "",
+        "| # | upgrade | load avg | downtime s | stop | relaunch | JVM + session | first batch |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for index, m in enumerate(measured, 1):
+        lines.append(f"| {index} | {m['from']} -> {m['to']} | {m['load']:.1f} | {m['downtime']:.1f} | "
+                     f"{m['stop']:.1f} | {m['relaunch']:.1f} | {m['jvm']:.1f} | {m['first_batch']:.1f} |")
+    lines += [
+        "",
+        f"- **Median downtime {statistics.median(downtimes):.1f} s** (min {min(downtimes):.1f}, max "
+        f"{max(downtimes):.1f}) over {len(downtimes)} upgrades; target <= 15 s.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_section(text: str, path: Path = RESULTS) -> None:
+    """Replace (or append) this benchmark's section, keeping everything else in the results file."""
+    old = path.read_text() if path.exists() else ""
+    if SECTION in old:
+        head, _, tail = old.partition(SECTION)
+        rest = tail.split("\n## ", 1)
+        old = head.rstrip("\n") + "\n\n" + ("## " + rest[1] if len(rest) > 1 else "")
+    path.write_text(old.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--upgrades", type=int, default=5)
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    measured = upgrades(args.upgrades)
+    command = "python -m benchmarks.operator_upgrade_real" + (f" {' '.join(argv)}" if argv else "")
+    text = render(measured, command) + f"- Wall time {time.monotonic() - started:.0f} s.\n"
+    write_section(text, Path(args.out))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -43,7 +44,7 @@ class Feed:
         self.count = 0
 
     def put(self, rows: Iterable[Sequence[Any]]) -> None:
-        names = [part.split()[0] for part in self.schema.split(",")]
+        names = self.names
         self.count += 1
         tmp = self.dir / f".{self.count:05d}.tmp"
         with tmp.open("w") as f:
@@ -51,10 +52,15 @@ class Feed:
                 f.write(json.dumps(dict(zip(names, r, strict=True)), default=str) + "\n")
         tmp.rename(self.dir / f"{self.count:05d}.json")
 
+    @property
+    def names(self) -> list[str]:
+        """Column names of the DDL schema (commas inside ``DECIMAL(10,2)`` do not split)."""
+        return [part.split()[0] for part in re.split(r",(?![^()]*\))", self.schema)]
+
     def drain(self) -> None:
         """End of input, as ``planengine run --drain`` does it: a marker row at the largest event time."""
         assert self.rowtime is not None
-        names = [part.split()[0] for part in self.schema.split(",")]
+        names = self.names
         marker = {n: None for n in names}
         marker[names[self.rowtime]] = "9999-12-31 23:59:59"
         marker["_eoi"] = True

@@ -1,0 +1,130 @@
+"""Event-time OVER aggregates (ROWS / RANGE frames ordered by rowtime) on transformWithState.
+
+Flink's rowtime over-aggregate buffers each row until the watermark passes its timestamp, then processes
+the buffered rows in timestamp order (rows with equal timestamps in arrival order) and emits every input
+row followed by its aggregate values:
+
+* ``ROWS BETWEEN n PRECEDING AND CURRENT ROW``: the current row and the ``n`` rows processed before it;
+* ``RANGE BETWEEN <interval> PRECEDING AND CURRENT ROW``: every row whose timestamp is within
+  ``[t - interval, t]`` — all rows of one timestamp get the same values;
+* ``UNBOUNDED PRECEDING``: everything processed so far in the partition.
+
+A row whose timestamp is not after the last processed watermark is late and dropped (Flink's
+``lastTriggeringTs`` rule). State per partition key: ``pendingRows`` (rows waiting for the watermark, by
+timestamp) and ``accumulators`` (the rows the frame may still reach, plus the last triggering time).
+Spark's watermark advances per micro-batch, so rows of one batch are ordered by their timestamps.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from planengine.errors import ValidationError
+from planengine.runtime.operators.window_aggs import evaluate
+from planengine.runtime.operators.window_assign import as_event_time, millis_sql, watermark_metadata
+from planengine.runtime.operators.window_state import TIME_MS, PickledValue, run_with_state, spark_type_name
+from planengine.runtime.stream import Stream, column_name
+
+PENDING = "pendingRows"
+ACCUMULATORS = "accumulators"
+
+
+def _processor_class() -> type:
+    from pyspark.sql import Row
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class OverProcessor(StatefulProcessor):
+        def __init__(self, n_fields: int, mode: str, lower: Any, aggregates: Sequence[Any]):
+            self.n, self.mode, self.aggregates = n_fields, mode, tuple(aggregates)
+            self.lower = int(lower / dt.timedelta(milliseconds=1)) if isinstance(lower, dt.timedelta) else lower
+
+        def init(self, handle: Any) -> None:
+            self.handle = handle
+            self.pending = PickledValue(handle, PENDING, dict)  # {ts: [row, …]}
+            self.acc = PickledValue(handle, ACCUMULATORS, lambda: {"last": -(2 ** 63), "rows": []})
+
+        def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
+            pending = self.pending.get()
+            last = self.acc.get()["last"]
+            for r in rows:
+                t = r[TIME_MS]
+                if t is None or t <= last:
+                    continue  # late: its timestamp's rows were already emitted
+                pending.setdefault(t, []).append(tuple(r[column_name(i)] for i in range(self.n)))
+                self.handle.registerTimer(t)
+            self.pending.set(pending)
+            return self._process(timerValues.getCurrentWatermarkInMs())
+
+        def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Any:
+            return self._process(max(timerValues.getCurrentWatermarkInMs(), expiredTimerInfo.getExpiryTimeInMs()))
+
+        def _process(self, wm: int) -> Any:
+            pending = self.pending.get()
+            due = sorted(t for t in pending if t <= wm)
+            if not due:
+                return iter([])
+            acc = self.acc.get()
+            history: list = acc["rows"]  # [(ts, row), …] in processing order
+            out = []
+            for t in due:
+                group = pending.pop(t)
+                if self.mode == "RANGE":
+                    history.extend((t, row) for row in group)
+                    if self.lower is not None:
+                        history = [(ht, hr) for ht, hr in history if ht >= t - self.lower]
+                    frame = [hr for _, hr in history]
+                    values = [evaluate(a, frame) for a in self.aggregates]
+                    out.extend(_row(Row, row, values) for row in group)
+                else:
+                    for row in group:
+                        history.append((t, row))
+                        if self.lower is not None:
+                            history = history[-(self.lower + 1):]
+                        frame = [hr for _, hr in history]
+                        out.append(_row(Row, row, [evaluate(a, frame) for a in self.aggregates]))
+            acc["rows"], acc["last"] = history, max(acc["last"], wm)
+            self.acc.set(acc)
+            if pending:
+                self.pending.set(pending)
+            else:
+                self.pending.clear()
+            return iter(out)
+
+    return OverProcessor
+
+
+def _row(row_class: Any, values: Sequence[Any], aggregates: Sequence[Any]) -> Any:
+    return row_class(**{f"_o{i}": v for i, v in enumerate((*values, *aggregates))})
+
+
+def over_aggregate(stream: Stream, partition_keys: Sequence[int], order_keys: Sequence[Any], frame: Any,
+                   aggregates: Sequence[Any]) -> Stream:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+
+    if stream.updating:
+        raise ValidationError("an OVER aggregate over an updating input is not supported (in Flink either)")
+    if not order_keys or not order_keys[0].ascending:
+        raise ValidationError("an OVER window must be ordered by a time attribute ascending")
+    time_col = column_name(order_keys[0].field)
+    if stream.rowtime is None or stream.rowtime != time_col:
+        raise ValidationError("OVER windows ordered by processing time are not supported on this engine",
+                              hint="order by the rowtime attribute (processing-time timers never go idle on Spark)")
+    df = stream.df
+    meta = watermark_metadata(df, time_col)
+    n = len(stream.fields)
+    # Output names must not clash with the processor's row fields; the Row is positional.
+    fields = [StructField(f"_o{i}", f.dataType, True) for i, f in enumerate(df.select(*stream.columns).schema.fields)]
+    fields += [StructField(f"_o{n + i}", _parse_datatype_string(spark_type_name(a.type)), True)
+               for i, a in enumerate(aggregates)]
+    keys = [F.col(f"`{column_name(k)}`").alias(f"_p{i}") for i, k in enumerate(partition_keys)]
+    keys = keys or [F.lit(0).alias("_p")]
+    data = df.select(*[F.col(c) for c in stream.columns], F.expr(millis_sql(f"`{time_col}`")).alias(TIME_MS), *keys)
+    key_names = [f"_p{i}" for i in range(len(partition_keys))] or ["_p"]
+    processor = _processor_class()(n, frame.mode, frame.lower, aggregates)
+    out = run_with_state(data, [F.col(k) for k in key_names], processor, StructType(fields))
+    cols = [F.col(f"_o{i}").alias(column_name(i)) for i in range(n + len(aggregates))]
+    cols[order_keys[0].field] = as_event_time(F.col(f"_o{order_keys[0].field}"), time_col, meta)
+    return Stream(out.select(*cols), tuple(column_name(i) for i in range(len(cols))), rowtime=time_col)

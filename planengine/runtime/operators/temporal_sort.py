@@ -1,0 +1,94 @@
+"""Temporal sort (``ORDER BY rowtime [, …]`` on a stream) on transformWithState.
+
+Rows wait in ``bufferedRows`` until the watermark passes their time, then leave sorted by the time
+attribute and the secondary keys. A row whose time is not after the last emitted watermark is late and
+dropped (Flink's RowTimeSortOperator does the same). One state for the whole stream: a sort is global.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cmp_to_key
+from typing import Any
+
+from planengine.errors import ValidationError
+from planengine.runtime.operators.window_assign import as_event_time, millis_sql, watermark_metadata
+from planengine.runtime.operators.window_state import TIME_MS, PickledValue, run_with_state
+from planengine.runtime.stream import Stream, column_name
+
+BUFFERED = "bufferedRows"
+
+
+def _compare(keys: Sequence[tuple[int, bool, bool]]) -> Any:
+    def cmp(a: Any, b: Any) -> int:
+        for index, ascending, nulls_first in keys:
+            x, y = a[index], b[index]
+            if x == y:
+                continue
+            if x is None or y is None:
+                return (-1 if nulls_first else 1) * (1 if x is None else -1)
+            return (-1 if x < y else 1) * (1 if ascending else -1)
+        return 0
+
+    return cmp_to_key(cmp)
+
+
+def _processor_class() -> type:
+    from pyspark.sql import Row
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class SortProcessor(StatefulProcessor):
+        def __init__(self, n: int, keys: Sequence[tuple[int, bool, bool]]):
+            self.n, self.keys = n, tuple(keys)
+
+        def init(self, handle: Any) -> None:
+            self.handle = handle
+            self.buffer = PickledValue(handle, BUFFERED, lambda: {"last": -(2 ** 63), "rows": []})
+
+        def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
+            state = self.buffer.get()
+            for r in rows:
+                t = r[TIME_MS]
+                if t is None or t <= state["last"]:
+                    continue
+                state["rows"].append((t, tuple(r[column_name(i)] for i in range(self.n))))
+                self.handle.registerTimer(t)
+            self.buffer.set(state)
+            return self._emit(timerValues.getCurrentWatermarkInMs())
+
+        def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Any:
+            return self._emit(max(timerValues.getCurrentWatermarkInMs(), expiredTimerInfo.getExpiryTimeInMs()))
+
+        def _emit(self, wm: int) -> Any:
+            state = self.buffer.get()
+            due = [row for t, row in state["rows"] if t <= wm]
+            if not due:
+                return iter([])
+            state["rows"] = [(t, row) for t, row in state["rows"] if t > wm]
+            state["last"] = max(state["last"], wm)
+            self.buffer.set(state)
+            due.sort(key=_compare(self.keys))
+            return iter(Row(**{f"_o{i}": v for i, v in enumerate(row)}) for row in due)
+
+    return SortProcessor
+
+
+def temporal_sort(stream: Stream, order_keys: Sequence[Any]) -> Stream:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType
+
+    if not order_keys or not order_keys[0].ascending or stream.rowtime != column_name(order_keys[0].field):
+        raise ValidationError("a streaming ORDER BY must start with the rowtime attribute ascending",
+                              hint="ORDER BY rowtime [, other columns]; processing-time sorts are not supported")
+    n = len(stream.fields)
+    time_col = column_name(order_keys[0].field)
+    meta = watermark_metadata(stream.df, time_col)
+    keys = [(k.field, k.ascending, k.ascending if k.nulls_first is None else k.nulls_first) for k in order_keys]
+    data = stream.df.select(*[F.col(c) for c in stream.columns], F.expr(millis_sql(f"`{time_col}`")).alias(TIME_MS),
+                            F.lit(0).alias("_all"))
+    schema = StructType([StructField(f"_o{i}", f.dataType, True)
+                         for i, f in enumerate(stream.df.select(*stream.columns).schema.fields)])
+    out = run_with_state(data, [F.col("_all")], _processor_class()(n, keys), schema)
+    cols = [F.col(f"_o{i}").alias(column_name(i)) for i in range(n)]
+    cols[order_keys[0].field] = as_event_time(F.col(f"_o{order_keys[0].field}"), time_col, meta)
+    return Stream(out.select(*cols), stream.fields, rowtime=time_col)

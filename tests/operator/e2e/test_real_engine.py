@@ -42,6 +42,13 @@ def _start(world: World, name: str, root: Path, engine: str = "0.1") -> dict:
     return status
 
 
+def _runs(world: World, root: Path, count: int) -> list[dict]:
+    """The driver starts recorded by the wrapper; the status is written as soon as the process is spawned,
+    the wrapper's record a moment later."""
+    return wait_for(lambda: (lambda runs: runs if len(runs) >= count else None)(world.calls(root, "run")), 30,
+                    f"{count} driver starts", lambda: world.calls(root, "run"))
+
+
 def _still_committing(world: World, name: str, more: int = 4) -> None:
     with world.feeding(name, every=FEED_EVERY):
         before = len(world.output(name))
@@ -110,7 +117,7 @@ def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path
     assert status["lastSnapshot"]["id"] == upgrade["snapshot"]
     checks = world.calls(root, "check")
     assert [c["engine"] for c in checks] == ["0.1-refuses", REAL_TARGET], checks
-    runs = world.calls(root, "run")
+    runs = _runs(world, root, 2)
     assert [(r["engine"], r["runId"]) for r in runs] == [("0.1", first["runId"]), (REAL_TARGET, status["runId"])]
     assert runs[1]["fromSnapshot"].endswith(upgrade["snapshot"])
     assert [p.name for p in (root / "snapshots").iterdir()] == [upgrade["snapshot"]]  # exactly one snapshot
@@ -142,7 +149,7 @@ def test_crashing_target_rolls_back_from_the_same_snapshot(real_world: World, tm
     assert world.condition("c", "Degraded")["reason"] == "RolledBack"
     wait_for(lambda: "RolledBack" in world.event_reasons("c"), 30, "the RolledBack event",  # posted async
              lambda: world.event_reasons("c"))
-    runs = world.calls(root, "run")
+    runs = _runs(world, root, 3)
     assert [r["engine"] for r in runs] == ["0.1", "0.1-crashes", "0.1"], runs
     assert runs[1]["fromSnapshot"] == runs[2]["fromSnapshot"] and runs[1]["fromSnapshot"].endswith(
         upgrade["snapshot"])
@@ -164,7 +171,7 @@ def test_target_crashing_after_its_first_commit_rolls_back(real_world: World, tm
     with world.feeding("l", every=FEED_EVERY):
         world.apply(world.job_manifest("l", "0.1-crashes-late", storage=root))
         status = world.wait_status("l", lambda s: s.get("phase") == "RolledBack", "phase RolledBack", timeout=JVM)
-    runs = world.calls(root, "run")
+    runs = _runs(world, root, 3)
     assert [r["engine"] for r in runs] == ["0.1", "0.1-crashes-late", "0.1"], runs
     target_run = runs[1]["runId"]
     snapshot = status["upgrade"]["snapshot"]

@@ -50,10 +50,14 @@ def window_rank(stream: Stream, rank_type: str, partition_keys: Sequence[int], o
     meta = watermark_metadata(df, stream.rowtime)
     end_col = column_name(window_end)
     keys = [F.col(f"`{column_name(k)}`").alias(f"_p{i}") for i, k in enumerate(partition_keys)]
+    # The event-time mark must sit on a plain grouping column (Spark looks at the grouping attributes'
+    # references), so the marked window end is projected first.
     keys.append(as_event_time(F.col(f"`{end_col}`").cast("timestamp"), "_wend", meta))
     keys.append(F.col(f"`{column_name(window_start)}`").alias("_wstart"))
     rows = F.collect_list(F.struct(*[F.col(f"`{c}`") for c in stream.columns])).alias("_rows")
-    grouped = df.filter(F.col(f"`{end_col}`").isNotNull()).groupBy(*keys).agg(rows)
+    keyed = df.filter(F.col(f"`{end_col}`").isNotNull()).select("*", *keys)
+    names = [f"_p{i}" for i in range(len(partition_keys))] + ["_wend", "_wstart"]
+    grouped = keyed.groupBy(*[F.col(k) for k in names]).agg(rows)
     cmp = _compare_sql(order_keys, "l", "r")
     ranked = grouped.select(F.expr(f"array_sort(_rows, (l, r) -> {cmp})").alias("_rows"))
     if rank_type == "ROW_NUMBER":

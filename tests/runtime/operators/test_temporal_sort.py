@@ -1,0 +1,30 @@
+"""ORDER BY rowtime on a stream (temporal sort) on transformWithState."""
+
+from __future__ import annotations
+
+from planengine.planner.logical import SortKey
+from planengine.runtime.operators.temporal_sort import temporal_sort
+from tests.runtime.operators.conftest import ts
+
+
+def test_rows_leave_in_time_order_once_the_watermark_passes_and_late_rows_are_dropped(feed, runner):
+    f = feed("rowtime TIMESTAMP, v INT", rowtime=0, delay="2 seconds")
+    out = temporal_sort(f.stream(), (SortKey(0), SortKey(1, ascending=False)))
+    r = runner(out.df.select("f1"))
+    f.put([(ts("00:00:05"), 1), (ts("00:00:03"), 2), (ts("00:00:03"), 3), (ts("00:00:08"), 4)])
+    assert r.take() == [(3,), (2,), (1,)]  # watermark 6: 3 s (v DESC), then 5 s; 8 s waits
+    f.put([(ts("00:00:04"), 5), (ts("00:00:07"), 6)])  # 4 s is late
+    f.drain()
+    assert r.take() == [(6,), (4,)]
+
+
+def test_current_watermark_is_null_until_the_first_watermark_then_the_batch_watermark(feed, runner):
+    from planengine.runtime.operators.window_watermark import with_current_watermark
+
+    f = feed("rowtime TIMESTAMP, v INT", rowtime=0, delay="1 second")
+    out = with_current_watermark(f.stream())
+    r = runner(out.df.selectExpr("f1", "CAST(_current_watermark AS STRING)"))
+    f.put([(ts("00:00:05"), 1)])
+    assert r.take() == [(1, None)]
+    f.put([(ts("00:00:03"), 2)])  # CURRENT_WATERMARK(ts) lets a query drop it: 3 s < 4 s
+    assert r.take() == [(2, "2020-10-10 00:00:04")]

@@ -20,7 +20,18 @@ from planengine.planner.expressions import input_row, writing_function_classes
 from planengine.types import parse_type
 from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION
 
-SPARK_VERSION = "4.3.0"
+
+def _spark_version() -> str:
+    """The Spark this engine runs on (plans and snapshot manifests record it); 4.3.0 without pyspark."""
+    try:
+        from importlib.metadata import version
+
+        return version("pyspark")
+    except Exception:  # no pyspark installed: a planning-only engine
+        return "4.3.0"
+
+
+SPARK_VERSION = _spark_version()
 
 # Options a node may consume, with the defaults frozen into plans when the session does not set them.
 OPTION_DEFAULTS: dict[str, str] = {

@@ -244,6 +244,7 @@ class Job:
         for _ in range(2):  # a second pass lets no-data batches (watermark advance) settle downstream
             for q in self.queries:
                 for _attempt in range(MAX_TRANSIENT_RESTARTS + 1):
+                    self._restart_transient_failures()  # any query, not only q, may have died transiently
                     try:
                         q.query.processAllAvailable()
                         break
@@ -253,6 +254,7 @@ class Job:
                             continue
                         self._raise_if_failed()
                         raise
+                self._restart_transient_failures()
                 self._raise_if_failed()
 
     def drain(self) -> None:

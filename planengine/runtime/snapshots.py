@@ -161,6 +161,10 @@ def take_snapshot(
     try:
         atomic_write_text(path / PLAN_FILE, plan_text)
         for uid, last in cut.items():
+            if last < 0:
+                # Never committed: anything on disk (state/0 of an aborted first batch) would make Spark refuse
+                # to start ("state should be empty on batch 0"); the query starts fresh from the snapshot.
+                continue
             _link_tree(run.checkpoint_dir(uid), path / "checkpoints" / uid, "auto", _committed_filter(last))
         (path / "checkpoints").mkdir(exist_ok=True)
         _make_read_only(path)

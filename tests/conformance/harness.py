@@ -171,7 +171,9 @@ def classify(program: Program, stage: str, error: BaseException | None) -> str:
     if req & {"processing-time", "temporal-table-function"}:
         return f"{BY_DESIGN} ({', '.join(sorted(req & {'processing-time', 'temporal-table-function'}))})"
     if stage == "plan" and req & {"java-udaf", "java-udtf"}:
-        return NEEDS_UDAF
+        names = [str(f.get("name", "")).lower() for f in program.functions]
+        if any(n and n in str(error).lower() for n in names) or "aggregate function" in str(error).lower():
+            return NEEDS_UDAF
     if stage in ("ddl", "plan"):
         return PLANNER
     if stage == "compare":

@@ -17,6 +17,7 @@ be in the output exactly once at the end. The section "Upgrade downtime with the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -95,14 +96,23 @@ def upgrades(count: int) -> list[dict[str, Any]]:
                     "jvm": session - launched, "first_batch": first_new - session,
                 })
                 print(measured[-1], flush=True)
-            world.assert_exactly_once(name, timeout=900)
-            rows = len(world.input_rows(name))
+            rows, missing, duplicates = exactly_once(world, name)
         finally:
             world.close()
     api.stop()
     for m in measured:
-        m["rows"] = rows
+        m.update(rows=rows, missing=missing, duplicates=duplicates)
     return measured
+
+
+def exactly_once(world: World, name: str, settle: float = 300) -> tuple[int, int, int]:
+    """(input rows, missing, duplicated) once the output stops growing (bounded): a loss is reported, not
+    waited for."""
+    wanted = world.input_rows(name)
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: len(world.output(name)) >= len(wanted), settle, "all input rows in the output")
+    got = [row for row, _ in world.output(name)]
+    return len(wanted), len(set(wanted) - set(got)), len(got) - len(set(got))
 
 
 def render(measured: list[dict[str, Any]], command: str) -> str:
@@ -114,7 +124,9 @@ def render(measured: list[dict[str, Any]], command: str) -> str:
         f"`.venv` (PySpark 4.3) and `.venv-spark42` ({'PySpark 4.2' if spark42_available() else 'missing: .venv'})",
         "- Real kopf + the emulator + the local launcher + the real `planengine` CLI (through "
         "`tests/operator/e2e/engine_wrapper.py`, which records and `exec`s). Stateless job, one input file per "
-        f"0.5 s; {measured[0]['rows'] if measured else 0} input rows, all exactly once in the output at the end.",
+        f"0.5 s; {measured[0]['rows'] if measured else 0} input rows; at the end "
+        f"{measured[0]['missing'] if measured else 0} missing and {measured[0]['duplicates'] if measured else 0} "
+        "duplicated in the committed output (exactly once: 0 and 0).",
         "",
         "| # | upgrade | load avg | downtime s | stop | relaunch | JVM + session | first batch |",
         "|---:|---|---:|---:|---:|---:|---:|---:|",

@@ -161,10 +161,6 @@ def take_snapshot(
     try:
         atomic_write_text(path / PLAN_FILE, plan_text)
         for uid, last in cut.items():
-            if last < 0:
-                # Never committed: anything on disk (state/0 of an aborted first batch) would make Spark refuse
-                # to start ("state should be empty on batch 0"); the query starts fresh from the snapshot.
-                continue
             _link_tree(run.checkpoint_dir(uid), path / "checkpoints" / uid, "auto", _committed_filter(last))
         (path / "checkpoints").mkdir(exist_ok=True)
         _make_read_only(path)
@@ -195,6 +191,10 @@ def _committed_filter(last: int) -> Callable[[tuple[str, ...]], bool]:
     def keep(parts: tuple[str, ...]) -> bool:
         name = parts[-1]
         if name.endswith(".tmp"):  # an interrupted write-temp-then-rename
+            return False
+        if last < 0 and parts[0] in ("state", "sources"):
+            # Never committed: files of an aborted first batch (state/<op>/_metadata, state/0/...) would make
+            # Spark refuse to start ("state should be empty on batch 0"); only the query's identity is kept.
             return False
         if len(parts) == 2 and parts[0] in ("offsets", "commits"):
             m = _BATCH_FILE_RE.match(name)

@@ -34,6 +34,26 @@ def prefixed(stream: Stream, prefix: str) -> Any:
     return stream.df.select(*[F.col(f"`{c}`").alias(f"{prefix}{i}") for i, c in enumerate(stream.columns)])
 
 
+def equi_condition(left_keys: Sequence[int], right_keys: Sequence[int]) -> Any:
+    """``l.k = r.k`` for every key pair, where a NULL key never matches.
+
+    Spark's symmetric hash join compares its equi-join keys as binary rows, in which NULL equals NULL.
+    SQL (and Flink) never match a NULL key, so each side also joins on a marker that is 0 for complete
+    keys and differs between the sides (1 left, 2 right) when a key is NULL: such rows stay unmatched,
+    and outer joins still pad them when they expire.
+    """
+    from pyspark.sql import functions as F
+
+    cond = F.lit(True)
+    for lk, rk in zip(left_keys, right_keys, strict=True):
+        cond = cond & (F.col(f"_l{lk}") == F.col(f"_r{rk}"))
+    if left_keys:
+        l_null = F.greatest(*[F.col(f"_l{k}").isNull().cast("int") for k in left_keys], F.lit(0))
+        r_null = F.greatest(*[F.col(f"_r{k}").isNull().cast("int") for k in right_keys], F.lit(0))
+        cond = cond & (l_null == r_null * 2)
+    return cond
+
+
 def interval_join(left: Stream, right: Stream, join_type: str, left_keys: Sequence[int], right_keys: Sequence[int],
                   left_time: int, right_time: int, lower_ms: int, upper_ms: int,
                   non_equi_condition: Any = None) -> Stream:
@@ -50,8 +70,7 @@ def interval_join(left: Stream, right: Stream, join_type: str, left_keys: Sequen
     lt, rt = F.col(f"_l{left_time}"), F.col(f"_r{right_time}")
     cond = (lt >= rt + F.expr(f"INTERVAL {lower_ms} MILLISECONDS")) & \
            (lt <= rt + F.expr(f"INTERVAL {upper_ms} MILLISECONDS"))
-    for lk, rk in zip(left_keys, right_keys, strict=True):
-        cond = cond & (F.col(f"_l{lk}") == F.col(f"_r{rk}"))
+    cond = cond & equi_condition(left_keys, right_keys)
     if non_equi_condition is not None:
         names = [f"_l{i}" for i in range(n)] + [f"_r{i}" for i in range(m)]
         cond = cond & F.expr(render_spark_sql(non_equi_condition, names))

@@ -14,7 +14,7 @@ from typing import Any
 
 from planengine.errors import ValidationError
 from planengine.runtime.expressions import render_spark_sql
-from planengine.runtime.operators.interval_join import prefixed, spark_join_type
+from planengine.runtime.operators.interval_join import equi_condition, prefixed, spark_join_type
 from planengine.runtime.operators.window_assign import as_event_time, watermark_metadata
 from planengine.runtime.stream import Stream, column_name
 
@@ -33,8 +33,7 @@ def window_join(left: Stream, right: Stream, join_type: str, left_keys: Sequence
     rdf = rdf.select("*", as_event_time(F.col(f"_r{re}").cast("timestamp"), "_rwe",
                                         watermark_metadata(right.df, right.rowtime)))
     cond = (F.col("_lwe") == F.col("_rwe")) & (F.col(f"_l{ls}") == F.col(f"_r{rs}"))
-    for lk, rk in zip(left_keys, right_keys, strict=True):
-        cond = cond & (F.col(f"_l{lk}") == F.col(f"_r{rk}"))
+    cond = cond & equi_condition(left_keys, right_keys)
     if non_equi_condition is not None:
         names = [f"_l{i}" for i in range(n)] + [f"_r{i}" for i in range(m)]
         cond = cond & F.expr(render_spark_sql(non_equi_condition, names))

@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,26 @@ def handover_downtime(root: Path, old_run: str, new_run: str, snapshot: str) -> 
     return new[min(new)] - old[max(old)]
 
 
+def sink_batches_ahead(root: Path, sink: Path, snapshot: str, run_id: str) -> list[int]:
+    """Batch ids that Spark's file-sink log already held, past the snapshot's last batch, when run ``run_id``
+    started from that snapshot.
+
+    Non-empty means the run re-used batch ids the sink already has: Spark's file sink skips such a batch as
+    "already committed", so whatever the re-planned batch read beyond the earlier batch of that id is lost
+    (an engine problem: docs/operator.md, "Known engine problems")."""
+    manifest = json.loads((root / "snapshots" / snapshot / "manifest.json").read_text())
+    last = max(q["lastBatchId"] for q in manifest["queries"].values())
+    marker = json.loads((root / "runs" / run_id / "run.json").read_text())
+    started = datetime.fromisoformat(marker["createdAt"].replace("Z", "+00:00")).timestamp()
+    log = sink / "_spark_metadata"
+    ahead = []
+    for entry in log.iterdir() if log.is_dir() else []:
+        stem = entry.name.removesuffix(".compact")
+        if stem.isdigit() and int(stem) > last and entry.stat().st_mtime < started:
+            ahead.append(int(stem))
+    return sorted(ahead)
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, describe: Callable[[], Any] = lambda: None,
              interval: float = 0.1) -> Any:
     """Poll until ``predicate()`` is truthy; the failure says what was awaited and what was seen."""
@@ -268,7 +289,7 @@ class World:
             stop.set()
         if self.operator is not None and self.operator.thread.is_alive():
             self.operator.stop()
-        for record in self.jobs_root.glob("**/.operator/driver.json"):  # drivers outlive the operator
+        for record in self.tmp.glob("**/.operator/driver.json"):  # drivers outlive the operator (any job root)
             with contextlib.suppress(OSError, ValueError, ProcessLookupError):
                 os.killpg(int(json.loads(record.read_text())["pid"]), 9)
 

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -48,3 +49,15 @@ def test_launch_observe_stop_with_snapshot(tmp_path):
         assert rows == ["row-0\t0.1", "row-1\t0.1", "row-2\t0.1"]
 
     asyncio.run(scenario())
+
+
+def test_engine_processes_do_not_inherit_interpreter_pins(monkeypatch):
+    """Each engine build runs its own Python: PYSPARK_PYTHON of the operator (or of a test's in-process
+    Spark) would make Spark's Python workers run another PySpark than the driver's JVM."""
+    from planengine_operator.launchers.local import engine_env
+
+    monkeypatch.setenv("PYSPARK_PYTHON", "/elsewhere/bin/python")
+    monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", "/elsewhere/bin/python")
+    env = engine_env(PLANENGINE_RUN_ID="r1")
+    assert "PYSPARK_PYTHON" not in env and "PYSPARK_DRIVER_PYTHON" not in env
+    assert env["PLANENGINE_RUN_ID"] == "r1" and env["PATH"] == os.environ["PATH"]

@@ -28,6 +28,18 @@ DRIVER_RECORD = ".operator/driver.json"
 WRITER_LOCK = "writer.lock"
 
 
+# Interpreter choices of *one* Python installation: an engine build must not inherit the operator's (or
+# another build's), or Spark's Python workers would run a different PySpark than the driver's JVM.
+_NOT_INHERITED = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
+
+
+def engine_env(**extra: str) -> dict[str, str]:
+    """The environment of an engine process: the operator's, minus interpreter pins, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
+    env.update(extra)
+    return env
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -90,7 +102,7 @@ class LocalLauncher:
         try:
             proc = await asyncio.create_subprocess_exec(
                 *full, cwd=str(root), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                env={**os.environ, "PLANENGINE_JOB": f"{job.namespace}/{job.name}"},
+                env=engine_env(PLANENGINE_JOB=f"{job.namespace}/{job.name}"),
             )
         except OSError as exc:
             raise LaunchError(f"cannot run {full[0]}: {exc}", reason="EngineCommandMissing") from exc
@@ -115,7 +127,7 @@ class LocalLauncher:
         port = _free_port()
         full = [*self.command(engine), *argv, "--status-port", str(port)]
         log = open(root / ".operator" / f"driver-{run_id}.log", "ab")  # noqa: SIM115 - owned by the child
-        env = {**os.environ, "PLANENGINE_RUN_ID": run_id, "PLANENGINE_WRITER_LOCK": str(root / WRITER_LOCK)}
+        env = engine_env(PLANENGINE_RUN_ID=run_id, PLANENGINE_WRITER_LOCK=str(root / WRITER_LOCK))
         try:
             proc = subprocess.Popen(full, cwd=str(root), stdout=log, stderr=subprocess.STDOUT, env=env,
                                     start_new_session=True)

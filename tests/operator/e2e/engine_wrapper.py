@@ -61,8 +61,8 @@ def main(argv: list[str]) -> int:
               file=sys.stderr, flush=True)
         time.sleep(opts.crash_run)
         return 1
-    for leaked in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):  # set by in-process Spark tests to *their*
-        os.environ.pop(leaked, None)  # interpreter; each engine build must use its own (planengine sets it)
+    for leaked in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):  # the local launcher drops these too (each
+        os.environ.pop(leaked, None)  # engine build must use its own interpreter); kept for direct use
     if command == "run" and opts.crash_after_commits is not None:
         return crash_after_commits([opts.wrapped, *rest], opts.crash_after_commits)
     os.execv(opts.wrapped, [opts.wrapped, *rest])

@@ -46,9 +46,18 @@ def to_version_2(node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
+def _translate(node: Any, inputs: list[Any], ctx: Any) -> Any:
+    """The test node is a pass-through at run time; it only needs to *have* a Spark translation."""
+    return inputs[0]
+
+
 def install(versions: tuple[int, ...] = (1, 2), dropped: tuple[int, ...] = (), with_migration: bool = False) -> None:
+    from planengine.runtime import translators
+
     for v in versions:
         B.restore_registration(TagNode, META[v])
+        translators.load_all()
+        translators._TRANSLATORS[(NAME, v)] = _translate
     for v in dropped:
         B.unregister(NAME, v)
     if with_migration:
@@ -56,7 +65,10 @@ def install(versions: tuple[int, ...] = (1, 2), dropped: tuple[int, ...] = (), w
 
 
 def uninstall() -> None:
+    from planengine.runtime import translators
+
     for v in META:
+        translators._TRANSLATORS.pop((NAME, v), None)
         B._REGISTRY.pop((NAME, v), None)
         B._DROPPED.pop((NAME, v), None)
     TagNode.METADATA = ()

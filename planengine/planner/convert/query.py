@@ -175,8 +175,9 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
         return out
 
     def _select(self, select: exp.Select) -> L.LogicalNode:
-        if select.args.get("order") is not None:
-            select = select.copy()  # ORDER BY targets may be rewritten to hidden columns below
+        if select.args.get("order") is not None or select.args.get("windows"):
+            select = select.copy()  # ORDER BY targets and named windows are rewritten below
+        self._inline_named_windows(select)
         relation = self._from(select)
         hints = accessors.query_hints(select)
         ttl_hint = {h.name: h.options for h in hints}.get("STATE_TTL")
@@ -224,6 +225,25 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
             node = L.LogicalCalc(node, tuple(InputRef(i, t) for i, t in enumerate(node.field_types[:width])),
                                  tuple(names))
         return node
+
+    def _inline_named_windows(self, select: exp.Select) -> None:
+        """``OVER w`` with ``WINDOW w AS (...)``: copy the definition into each window call."""
+        named = {w.this.name: w for w in select.args.get("windows") or [] if isinstance(w.this, exp.Identifier)}
+        if not named:
+            return
+        for window in select.find_all(exp.Window):
+            alias = window.args.get("alias")
+            if alias is None or alias.name not in named:
+                continue
+            if window.args.get("partition_by") or window.args.get("order") or window.args.get("spec"):
+                continue
+            definition = named[alias.name]
+            for key in ("partition_by", "order", "spec"):
+                value = definition.args.get(key)
+                if value is not None:
+                    window.set(key, [v.copy() for v in value] if isinstance(value, list) else value.copy())
+            window.set("alias", None)
+        select.set("windows", None)
 
     def _hidden_order_columns(self, select: exp.Select, exprs: list[Expr], names: list[str], scope: _Scope
                               ) -> list[Expr]:

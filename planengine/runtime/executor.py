@@ -177,6 +177,9 @@ class Job:
         # Always from the JSON, even right after compiling: a compiled run and a restored run must build
         # the very same Spark plans (same node ids, same uids).
         sinks = CompiledPlan(self.plan.data, self.env).restore()
+        from planengine.runtime.python_functions import register_user_functions
+
+        register_user_functions(self.spark, sinks, self.env)
         ids = serde.node_ids(sinks)
         config = dict(self.plan.data.get("config") or {})
         ctx = TranslationContext(self.spark, config, ids, run_dir=self.run.path,

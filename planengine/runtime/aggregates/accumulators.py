@@ -337,6 +337,60 @@ class Distinct(Aggregator):
         return self.inner.result(acc)
 
 
+class UserAggregate(Aggregator):
+    """A Python aggregate function (``create_accumulator``/``accumulate``/``retract``/``get_value``).
+
+    Its accumulator may be any Python object, so state keeps it pickled (base64 text inside the JSON state);
+    the function is loaded lazily in the worker from its Python path."""
+
+    def __init__(self, result_type: DataType, arg_type: DataType | None, class_name: str, name: str):
+        super().__init__(result_type, arg_type)
+        self.class_name = class_name
+        self.name = name
+        self._fn: Any = None
+
+    @property
+    def fn(self) -> Any:
+        if self._fn is None:
+            from planengine.functions import python_udf
+
+            self._fn = python_udf.load(self.class_name).instance
+        return self._fn
+
+    @staticmethod
+    def _load(acc: str) -> Any:
+        import base64
+        import pickle
+
+        return pickle.loads(base64.b64decode(acc))
+
+    @staticmethod
+    def _dump(value: Any) -> str:
+        import base64
+        import pickle
+
+        return base64.b64encode(pickle.dumps(value)).decode("ascii")
+
+    def create(self) -> Any:
+        return self._dump(self.fn.create_accumulator())
+
+    def accumulate(self, acc, value, bag):
+        state = self._load(acc)
+        self.fn.accumulate(state, *(value if isinstance(value, tuple) else (value,)))
+        return self._dump(state)
+
+    def retract(self, acc, value, bag):
+        if not callable(getattr(self.fn, "retract", None)):
+            raise ValidationError(f"aggregate function {self.name} receives retractions but defines no retract()",
+                                  hint="implement retract(acc, *args), or feed it an insert-only input")
+        state = self._load(acc)
+        self.fn.retract(state, *(value if isinstance(value, tuple) else (value,)))
+        return self._dump(state)
+
+    def value(self, acc):
+        return self.fn.get_value(self._load(acc))
+
+
 @dataclass(frozen=True)
 class BoundAggregate:
     """An aggregator with where its arguments come from (positions in the input row)."""
@@ -369,6 +423,12 @@ def make_aggregator(call: Any, input_types: Sequence[DataType], retraction: bool
     arg_type = input_types[call.args[0]] if call.args else None
     t = call.type
     agg: Aggregator
+    user = getattr(call, "user_function", None)
+    if user is not None:
+        if not user.class_name:
+            raise ValidationError(f"aggregate function {call.function} was not resolved to a Python class")
+        agg = UserAggregate(t, arg_type, user.class_name, call.function)
+        return BoundAggregate(agg, tuple(call.args), call.filter_arg, count_star=False)
     if name == "COUNT":
         agg = Count(t, arg_type)
     elif name == "SUM":

@@ -139,6 +139,13 @@ def translate_correlate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     inp = inputs[0]
     n_in = len(inp.fields)
     invocation = _uncorrelate(node.invocation)
+    if getattr(node, "table_function", False):
+        # LATERAL TABLE(f(args)): the registered UDF returns the array of produced rows; explode it like UNNEST.
+        from planengine.planner.expressions import Call, FunctionRef
+        from planengine.runtime.python_functions import produced_row_type, table_function_udf_name
+
+        invocation = Call(FunctionRef(table_function_udf_name(invocation.function), None, system=True),
+                          invocation.operands, produced_row_type(invocation.type))
     collection = _expr(invocation, inp.columns)
     t = invocation.type
     outer = node.join_type.upper() in ("LEFT", "LEFT_OUTER")

@@ -37,6 +37,8 @@ from tests.operator.e2e.harness import (  # noqa: E402
     World,
     commit_times,
     handover_downtime,
+    sink_uid,
+    snapshot_last_batch,
     spark42_available,
     wait_for,
 )
@@ -83,15 +85,16 @@ def upgrades(count: int) -> list[dict[str, Any]]:
                         and s.get("runId") != r, f"upgrade {index} Succeeded", timeout=900)
                 old, new, snap = before["runId"], status["runId"], status["upgrade"]["snapshot"]
                 manifest = json.loads((root / "snapshots" / snap / "manifest.json").read_text())
-                last = max(q["lastBatchId"] for q in manifest["queries"].values())
-                old_commit = commit_times(root, old)[last]
-                first_new = min(t for b, t in commit_times(root, new).items() if b > last)
+                uid = sink_uid(root, world.sink(name))
+                last = snapshot_last_batch(root, snap, uid)
+                old_commit = commit_times(root, old, uid)[last]
+                first_new = min(t for b, t in commit_times(root, new, uid).items() if b > last)
                 launched = next(c["at"] for c in world.calls(root, "run") if c["runId"] == new)
                 session = _iso_seconds(json.loads((root / "runs" / new / "run.json").read_text())["createdAt"])
                 snapshot_at = _iso_seconds(manifest["createdAt"])
                 measured.append({
                     "from": before["engineVersion"], "to": target, "load": load,
-                    "downtime": handover_downtime(root, old, new, snap),
+                    "downtime": handover_downtime(root, world.sink(name), old, new, snap),
                     "stop": snapshot_at - old_commit, "relaunch": launched - snapshot_at,
                     "jvm": session - launched, "first_batch": first_new - session,
                 })

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -98,13 +98,20 @@ def operator_config(job_root_base: Path, kind: str = "contract", **overrides: An
 
 def job_sql(source: Path, sink: Path, kind: str = "contract") -> str:
     """The job's Flink SQL; the contract double copies the first 'path' to the second."""
-    if kind == "real":  # stateless: filesystem json source -> calc -> filesystem json sink (Spark's file sink)
+    if kind == "real":  # one source, two queries: stateless calc -> json sink; native tumbling-window count
         return (
-            f"CREATE TABLE clicks (id BIGINT, name STRING) WITH ('connector' = 'filesystem', 'path' = '{source}', "
-            "'format' = 'json', 'source.monitor-interval' = '1 s');\n"
+            f"CREATE TABLE clicks (id BIGINT, name STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' "
+            f"SECOND) WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = 'json', "
+            "'source.monitor-interval' = '1 s');\n"
             f"CREATE TABLE copied (id BIGINT, name STRING, twice BIGINT) WITH ('connector' = 'filesystem', "
             f"'path' = '{sink}', 'format' = 'json');\n"
+            "CREATE TABLE per_window (window_start TIMESTAMP(3), window_end TIMESTAMP(3), cnt BIGINT) WITH ("
+            f"'connector' = 'filesystem', 'path' = '{windows_sink(sink)}', 'format' = 'json');\n"
+            "EXECUTE STATEMENT SET BEGIN\n"
             "INSERT INTO copied SELECT id, name, id * 2 AS twice FROM clicks WHERE id >= 0;\n"
+            "INSERT INTO per_window SELECT window_start, window_end, COUNT(*) AS cnt FROM TABLE(TUMBLE(TABLE clicks, "
+            f"DESCRIPTOR(ts), INTERVAL '{WINDOW_SECONDS}' SECOND)) GROUP BY window_start, window_end;\n"
+            "END;\n"
         )
     return (
         f"CREATE TABLE clicks (line STRING) WITH ('connector' = 'filesystem', 'path' = '{source}', "
@@ -113,6 +120,14 @@ def job_sql(source: Path, sink: Path, kind: str = "contract") -> str:
         "'format' = 'raw');\n"
         "INSERT INTO copied SELECT line FROM clicks;\n"
     )
+
+
+WINDOW_SECONDS = 10  # input file i has two rows at event time EPOCH + i s (+0.5 s): 2 * WINDOW_SECONDS per window
+EPOCH = datetime(2026, 1, 1)
+
+
+def windows_sink(sink: Path) -> Path:
+    return sink.with_name("windows")
 
 
 def spark_sink_files(sink: Path) -> list[Path]:
@@ -141,44 +156,63 @@ def spark_sink_files(sink: Path) -> list[Path]:
     return files
 
 
-def commit_times(root: Path, run_id: str) -> dict[int, float]:
-    """Batch id -> mtime of Spark's ``commits/<id>`` file, for the run's (single) sink query."""
+def sink_uid(root: Path, sink: Path) -> str:
+    """The query uid (checkpoint directory name) of the plan's sink that writes to ``sink``."""
+    for node in json.loads((root / "plan.json").read_text())["nodes"]:
+        options = ((node.get("table") or {}).get("resolvedTable") or {}).get("options") or {}
+        if str(node.get("type", "")).startswith("stream-exec-sink") and options.get("path") == str(sink):
+            for query in (root / "runs").glob(f"*/checkpoints/{node['id']}_*"):
+                return query.name
+    raise AssertionError(f"no query of {root} writes {sink}")
+
+
+def commit_times(root: Path, run_id: str, uid: str) -> dict[int, float]:
+    """Batch id -> mtime of Spark's ``commits/<id>`` file of one query of the run."""
     found: dict[int, float] = {}
-    for commit in (root / "runs" / run_id / "checkpoints").glob("*/commits/*"):
+    for commit in (root / "runs" / run_id / "checkpoints" / uid / "commits").glob("*"):
         if commit.name.isdigit():
             found[int(commit.name)] = commit.stat().st_mtime
     return found
 
 
-def handover_downtime(root: Path, old_run: str, new_run: str, snapshot: str) -> float:
-    """Seconds from the old run's last commit to the new run's first commit after the snapshot."""
+def snapshot_last_batch(root: Path, snapshot: str, uid: str) -> int:
     manifest = json.loads((root / "snapshots" / snapshot / "manifest.json").read_text())
-    last = max(q["lastBatchId"] for q in manifest["queries"].values())
-    old = commit_times(root, old_run)
-    new = {b: t for b, t in commit_times(root, new_run).items() if b > last}
+    return int(manifest["queries"][uid]["lastBatchId"])
+
+
+def handover_downtime(root: Path, sink: Path, old_run: str, new_run: str, snapshot: str) -> float:
+    """Seconds from the old run's last commit to the new run's first commit after the snapshot (the query
+    writing ``sink``)."""
+    uid = sink_uid(root, sink)
+    last = snapshot_last_batch(root, snapshot, uid)
+    old = commit_times(root, old_run, uid)
+    new = {b: t for b, t in commit_times(root, new_run, uid).items() if b > last}
     assert old and new, (old, new)
     assert max(old) == last, f"the old run committed past its snapshot: {sorted(old)[-3:]} vs {last}"
     return new[min(new)] - old[max(old)]
 
 
-def sink_batches_ahead(root: Path, sink: Path, snapshot: str, run_id: str) -> list[int]:
-    """Batch ids that Spark's file-sink log already held, past the snapshot's last batch, when run ``run_id``
-    started from that snapshot.
+def sink_batches_ahead(root: Path, sink: Path, snapshot: str, run_id: str) -> dict[str, list[int]]:
+    """Per sink directory: batch ids that Spark's file-sink log already held, past the snapshot's last batch
+    of the query writing it, when run ``run_id`` started from that snapshot.
 
     Non-empty means the run re-used batch ids the sink already has: Spark's file sink skips such a batch as
     "already committed", so whatever the re-planned batch read beyond the earlier batch of that id is lost
     (an engine problem: docs/operator.md, "Known engine problems")."""
-    manifest = json.loads((root / "snapshots" / snapshot / "manifest.json").read_text())
-    last = max(q["lastBatchId"] for q in manifest["queries"].values())
     marker = json.loads((root / "runs" / run_id / "run.json").read_text())
     started = datetime.fromisoformat(marker["createdAt"].replace("Z", "+00:00")).timestamp()
-    log = sink / "_spark_metadata"
-    ahead = []
-    for entry in log.iterdir() if log.is_dir() else []:
-        stem = entry.name.removesuffix(".compact")
-        if stem.isdigit() and int(stem) > last and entry.stat().st_mtime < started:
-            ahead.append(int(stem))
-    return sorted(ahead)
+    found: dict[str, list[int]] = {}
+    for directory in (sink, windows_sink(sink)):
+        log = directory / "_spark_metadata"
+        if not log.is_dir():
+            continue
+        last = snapshot_last_batch(root, snapshot, sink_uid(root, directory))
+        ahead = sorted(int(e.name.removesuffix(".compact")) for e in log.iterdir()
+                       if e.name.removesuffix(".compact").isdigit() and int(e.name.removesuffix(".compact")) > last
+                       and e.stat().st_mtime < started)
+        if ahead:
+            found[directory.name] = ahead
+    return found
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, describe: Callable[[], Any] = lambda: None,
@@ -375,8 +409,11 @@ class World:
             batch = [f"{name}-{index:05d}-{j}" for j in range(2)]
             tmp = source / f".{index:05d}.tmp"
             if self.kind == "real":
-                tmp.write_text("".join(json.dumps({"id": index * 2 + j, "name": row}) + "\n"
-                                       for j, row in enumerate(batch)))
+                at = EPOCH + timedelta(seconds=index)
+                tmp.write_text("".join(json.dumps({
+                    "id": index * 2 + j, "name": row,
+                    "ts": (at + timedelta(milliseconds=500 * j)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
+                }) + "\n" for j, row in enumerate(batch)))
             else:
                 tmp.write_text("".join(f"{row}\n" for row in batch))
             tmp.rename(source / f"{index:05d}{suffix}")
@@ -425,6 +462,30 @@ class World:
                     row, _, engine = line.partition("\t")
                     rows.append((row, engine))
         return rows
+
+    def windows(self, name: str) -> list[tuple[int, int]]:
+        """(window start as seconds since EPOCH, count) of every committed tumbling-window row (real engine)."""
+        rows = []
+        for path in spark_sink_files(windows_sink(self.sink(name))):
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    start = datetime.fromisoformat(row["window_start"]) - EPOCH
+                    rows.append((int(start.total_seconds()), int(row["cnt"])))
+        return sorted(rows)
+
+    def assert_windows_exactly_once(self, name: str, timeout: float = 120) -> list[tuple[int, int]]:
+        """Every window the watermark closed is emitted once with all its rows: state survived handovers."""
+        files = len(list(self.source(name).glob("*.json")))
+        closed = max(0, files - 1 - 1) // WINDOW_SECONDS  # watermark = newest event time - 1 s
+        wait_for(lambda: len(self.windows(name)) >= closed, timeout, f"{name}: {closed} closed windows emitted",
+                 lambda: self.windows(name)[-3:])
+        got = self.windows(name)
+        starts = [start for start, _ in got]
+        assert starts == [WINDOW_SECONDS * k for k in range(len(got))], f"windows missing or repeated: {starts}"
+        wrong = [(start, count) for start, count in got if count != 2 * WINDOW_SECONDS]
+        assert not wrong, f"windows with a wrong count (state lost or doubled): {wrong}"
+        return got
 
     def batch_files(self, name: str) -> list[Path]:
         return sorted(p for p in self.sink(name).glob("batch-*.txt"))

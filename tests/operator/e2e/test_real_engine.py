@@ -26,6 +26,8 @@ from tests.operator.e2e.harness import (
     commit_times,
     handover_downtime,
     sink_batches_ahead,
+    sink_uid,
+    snapshot_last_batch,
     spark42_available,
     wait_for,
 )
@@ -45,9 +47,9 @@ def _start(world: World, name: str, root: Path, engine: str = "0.1") -> dict:
 
 
 def _exactly_once_or_known_engine_loss(world: World, name: str, root: Path, snapshot: str, run_id: str) -> None:
-    """Every input row exactly once; a loss whose cause is the known engine problem (the sink already held
-    batch ids past the snapshot when ``run_id`` started from it) is reported as xfail with the evidence, any
-    other loss or a duplicate fails."""
+    """Every input row exactly once and every closed window once with all its rows. A failure whose cause is
+    the known engine problem (a sink already held batch ids past the snapshot when ``run_id`` started from
+    it) is reported as xfail with that evidence; any other loss or a duplicate fails."""
     wanted = world.input_rows(name)
     seen = {"count": -1, "since": time.monotonic()}
 
@@ -62,12 +64,15 @@ def _exactly_once_or_known_engine_loss(world: World, name: str, root: Path, snap
     duplicates = sorted({r for r in got if got.count(r) > 1})
     missing = sorted(set(wanted) - set(got))
     assert not duplicates, f"duplicates {duplicates[:5]} ({len(duplicates)})"
-    if missing:
+    try:
+        assert not missing, f"{len(missing)} of {len(wanted)} rows missing, e.g. {missing[:5]}"
+        world.assert_windows_exactly_once(name)
+    except AssertionError as failure:
         ahead = sink_batches_ahead(root, world.sink(name), snapshot, run_id)
-        assert ahead, f"{len(missing)} rows missing, e.g. {missing[:5]}, and not the known engine problem"
-        pytest.xfail(f"engine: {len(missing)} of {len(wanted)} rows lost; the file sink already held batches "
-                     f"{ahead} past snapshot {snapshot} when run {run_id} started from it and skipped the "
-                     "re-planned batches of those ids")
+        if not ahead:
+            raise
+        pytest.xfail(f"engine: {failure}; the file sinks already held batches {ahead} past snapshot {snapshot} "
+                     f"when run {run_id} started from it and skipped the re-planned batches of those ids")
 
 
 def _runs(world: World, root: Path, count: int) -> list[dict]:
@@ -155,10 +160,11 @@ def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path
         wait_for(lambda r=reason: r in world.event_reasons("r1"), 30, f"the {reason} event",  # posted async
                  lambda: world.event_reasons("r1"))
     _exactly_once_or_known_engine_loss(world, "r1", root, upgrade["snapshot"], status["runId"])
-    downtime = handover_downtime(root, first["runId"], status["runId"], upgrade["snapshot"])
+    windows = world.windows("r1")  # checked above: every closed window once, with all its rows
+    downtime = handover_downtime(root, world.sink("r1"), first["runId"], status["runId"], upgrade["snapshot"])
     print(f"\nreal engine (spark42 build: {spark42_available()}): start {started:.1f}s, refusal {refusal:.1f}s, "
           f"upgrade to Succeeded {upgrade_took:.1f}s, downtime (last commit old -> first commit new) "
-          f"{downtime:.1f}s, {len(world.input_rows('r1'))} rows exactly once")
+          f"{downtime:.1f}s, {len(world.input_rows('r1'))} rows and {len(windows)} windows exactly once")
 
 
 def test_crashing_target_rolls_back_from_the_same_snapshot(real_world: World, tmp_path: Path) -> None:
@@ -209,9 +215,9 @@ def test_target_crashing_after_its_first_commit_rolls_back(real_world: World, tm
     assert [r["engine"] for r in runs] == ["0.1", "0.1-crashes-late", "0.1"], runs
     target_run = runs[1]["runId"]
     snapshot = status["upgrade"]["snapshot"]
-    last = max(q["lastBatchId"] for q in json.loads(
-        (root / "snapshots" / snapshot / "manifest.json").read_text())["queries"].values())
-    assert [b for b in commit_times(root, target_run) if b > last], "the target committed nothing before dying"
+    uid = sink_uid(root, world.sink("l"))
+    last = snapshot_last_batch(root, snapshot, uid)
+    assert [b for b in commit_times(root, target_run, uid) if b > last], "the target committed nothing"
     _still_committing(world, "l")
     assert status["runId"] != first["runId"]
     _exactly_once_or_known_engine_loss(world, "l", root, snapshot, status["runId"])

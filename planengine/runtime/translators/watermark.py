@@ -66,8 +66,11 @@ def translate_watermark(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     schema = data.schema
     markers = ctx.spark.readStream.schema(schema).parquet(control_dir)
     ctx.extras.setdefault("drain_controls", []).append((control_dir, schema, rowtime))
-    df = (data.unionByName(markers).withWatermark(rowtime, f"{delay} milliseconds")
-          .filter(~F.col(EOI)).drop(EOI))
+    # The filter must stay ABOVE the watermark operator, or the marker never reaches it: Spark pushes
+    # predicates through EventTimeWatermark unless they reference the event-time column, so this one does
+    # (the second disjunct is never true for a marker, whose rowtime is the end of time).
+    keep = ~F.col(EOI) | (F.col(rowtime) < F.lit(dt.datetime(1, 1, 2)).cast("timestamp"))
+    df = data.unionByName(markers).withWatermark(rowtime, f"{delay} milliseconds").filter(keep).drop(EOI)
     return inp.with_df(df, rowtime=rowtime, properties={**inp.properties, "watermark_delay_ms": delay})
 
 

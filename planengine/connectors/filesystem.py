@@ -45,6 +45,7 @@ from planengine.connectors.options import (
     ConfigOption,
     ValidatedOptions,
     duration_option,
+    int_option,
     memory_option,
     string_option,
 )
@@ -60,6 +61,10 @@ MONITOR_INTERVAL = duration_option(
     "source.monitor-interval",
     description="Watch the directory for new files at this interval (a continuous, unbounded read). "
     "Unset: read the files present at start, then finish.")
+MAX_FILES_PER_TRIGGER = int_option(
+    "source.max-files-per-trigger",
+    description="Read at most this many new files per micro-batch (Spark's maxFilesPerTrigger); 1 makes every "
+    "file its own batch, so event time advances file by file.")
 PATH_REGEX = string_option("source.path.regex-pattern",
                            description="Only read files whose path matches this regular expression.")
 DEFAULT_PARTITION_NAME = string_option(
@@ -236,11 +241,11 @@ class FileSystemTableFactory(DynamicTableSourceFactory, DynamicTableSinkFactory)
         return (PATH, FORMAT)
 
     def optional_options(self) -> Sequence[ConfigOption[Any]]:
-        return (MONITOR_INTERVAL, PATH_REGEX, DEFAULT_PARTITION_NAME, ROLLING_FILE_SIZE, ROLLING_INTERVAL,
-                ROLLING_CHECK_INTERVAL, CHANGELOG_MODE)
+        return (MONITOR_INTERVAL, PATH_REGEX, MAX_FILES_PER_TRIGGER, DEFAULT_PARTITION_NAME, ROLLING_FILE_SIZE,
+                ROLLING_INTERVAL, ROLLING_CHECK_INTERVAL, CHANGELOG_MODE)
 
     def mutable_options(self) -> frozenset[str]:
-        return frozenset({MONITOR_INTERVAL.key, "sink.rolling-policy.*"})
+        return frozenset({MONITOR_INTERVAL.key, MAX_FILES_PER_TRIGGER.key, "sink.rolling-policy.*"})
 
     def create_dynamic_table_source(self, ctx: FactoryContext) -> FileSystemTableSource:
         helper = TableFactoryHelper(self, ctx)

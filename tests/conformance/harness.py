@@ -14,6 +14,7 @@ changelog matched too is recorded. ``ordered: true`` sinks compare insert order.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import time
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from planengine.testing.changelog import ChangelogRow, changelog_counter, materialize, read_changelog_json
-from planengine.testing.programs import Program, expected_rows, json_lines
+from planengine.testing.programs import Program, expected_rows, json_lines, row_kind_and_values
 
 UDF_MODULE = "tests.conformance.udfs"
 
@@ -98,8 +99,63 @@ def write_sources(env: Any, program: Program, workdir: Path, phase: str) -> None
             # README: across the savepoint a lookup (dimension) table's content is replaced, not appended
             (directory / "before.json").unlink(missing_ok=True)
         if rows:
-            text = json_lines(rows, names, types, changelog=program.source_format(s) == "changelog-json")
-            (directory / f"{phase}.json").write_text(text, encoding="utf-8")
+            changelog = program.source_format(s) == "changelog-json"
+            stamp = time.time()
+            for i, chunk in enumerate(event_time_batches(env, s.name, rows, names)):
+                path = directory / f"{phase}-{i:04d}.json"
+                path.write_text(json_lines(chunk, names, types, changelog=changelog), encoding="utf-8")
+                os.utime(path, (stamp + i, stamp + i))  # the file source reads oldest first
+
+
+_DELAY_RE = re.compile(r"INTERVAL\s+'(\d+)'\s+(MILLISECOND|SECOND|MINUTE|HOUR|DAY)", re.IGNORECASE)
+_UNIT_MS = {"MILLISECOND": 1, "SECOND": 1000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000}
+
+
+def event_time_batches(env: Any, table: str, rows: list[Any], names: list[str]) -> list[list[Any]]:
+    """Split a source's rows into micro-batches where Flink's per-record watermark would make a row late.
+
+    Spark advances its watermark per micro-batch, Flink (in the conformance harness) per record: a row that is
+    behind the watermark of earlier rows *of the same batch* is late for Flink but not for Spark. Starting a
+    new batch at exactly those rows makes Spark drop the same rows. Computed rowtimes (not a physical column)
+    get one row per batch."""
+    schema = env.catalog_manager.get_table(env.catalog_manager.qualify([table])).object.schema
+    if not schema.watermark_specs:
+        return [rows]
+    spec = schema.watermark_specs[0]
+    if spec.rowtime_attribute not in names:
+        return [[r] for r in rows]
+    m = _DELAY_RE.search(spec.expression)
+    delay = int(m[1]) * _UNIT_MS[m[2].upper()] if m else 0
+    index = names.index(spec.rowtime_attribute)
+    batches: list[list[Any]] = [[]]
+    chunk_max: float | None = None
+    for r in rows:
+        _, values = row_kind_and_values(r)
+        ts = _millis(values[index]) if index < len(values) else None
+        if ts is not None and chunk_max is not None and ts < chunk_max - delay:
+            batches.append([])
+            chunk_max = None
+        batches[-1].append(r)
+        if ts is not None:
+            chunk_max = ts if chunk_max is None else max(chunk_max, ts)
+    return batches
+
+
+def _millis(value: Any) -> float | None:
+    import datetime as dt
+
+    if value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value).replace(" ", "T").replace("Z", "+00:00")
+    try:
+        stamp = dt.datetime.fromisoformat(text[:26] if "+" not in text else text)
+    except ValueError:
+        return None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=dt.UTC)
+    return stamp.timestamp() * 1000
 
 
 _FRAME_RE = re.compile(r'File "([^"]*planengine/[^"]+)", line (\d+), in (\S+)')

@@ -84,6 +84,9 @@ def read_filesystem(source: Any, ctx: Any, node: Any) -> SourceFrame:
             os.makedirs(local, exist_ok=True)
     for k, v in _format_options(source.format, reading=True).items():
         reader = reader.option(k, v)
+    max_files = source.options.get("source.max-files-per-trigger")
+    if max_files:
+        reader = reader.option("maxFilesPerTrigger", str(int(max_files)))
     df = reader.load(path)
     regex = source.options.get("source.path.regex-pattern")
     if regex:

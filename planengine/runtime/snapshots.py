@@ -196,9 +196,15 @@ def _committed_filter(last: int) -> Callable[[tuple[str, ...]], bool]:
             # Never committed: files of an aborted first batch (state/<op>/_metadata, state/0/...) would make
             # Spark refuse to start ("state should be empty on batch 0"); only the query's identity is kept.
             return False
-        if len(parts) == 2 and parts[0] in ("offsets", "commits"):
+        if len(parts) == 2 and parts[0] == "commits":
             m = _BATCH_FILE_RE.match(name)
             return m is None or int(m[1]) <= last
+        if len(parts) == 2 and parts[0] == "offsets":
+            # The batch planned after the last commit keeps its offsets: a restart replays exactly that batch
+            # (sinks that already committed it, like the file sink's manifest, skip it). Dropping them would
+            # let Spark re-plan the batch with more input, which such a sink would then skip: rows lost.
+            m = _BATCH_FILE_RE.match(name)
+            return m is None or int(m[1]) <= last + 1
         if parts[0] == "state":
             m = _STATE_FILE_RE.match(name)
             return m is None or int(m[1]) <= last + 1

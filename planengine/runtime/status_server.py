@@ -303,7 +303,7 @@ def render_metrics(status: dict[str, Any]) -> str:
         "planengine_query_active",
         "gauge",
         "1 when the query is active.",
-        [(_labels(uid=q.get("uid")), "1" if q.get("state") == "active" else "0") for q in queries],
+        [(_labels(uid=q.get("uid")), "1" if str(q.get("state", "")).lower() == "active" else "0") for q in queries],
     )
     for name, key, help_text in _QUERY_GAUGES:
         samples = [(_labels(uid=q.get("uid")), _number(q.get(key))) for q in queries]

@@ -97,7 +97,8 @@ def write_sources(env: Any, program: Program, workdir: Path, phase: str) -> None
         directory.mkdir(parents=True, exist_ok=True)
         if phase == "after" and s.is_lookup:
             # README: across the savepoint a lookup (dimension) table's content is replaced, not appended
-            (directory / "before.json").unlink(missing_ok=True)
+            for old in directory.glob("before*.json"):
+                old.unlink()
         if rows:
             changelog = program.source_format(s) == "changelog-json"
             stamp = time.time()

@@ -78,7 +78,8 @@ def test_snapshot_keeps_only_committed_batches(job):
     snap = take_snapshot(root, run, reason="upgrade", last_batch_ids={"agg": 2}, **VERSIONS)
     agg = files_under(snap.checkpoint_dir("agg"))
     assert {"offsets/0", "offsets/2", "offsets/.2.crc", "commits/2", "sources/0/3"} <= agg
-    assert not {"offsets/3", "offsets/.3.crc"} & agg  # planned, never committed
+    # the batch planned after the last commit keeps its offsets, so a restart replays exactly that batch
+    assert {"offsets/3", "offsets/.3.crc"} <= agg and "commits/3" not in agg
     assert not any(f.endswith(".tmp") for f in agg)
     assert {"state/0/0/3.delta", "state/0/1/.3.delta.crc", "state/0/0/2.snapshot"} <= agg  # version 3 = batch 2
     assert not {"state/0/0/4.delta", "state/0/1/4.delta", "state/0/0/.4.delta.crc"} & agg
@@ -215,7 +216,8 @@ def test_inspect_reports_manifest_and_disk(job):
     report = inspect_snapshot(snap.path)
     assert report["complete"] and report["manifest"]["snapshotId"] == snap.snapshot_id
     agg = report["queries"]["agg"]
-    assert (agg["lastCommittedBatchId"], agg["lastPlannedBatchId"], agg["manifestLastBatchId"]) == (2, 2, 2)
+    # batch 3 was planned but not committed: its offsets are kept, so a restart replays exactly it
+    assert (agg["lastCommittedBatchId"], agg["lastPlannedBatchId"], agg["manifestLastBatchId"]) == (2, 3, 2)
     assert agg["consistent"]
     assert agg["stateOperators"] == {"0": {"partitions": [0, 1], "stores": ["default"], "maxStateVersion": 3}}
     assert report["queries"]["idle"]["lastCommittedBatchId"] == -1
@@ -288,7 +290,7 @@ def test_spark_continues_on_a_fork_and_the_snapshot_stays_byte_identical(spark, 
 
     snap = take_snapshot(root, run, reason="upgrade", last_batch_ids={"counts": 1}, **VERSIONS)
     before = checksums(snap.path)
-    assert "checkpoints/counts/offsets/2" not in before
+    assert "checkpoints/counts/offsets/2" in before  # the planned batch is replayed exactly on restart
     assert "checkpoints/counts/state/0/0/3.delta" not in before
     assert inspect_snapshot(snap.path)["queries"]["counts"]["stateOperators"]["0"]["partitions"] == [0, 1]
 
@@ -299,7 +301,8 @@ def test_spark_continues_on_a_fork_and_the_snapshot_stays_byte_identical(spark, 
     assert run_counts(spark, source, fork.checkpoint_dir("counts"), "counts_fork_a") == {"a": 4, "b": 4, "c": 2}
     add_input(source, "4.json", "c")
     assert run_counts(spark, source, fork.checkpoint_dir("counts"), "counts_fork_b") == {"a": 4, "b": 4, "c": 3}
-    assert last_committed_batch_id(fork.checkpoint_dir("counts")) == 3
+    # batch 2 (planned before the snapshot) was replayed with its recorded offsets, then 3 and 4 ran
+    assert last_committed_batch_id(fork.checkpoint_dir("counts")) == 4
 
     assert checksums(snap.path) == before
     assert read_snapshot(snap.path).complete

@@ -105,6 +105,9 @@ def evaluate(call: Any, rows: Sequence[Sequence[Any]]) -> Any:
     fn = call.function.upper()
     if call.filter_arg is not None:
         rows = [r for r in rows if r[call.filter_arg]]
+    user = getattr(call, "user_function", None)
+    if user is not None:
+        return _evaluate_python_aggregate(user, call, rows)
     if fn == "COUNT":
         if not call.args:
             return len(rows)
@@ -148,3 +151,16 @@ def evaluate(call: Any, rows: Sequence[Sequence[Any]]) -> Any:
     if fn == "BOOL_OR":
         return any(values) if values else None
     raise ValidationError(f"aggregate {call.function} is not supported by this operator on this engine")
+
+
+def _evaluate_python_aggregate(user: Any, call: Any, rows: Sequence[Sequence[Any]]) -> Any:
+    """A Python aggregate function over the frame's rows: fresh accumulator, accumulate each row, value."""
+    from planengine.functions import python_udf
+
+    if not user.class_name:
+        raise ValidationError(f"aggregate function {call.function} was not resolved to a Python class")
+    fn = python_udf.load(user.class_name).instance
+    acc = fn.create_accumulator()
+    for r in rows:
+        fn.accumulate(acc, *(r[a] for a in call.args))
+    return fn.get_value(acc)

@@ -119,6 +119,16 @@ class _KafkaTable:
     schema: ResolvedSchema
     key_fields: tuple[str, ...]
 
+    def _init_table(self, connector: str, identifier: object, schema: ResolvedSchema, options: ValidatedOptions,
+                    key_format: object, value_format: object, key_fields: tuple[str, ...]) -> None:
+        self.connector = connector
+        self.identifier = identifier
+        self.schema = schema
+        self.options = options
+        self.key_format = key_format
+        self.value_format = value_format
+        self.key_fields = key_fields
+
     @property
     def topics(self) -> list[str] | None:
         return self.options.value(TOPIC)
@@ -149,13 +159,7 @@ class KafkaTableSource(_KafkaTable, ScanTableSource, TopLevelProjection, Support
     def __init__(self, connector: str, identifier: object, schema: ResolvedSchema, options: ValidatedOptions,
                  key_format: DecodingFormat | None, value_format: DecodingFormat, key_fields: tuple[str, ...],
                  mode: ChangelogMode):
-        self.connector = connector
-        self.identifier = identifier
-        self.schema = schema
-        self.options = options
-        self.key_format = key_format
-        self.value_format = value_format
-        self.key_fields = key_fields
+        self._init_table(connector, identifier, schema, options, key_format, value_format, key_fields)
         self.mode = mode
         self.row = ProducedRow(schema.physical_row_type())
         self.watermark: WatermarkStrategy | None = None
@@ -215,13 +219,7 @@ class KafkaTableSink(_KafkaTable, DynamicTableSink, SupportsWritingMetadata):
     def __init__(self, connector: str, identifier: object, schema: ResolvedSchema, options: ValidatedOptions,
                  key_format: EncodingFormat | None, value_format: EncodingFormat, key_fields: tuple[str, ...],
                  upsert: bool):
-        self.connector = connector
-        self.identifier = identifier
-        self.schema = schema
-        self.options = options
-        self.key_format = key_format
-        self.value_format = value_format
-        self.key_fields = key_fields
+        self._init_table(connector, identifier, schema, options, key_format, value_format, key_fields)
         self.upsert = upsert
         self.metadata_keys: list[str] = []
 

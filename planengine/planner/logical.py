@@ -79,6 +79,14 @@ class UnaryNode(LogicalNode):
         return replace(self, input=_single(inputs))  # type: ignore[type-var]
 
 
+class RowPreservingNode(UnaryNode):
+    """A one-input node whose output rows have its input's type (sort, watermark assignment, sink)."""
+
+    @property
+    def row_type(self) -> DataType:
+        return self.input.row_type
+
+
 @dataclass(frozen=True)
 class TableRef:
     """A resolved table as a scan or sink sees it."""
@@ -453,7 +461,6 @@ class LogicalCorrelate(UnaryNode):
     with_ordinality: bool = False
     table_function: bool = False  # LATERAL TABLE(f(...)): ``unnest`` is the call, its type the produced row
 
-
     def element_fields(self) -> list[RowField]:
         t = self.unnest.type
         from planengine.types import Kind
@@ -595,38 +602,28 @@ class LogicalOver(UnaryNode):
 
 
 @dataclass(frozen=True, eq=False)
-class LogicalSort(UnaryNode):
+class LogicalSort(RowPreservingNode):
     input: LogicalNode
     keys: tuple[SortKey, ...]
     offset: int = 0
     fetch: int | None = None
-
-
-    @property
-    def row_type(self) -> DataType:
-        return self.input.row_type
 
     def explain_terms(self) -> str:
         return f"orderBy=[{', '.join(str(k) for k in self.keys)}], offset=[{self.offset}], fetch=[{self.fetch}]"
 
 
 @dataclass(frozen=True, eq=False)
-class LogicalWatermarkAssigner(UnaryNode):
+class LogicalWatermarkAssigner(RowPreservingNode):
     input: LogicalNode
     rowtime_field: int
     watermark: Expr
-
-
-    @property
-    def row_type(self) -> DataType:
-        return self.input.row_type
 
     def explain_terms(self) -> str:
         return f"rowtime=[{self.input.field_names[self.rowtime_field]}], watermark=[{self.watermark}]"
 
 
 @dataclass(frozen=True, eq=False)
-class LogicalSink(UnaryNode):
+class LogicalSink(RowPreservingNode):
     input: LogicalNode
     table: TableRef
     overwrite: bool = False
@@ -634,11 +631,6 @@ class LogicalSink(UnaryNode):
     # Column positions of the table that the query fills (INSERT INTO t (a, b) ...); () = all persisted.
     target_columns: tuple[int, ...] = ()
     ability_specs: tuple[Any, ...] = field(default=())
-
-
-    @property
-    def row_type(self) -> DataType:
-        return self.input.row_type
 
     def explain_terms(self) -> str:
         return f"table=[{self.table.identifier}], fields=[{', '.join(self.input.field_names)}]"

@@ -239,8 +239,6 @@ def test_phase_two_restored_the_snapshot(upgrade: dict[str, Observation]) -> Non
             assert obs.from_snapshot and obs.from_snapshot.startswith("s-"), (name, obs)
 
 
-@pytest.mark.xfail(strict=True, reason="runtime bug: manifest.json records the constant serde.SPARK_VERSION "
-                   "('4.3.0'), not the Spark that wrote the snapshot (docs/engines.md, Known runtime issues)")
 def test_snapshot_manifest_records_the_spark_that_wrote_it(upgrade: dict[str, Observation]) -> None:
     manifest = next(iter(upgrade.values())).old_manifest
     assert manifest["sparkVersion"].startswith("4.2."), manifest

@@ -79,6 +79,21 @@ class UnaryNode(LogicalNode):
         return replace(self, input=_single(inputs))  # type: ignore[type-var]
 
 
+class BinaryNode(LogicalNode):
+    """A node with a ``left`` and a ``right`` input (joins)."""
+
+    left: LogicalNode
+    right: LogicalNode
+
+    @property
+    def inputs(self) -> tuple[LogicalNode, ...]:
+        return (self.left, self.right)
+
+    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
+        left, right = inputs
+        return replace(self, left=left, right=right)  # type: ignore[type-var]
+
+
 class RowPreservingNode(UnaryNode):
     """A one-input node whose output rows have its input's type (sort, watermark assignment, sink)."""
 
@@ -388,20 +403,12 @@ class LogicalWindowTableFunction(UnaryNode):
 
 
 @dataclass(frozen=True, eq=False)
-class LogicalJoin(LogicalNode):
+class LogicalJoin(BinaryNode):
     left: LogicalNode
     right: LogicalNode
     kind: str  # INNER | LEFT | RIGHT | FULL | SEMI | ANTI
     condition: Expr | None
     state_ttl_ms: tuple[int | None, int | None] = (None, None)
-
-    @property
-    def inputs(self) -> tuple[LogicalNode, ...]:
-        return (self.left, self.right)
-
-    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
-        left, right = inputs
-        return replace(self, left=left, right=right)
 
     @cached_property
     def row_type(self) -> DataType:  # type: ignore[override]
@@ -420,7 +427,7 @@ class LogicalJoin(LogicalNode):
 
 
 @dataclass(frozen=True, eq=False)
-class LogicalSnapshotJoin(LogicalNode):
+class LogicalSnapshotJoin(BinaryNode):
     """A join whose right side is read `FOR SYSTEM_TIME AS OF left.time` (lookup or temporal join)."""
 
     left: LogicalNode
@@ -429,14 +436,6 @@ class LogicalSnapshotJoin(LogicalNode):
     condition: Expr | None
     period: Expr  # over the left row
     right_table: TableRef | None  # the dimension / versioned table, when the right side is a plain scan
-
-    @property
-    def inputs(self) -> tuple[LogicalNode, ...]:
-        return (self.left, self.right)
-
-    def with_inputs(self, inputs: tuple[LogicalNode, ...]) -> LogicalNode:
-        left, right = inputs
-        return replace(self, left=left, right=right)
 
     @cached_property
     def row_type(self) -> DataType:  # type: ignore[override]

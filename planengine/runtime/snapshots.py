@@ -228,7 +228,53 @@ def fork_snapshot(
         raise UserError(f"{snapshot_dir} has no checkpoints/ directory; it is not a snapshot")
     if target.exists() and any(target.iterdir()):
         raise UserError(f"cannot fork into {target}: it is not empty", hint="fork into a new run directory")
-    return _link_tree(source, target, mode, lambda parts: True)
+    stats = _link_tree(source, target, mode, lambda parts: True)
+    _repoint_state_schema_paths(target)
+    return stats
+
+
+# Spark's operator metadata v2 (transformWithState) names its state schema files by absolute path, i.e. in
+# the run that wrote them. A fork must point them at its own copies: otherwise it only restores while that
+# run's directory exists (a snapshot restored in another job root, or after old runs were deleted, fails
+# with FileNotFoundException on the first batch).
+_SCHEMA_PATH_RE = re.compile(r"/(state/\d+/_stateSchema/.+)$")
+
+
+def _repoint_state_schema_paths(checkpoints_dir: Path) -> None:
+    """Rewrite ``stateSchemaFilePaths`` of every ``<uid>/state/<op>/_metadata/v2/<n>`` under the fork.
+
+    The file is replaced (never written in place: it may be a hard link into the snapshot) and its
+    ``.crc`` dropped (Hadoop reads a file without a checksum file unverified, but fails on a stale one).
+    """
+    for meta in sorted(checkpoints_dir.glob("*/state/*/_metadata/v2/*")):
+        if meta.name.startswith(".") or not meta.is_file():
+            continue
+        query_dir = meta.parents[4]
+        header, _, body = meta.read_text(encoding="utf-8").partition("\n")
+        try:
+            data = json.loads(body)
+        except json.JSONDecodeError:
+            continue
+        changed = False
+        for store in data.get("stateStoreInfo", []) if isinstance(data, dict) else []:
+            paths = store.get("stateSchemaFilePaths") if isinstance(store, dict) else None
+            if not isinstance(paths, list):
+                continue
+            for i, old in enumerate(paths):
+                m = _SCHEMA_PATH_RE.search(str(old))
+                if m is None:
+                    continue
+                new = "file:" + str((query_dir / m[1]).absolute())  # the form Spark writes
+                if new != old:
+                    paths[i] = new
+                    changed = True
+        if not changed:
+            continue
+        text = header + "\n" + json.dumps(data, separators=(",", ":"))
+        meta.unlink()
+        meta.with_name(f".{meta.name}.crc").unlink(missing_ok=True)
+        meta.write_text(text, encoding="utf-8")
+        os.chmod(meta, 0o644)
 
 
 def _link_tree(source: Path, target: Path, mode: ForkMode, keep: Callable[[tuple[str, ...]], bool]) -> ForkStats:

@@ -94,7 +94,7 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
 def fleet_index(namespace: str, name: str, spec: kopf.Spec, status: kopf.Status, **_: Any) -> dict[str, Any]:
     """Seeds the fleet view from every job before any handler runs (kopf waits for indexes)."""
     if Runtime.fleet is not None:
-        Runtime.fleet.observe(namespace, name, dict(spec), dict(status))
+        Runtime.fleet.seed(namespace, name, dict(spec), dict(status))
     return {(namespace, name): status.get("phase")}
 
 
@@ -106,6 +106,9 @@ async def _reconcile(body: kopf.Body, memo: kopf.Memo) -> None:
         return  # the running pass will see this state too; the timer comes back anyway
     async with lock:
         await Runtime.reconciler.reconcile(body, memo)
+    paused = Runtime.fleet.take_announcement(*key.split("/", 1)) if Runtime.fleet else None
+    if paused:
+        kopf.event(body, type="Warning", reason="RolloutPaused", message=paused[:1000])
 
 
 @kopf.on.create(GROUP, VERSION, PLURAL)

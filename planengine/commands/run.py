@@ -1,11 +1,15 @@
 """``planengine run (--script FILE | --plan P) --job-root DIR [--from-snapshot S] [--until-idle] [--drain]
-[--status-port N]``: compile-or-restore, then run (DESIGN §6).
+[--status-port N] [--standby [--no-warm-up]]``: compile-or-restore, then run (DESIGN §6).
 
 Compile-and-execute semantics: when ``<job root>/plan.json`` exists it is the plan in force and is
 restored, never re-planned (a script's DDL still runs first, so temporary objects exist). Otherwise the
 script's program is compiled and ``plan.json`` written atomically. ``--plan P`` installs P when the job
 root has no plan and refuses a different one. Progress goes to stderr. Without ``--until-idle`` the
 driver runs until SIGTERM / SIGINT / ``POST /v1/stop``, then stops at a batch boundary with a snapshot.
+
+``--standby`` (with ``--plan`` and ``--status-port``) starts a warm standby for an upgrade: JVM, session,
+plan and warm-up now, the run at ``POST /v1/start {"fromSnapshot": ...}``; it writes nothing in the job
+root before that (``planengine.runtime.standby``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--until-idle", action="store_true", help="stop after all available input is processed")
     p.add_argument("--drain", action="store_true", help="advance event time to the end before stopping")
     p.add_argument("--status-port", type=int, help="serve the driver status API on this port (0 = any)")
+    p.add_argument("--standby", action="store_true",
+                   help="warm standby: start Spark and load the plan, then wait for POST /v1/start on the status "
+                        "port (needs --plan and --status-port; writes nothing in the job root until started)")
+    p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                   help="with --standby: skip the warm-up query (faster to Standby, slower first batch)")
     add_session_arguments(p)
     p.set_defaults(handler=run)
 
@@ -64,6 +73,8 @@ def load_or_compile(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("PLANENGINE_PROGRESS", "1")
+    if args.standby:
+        return run_standby(args)
     env, root, plan = load_or_compile(args)
     from planengine.runtime.executor import execute_compiled_plan
 
@@ -73,4 +84,25 @@ def run(args: argparse.Namespace) -> int:
     summary = {"runId": result.run_id, "snapshot": result.snapshot_id, "lastBatchIds": result.queries}
     print(f"[planengine] run {result.run_id} stopped; snapshot {result.snapshot_id}", file=sys.stderr)
     print(json.dumps(summary))
+    return 0
+
+
+def run_standby(args: argparse.Namespace) -> int:
+    """``--standby``: the plan is read, never written (the start installs it); see ``runtime.standby``."""
+    if not args.plan or args.status_port is None or args.from_snapshot or args.until_idle:
+        raise UserError("--standby needs --plan and --status-port, and takes the snapshot from POST /v1/start",
+                        hint="planengine run --plan P --job-root D --standby --status-port N; then "
+                             'POST /v1/start {"fromSnapshot": "<snapshot dir>"}')
+    from planengine.plan.compiled_plan import CompiledPlan
+    from planengine.runtime.standby import run_standby as serve
+
+    env = session(args)
+    plan = CompiledPlan.from_json(read_text(args.plan), env)
+    result = serve(plan, env, job_root=args.job_root, status_port=args.status_port, drain=args.drain,
+                   warm_up=args.warm_up)
+    if result is None:
+        print(json.dumps({"runId": None, "snapshot": None, "lastBatchIds": {}}))
+        return 0
+    print(f"[planengine] run {result.run_id} stopped; snapshot {result.snapshot_id}", file=sys.stderr)
+    print(json.dumps({"runId": result.run_id, "snapshot": result.snapshot_id, "lastBatchIds": result.queries}))
     return 0

@@ -36,6 +36,7 @@ from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.context import TranslationContext
 from planengine.runtime.jobroot import RUN_MARKER, JobRoot, Run, atomic_write_text, utc_now_iso
 from planengine.runtime.snapshots import take_snapshot
+from planengine.runtime.status_server import CAPABILITIES
 from planengine.runtime.stream import Stream
 from planengine.runtime.translators import get_translator
 from planengine.version import ENGINE_VERSION
@@ -334,7 +335,8 @@ class Job:
                     "rowsTotal": q.rows, "batchesTotal": q.batches,
                 })
             return {"engineVersion": ENGINE_VERSION, "sparkVersion": SPARK_VERSION, "planId": self.plan.plan_id,
-                    "runId": self.run.run_id, "state": self.state, "queries": queries}
+                    "runId": self.run.run_id, "state": self.state, "queries": queries,
+                    "capabilities": list(CAPABILITIES)}
 
     def request_stop(self, snapshot: bool, drain: bool) -> str | None:
         return self.stop(snapshot=snapshot, drain=drain, reason="manual" if snapshot else "stop")
@@ -414,19 +416,15 @@ def execute_compiled_plan(plan: Any, env: Any, *, job_root: str | os.PathLike[st
     root = JobRoot(job_root if job_root is not None else _default_job_root(env, plan))
     _install_plan(root, plan)
     spark = get_spark()
-    run = open_run(root, plan.plan_id, from_snapshot)
-    job = Job(plan, env, root, run, spark)
-    job.translate()
-    job.start()
+    job = start_job(plan, env, root, spark, from_snapshot)
+    run = job.run
     server = None
     try:
         if status_port is not None:
             from planengine.runtime.status_server import StatusServer
 
-            server = StatusServer(job, host=os.environ.get("PLANENGINE_STATUS_HOST", "127.0.0.1"),
-                                  port=status_port).start()
-            atomic_write_text(root.path / DRIVER_FILE, json.dumps(
-                {"pid": os.getpid(), "runId": run.run_id, "statusPort": server.port, "url": server.url}) + "\n")
+            server = StatusServer(job, host=status_host(), port=status_port).start()
+            write_driver_file(root, run.run_id, server.port, server.url)
         if until_idle:
             job.process_available()
             job.stop(snapshot=True, drain=drain, reason="stop")
@@ -444,7 +442,34 @@ def execute_compiled_plan(plan: Any, env: Any, *, job_root: str | os.PathLike[st
     finally:
         if server is not None and (until_idle or block or job.state == "STOPPED"):
             server.close()
-            _remove_driver_file(root, run.run_id)
+            remove_driver_file(root, run.run_id)
+
+
+def start_job(plan: Any, env: Any, root: JobRoot, spark: Any, from_snapshot: str | None) -> Job:
+    """Open (fork) the run, translate the plan into it and start its queries under the run lock.
+
+    Shared by a cold start and a standby's ``POST /v1/start`` (``planengine.runtime.standby``): the run
+    directory, the translation (control directories, channels live in the run) and the lock all belong
+    to the run, so none of it can happen before the snapshot to start from is known."""
+    run = open_run(root, plan.plan_id, from_snapshot)
+    job = Job(plan, env, root, run, spark)
+    job.translate()
+    try:
+        job.start()
+    except BaseException:
+        _abort(job)
+        raise
+    return job
+
+
+def status_host() -> str:
+    return os.environ.get("PLANENGINE_STATUS_HOST", "127.0.0.1")
+
+
+def write_driver_file(root: JobRoot, run_id: str, port: int, url: str) -> None:
+    """``<root>/driver.json``: the live driver's status port (written once the run holds the root)."""
+    atomic_write_text(root.path / DRIVER_FILE, json.dumps(
+        {"pid": os.getpid(), "runId": run_id, "statusPort": port, "url": url}) + "\n")
 
 
 def _abort(job: Job) -> None:
@@ -458,7 +483,7 @@ def _abort(job: Job) -> None:
     fencing.release_run_lock(job.job_root, job.run.run_id)
 
 
-def _remove_driver_file(root: JobRoot, run_id: str) -> None:
+def remove_driver_file(root: JobRoot, run_id: str) -> None:
     path = root.path / DRIVER_FILE
     try:
         if json.loads(path.read_text()).get("runId") == run_id:
@@ -480,13 +505,18 @@ def _install_signal_handlers(job: Job, drain: bool) -> None:
 
 
 def _install_plan(root: JobRoot, plan: Any) -> None:
+    check_plan_in_force(root, plan)
+    if not root.has_plan():
+        root.write_plan_text(plan.as_json())
+
+
+def check_plan_in_force(root: JobRoot, plan: Any) -> None:
+    """Refuse a plan that differs from the job root's plan in force (read only: a standby checks early)."""
     if root.has_plan():
         existing = json.loads(root.read_plan_text()).get("planId")
         if existing != plan.plan_id:
             raise UserError(f"job root {root.path} runs plan {existing}, not {plan.plan_id}",
                             hint="use a new job root, or upgrade the job (snapshot, then replace plan.json)")
-        return
-    root.write_plan_text(plan.as_json())
 
 
 def _default_job_root(env: Any, plan: Any) -> str:

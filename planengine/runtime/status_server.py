@@ -8,9 +8,14 @@ thread), so a slow ``POST /v1/stop`` never blocks ``/healthz`` or ``/metrics``.
 Endpoints::
 
     GET  /healthz     200 "ok"
-    GET  /v1/status   DriverControl.status() as JSON
+    GET  /v1/status   DriverControl.status() as JSON (the engine's drivers add "capabilities": CAPABILITIES)
     POST /v1/stop     {"snapshot": true, "drain": false} -> {"stopped": true, "snapshotId": "s-..."|null}
+    POST /v1/start    {"fromSnapshot": "<dir or id>"|null} -> {"started": true, "runId": "r-..."} (standby only)
     GET  /metrics     Prometheus text format 0.0.4
+
+``POST /v1/start`` exists for a warm standby (``planengine run --standby``, ``planengine.runtime.standby``):
+the driver's control then implements ``StartableControl``; a driver started the ordinary way answers 409.
+The operator tells a standby-capable engine from an older one by ``"standby"`` in ``capabilities``.
 
 Stop is idempotent: concurrent or repeated ``POST /v1/stop`` calls share one ``request_stop`` call and
 all get its answer. The driver should call ``wait_stop_answered()`` before exiting, so the client that
@@ -33,8 +38,12 @@ log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-_ROUTES = {"/healthz": ("GET",), "/v1/status": ("GET",), "/v1/stop": ("POST",), "/metrics": ("GET",)}
+_ROUTES = {"/healthz": ("GET",), "/v1/status": ("GET",), "/v1/stop": ("POST",), "/v1/start": ("POST",),
+           "/metrics": ("GET",)}
 _STOP_FIELDS = {"snapshot": True, "drain": False}
+# What this engine's drivers offer beyond DESIGN §6, listed in their status document's "capabilities";
+# older engines send no "capabilities" at all.
+CAPABILITIES = ("standby",)
 
 
 @runtime_checkable
@@ -58,6 +67,15 @@ class DriverControl(Protocol):
     def status(self) -> dict[str, Any]: ...
 
     def request_stop(self, snapshot: bool, drain: bool) -> str | None: ...
+
+
+@runtime_checkable
+class StartableControl(Protocol):
+    """A standby driver: ``request_start(from_snapshot)`` starts its queries and answers
+    ``{"started": true, "runId": ...}``; it raises ``UserError`` subclasses for requests it refuses
+    (answered 409 with the message)."""
+
+    def request_start(self, from_snapshot: str | None) -> dict[str, Any]: ...
 
 
 class BadRequest(Exception):
@@ -192,6 +210,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(HTTPStatus.OK, text.encode("utf-8"), PROMETHEUS_CONTENT_TYPE)
             elif path == "/v1/stop":
                 self._handle_stop()
+            elif path == "/v1/start":
+                self._handle_start()
         except BadRequest as e:
             self._send_json(e.status, {"error": e.message, "path": path}, e.headers)
         except Exception as e:
@@ -206,6 +226,20 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(HTTPStatus.OK, {"stopped": True, "snapshotId": snapshot_id})
         self._status_server._stop_answered.set()
+
+    def _handle_start(self) -> None:
+        from_snapshot = parse_start_request(self._read_body())
+        control = self._status_server.control
+        if not isinstance(control, StartableControl):
+            raise BadRequest(HTTPStatus.CONFLICT, "this driver is not a standby (it was started with its snapshot); "
+                             "start a standby with `planengine run --standby`")
+        from planengine.errors import UserError
+
+        try:
+            answer = control.request_start(from_snapshot)
+        except UserError as e:  # not ready, another snapshot, a snapshot that does not exist
+            raise BadRequest(HTTPStatus.CONFLICT, str(e)) from None
+        self._send_json(HTTPStatus.OK, answer)
 
     def _read_body(self) -> bytes:
         try:
@@ -250,6 +284,26 @@ def parse_stop_request(body: bytes) -> tuple[bool, bool]:
             raise BadRequest(HTTPStatus.BAD_REQUEST, f"field {name!r} must be true or false, got {value!r}")
         values[name] = value
     return values["snapshot"], values["drain"]
+
+
+def parse_start_request(body: bytes) -> str | None:
+    """The snapshot (directory or id) a ``POST /v1/start`` asks for; None (empty body or null) continues
+    like a cold start without ``--from-snapshot``."""
+    if not body.strip():
+        return None
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BadRequest(HTTPStatus.BAD_REQUEST, f"body is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise BadRequest(HTTPStatus.BAD_REQUEST, 'body must be a JSON object like {"fromSnapshot": "<dir>"}')
+    unknown = sorted(set(data) - {"fromSnapshot"})
+    if unknown:
+        raise BadRequest(HTTPStatus.BAD_REQUEST, f"unknown fields {unknown}; allowed: fromSnapshot")
+    value = data.get("fromSnapshot")
+    if value is not None and (not isinstance(value, str) or not value):
+        raise BadRequest(HTTPStatus.BAD_REQUEST, f"fromSnapshot must be a snapshot directory or id, got {value!r}")
+    return value
 
 
 # -- Prometheus text format --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -108,3 +109,108 @@ def test_sigterm_stops_with_snapshot_and_status_api(tmp_path: Path, spark) -> No
     assert manifest["reason"] == "stop"
     assert not (root / "RUN_LOCK").exists()
     assert sink_rows(tmp_path) == [5]
+
+
+# --- warm standby (planengine run --standby, POST /v1/start) ----------------------------------------------------
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _http(url: str, body: dict | None = None) -> tuple[int, dict]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="GET" if body is None else "POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def _standby(root: Path, *extra: str) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "planengine.cli", "run", "--plan", str(root / "plan.json"),
+                             "--job-root", str(root), "--standby", "--status-port", str(port), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _wait_phase(proc: subprocess.Popen, url: str, phase: str, timeout: float = 300) -> dict:
+    deadline = time.time() + timeout
+    status: dict = {}
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            status = _http(url + "/v1/status")[1]
+        except OSError:
+            status = {}
+        if status.get("phase") == phase:
+            return status
+        time.sleep(0.5)
+    raise AssertionError(f"no phase {phase} (exit {proc.poll()}): {status}")
+
+
+def _tree(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def test_standby_writes_nothing_until_started_then_continues_exactly_once(tmp_path: Path, spark) -> None:
+    """A standby reports phase Standby without touching the job root (no lock, run, driver.json); SIGTERM
+    there leaves it untouched; POST /v1/start forks the snapshot into a new run whose output continues the
+    first run's exactly once; a repeated start answers the same run."""
+    script = tmp_path / "job.sql"
+    script.write_text(SCRIPT.replace("{dir}", str(tmp_path)))
+    add_rows(tmp_path, "one", [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}])
+    root = tmp_path / "root"
+    first = cli("run", "--script", str(script), "--job-root", str(root), "--until-idle")
+    assert first.returncode == 0, first.stderr[-3000:]
+    snapshot = json.loads(first.stdout.strip().splitlines()[-1])["snapshot"]
+    assert sink_rows(tmp_path) == [2]
+    before = _tree(root)
+
+    cancelled, url = _standby(root, "--no-warm-up")
+    try:
+        status = _wait_phase(cancelled, url, "Standby")
+        assert status["runId"] is None and status["queries"] == [] and "standby" in status["capabilities"]
+        assert _tree(root) == before
+        cancelled.send_signal(signal.SIGTERM)
+        out, err = cancelled.communicate(timeout=120)
+    finally:
+        if cancelled.poll() is None:
+            cancelled.kill()
+    assert cancelled.returncode == 0, err[-3000:]
+    assert _tree(root) == before  # nothing written: no lock, no run, no driver.json, no snapshot
+
+    proc, url = _standby(root)
+    try:
+        status = _wait_phase(proc, url, "Standby")
+        assert status["warmUpSeconds"] is not None and status["planId"] == json.loads(
+            (root / "plan.json").read_text())["planId"]
+        assert _tree(root) == before
+        add_rows(tmp_path, "two", [{"a": 3, "b": "z"}, {"a": 0, "b": "w"}])
+        code, started = _http(url + "/v1/start", {"fromSnapshot": str(root / "snapshots" / snapshot)})
+        assert code == 200 and started["started"] and started["runId"], started
+        assert _http(url + "/v1/start", {"fromSnapshot": str(root / "snapshots" / snapshot)})[1] == started
+        assert _http(url + "/v1/start", {})[0] == 409  # another snapshot than the one it started from
+        run_marker = json.loads((root / "runs" / started["runId"] / "run.json").read_text())
+        assert run_marker["fromSnapshot"] == snapshot
+        assert json.loads((root / "RUN_LOCK").read_text())["runId"] == started["runId"]
+        assert json.loads((root / "driver.json").read_text())["runId"] == started["runId"]
+        deadline = time.time() + 180
+        while time.time() < deadline and sink_rows(tmp_path) != [2, 3]:
+            time.sleep(1)
+        assert _wait_phase(proc, url, "Running")["runId"] == started["runId"]
+        code, stopped = _http(url + "/v1/stop", {"snapshot": True})
+        assert code == 200 and stopped["snapshotId"].startswith("s-"), stopped
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    assert json.loads(out.strip().splitlines()[-1])["runId"] == started["runId"]
+    assert sink_rows(tmp_path) == [2, 3]  # continued from the snapshot: nothing lost, nothing twice
+    assert not (root / "RUN_LOCK").exists() and not (root / "driver.json").exists()

@@ -1,4 +1,7 @@
-"""Client of the driver's HTTP status API (DESIGN §6): the only way the operator sees inside a driver."""
+"""Client of the driver's HTTP status API (DESIGN §6): the only way the operator sees inside a driver.
+
+Beyond §6 (docs/DESIGN.md, Refinements): ``POST /v1/start`` on a warm standby, and ``phase`` /
+``capabilities`` in ``/v1/status``."""
 
 from __future__ import annotations
 
@@ -44,6 +47,32 @@ async def stop(base_url: str, *, snapshot: bool, drain: bool = False, timeout: f
     if isinstance(answer, dict) and answer.get("snapshot") is None:
         answer["snapshot"] = answer.get("snapshotId")
     return answer if isinstance(answer, dict) else {}
+
+
+async def start(base_url: str, *, from_snapshot: str | None, timeout: float = 120.0) -> dict[str, Any]:
+    """``POST /v1/start`` on a standby driver: fork ``from_snapshot`` into its run and start the queries.
+
+    Answers ``{"started": true, "runId": ...}``; asking again with the same snapshot answers the same run,
+    so an operator that restarted mid-step may repeat it."""
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
+            session.post(f"{base_url}/v1/start", json={"fromSnapshot": from_snapshot}) as rsp,
+        ):
+            body = await rsp.text()
+            if rsp.status != 200:
+                raise DriverApiError(f"POST /v1/start answered {rsp.status}: {body[:500]}")
+            answer = json.loads(body) if body.strip() else {}
+    except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
+        raise DriverApiError(f"POST /v1/start failed: {exc}") from exc
+    if not isinstance(answer, dict) or not answer.get("started"):
+        raise DriverApiError(f"POST /v1/start did not start the driver: {answer!r}")
+    return answer
+
+
+def supports_standby(status: dict[str, Any]) -> bool:
+    """An engine that offers ``run --standby`` says so in ``/v1/status``'s ``capabilities``."""
+    return "standby" in (status.get("capabilities") or [])
 
 
 def summarize(status: dict[str, Any]) -> tuple[int, str | None, str | None]:

@@ -121,7 +121,7 @@ class Reconciler:
         except LaunchError as exc:
             return Result(False, {"permanent": exc.permanent}, str(exc), exc.reason)
         except ToolPending as exc:
-            raise kopf.TemporaryError(str(exc), delay=2) from exc
+            raise kopf.TemporaryError(str(exc), delay=exc.delay) from exc
 
     async def _do_claim(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         holder = f"{job.namespace}/{job.name}/{job.uid}"
@@ -210,6 +210,32 @@ class Reconciler:
         if run.exit_code != 0:
             return _tool_failure("migrate", run, permanent=True)
         return Result(True, {"planFile": target})
+
+    async def _do_standby(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+        """Bring the upgrade's target up as a warm standby while the old driver still runs."""
+        if not self.launcher.supports_standby:
+            return Result(True, {"standby": "unsupported"})
+        plan = params.get("planFile") or f"{job.job_root}/plan.json"
+        argv = builders.run_argv(plan, job.job_root, None)
+        state = await self.launcher.standby(job, params["engineVersion"], params["runId"], argv,
+                                            timeout=self.config.timing.toolTimeout)
+        return Result(True, {"standby": state})
+
+    async def _do_activate(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+        """``POST /v1/start`` on the standby with the snapshot the stop wrote (the warm handover)."""
+        snapshot = None if params.get("stateless") else params.get("snapshot")
+        snapshot_path = f"{job.job_root}/snapshots/{snapshot}" if snapshot else None
+        started = await self.launcher.activate(job, params["runId"], snapshot_path,
+                                               timeout=self.config.timing.stopTimeout)
+        baseline = 0
+        if snapshot:
+            baseline = _committed_in_manifest(await self.launcher.read_file(job, f"snapshots/{snapshot}/manifest.json"))
+        return Result(True, {**started, "baselineBatches": baseline})
+
+    async def _do_discard(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+        """Kill a standby no operation wants (the restart rule in ``statemachine``)."""
+        await self.launcher.discard_standby(job)
+        return Result(True)
 
     async def _do_stop(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         """Stop the old driver and confirm it is gone; the snapshot survives an operator crash mid-way."""

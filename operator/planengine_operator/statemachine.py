@@ -14,8 +14,19 @@ Operations and their steps (``status.operation.step``)::
     Suspend  Stop                                   -> Suspended
     Resume   Launch (from the last snapshot)
     Snapshot Snapshot                               (snapshotNonce, periodic)
-    Upgrade  Check -> [Migrate] -> Stop -> [Fork] -> Launch -> Stabilize -> done
+    Upgrade  Check -> [Migrate] -> Standby -> Stop -> [Fork] -> Activate | Launch -> Stabilize -> done
                                           failure in Launch/Stabilize -> Rollback -> RolledBack
+
+Warm standby (upgrades only): ``Standby`` starts the target engine with ``run --standby`` *before* the old
+driver is stopped (JVM, session, plan and warm-up happen while the old run still commits) and records
+``operation.standby``: ``ready``, or ``unsupported`` for an engine without the mode (then ``Launch`` is the
+cold start after the stop, as before). ``Activate`` is ``POST /v1/start`` on the standby with the snapshot.
+A standby that fails before ``Activate`` ends the upgrade as ``Refused`` with the old run untouched; a
+standby lost at ``Activate`` falls back to a cold ``Launch`` in a fresh run. After an operator restart the
+rule for a standby the launcher observes is: it is *reused* when the operation is an upgrade at
+Standby/Stop/Fork/Activate and the standby carries the operation's ``runId``; any other standby is
+*killed* (action ``discard``) before anything else happens. A ``ready`` standby that vanished before the
+stop sends the operation back to ``Standby`` (the old run is still the writer).
 """
 
 from __future__ import annotations
@@ -29,8 +40,11 @@ from planengine_operator.config import OperatorConfig, parse_duration
 from planengine_operator.models import JobSpec
 from planengine_operator.specdiff import Change
 
-ActionKind = Literal["claim", "compile", "check", "migrate", "stop", "fork", "launch", "snapshot"]
+ActionKind = Literal["claim", "compile", "check", "migrate", "standby", "stop", "fork", "activate", "launch",
+                     "snapshot", "discard"]
 RUNNING_PHASES = ("Running", "RolledBack")
+# Upgrade steps during which a standby of the operation's run is wanted (reused after an operator restart).
+STANDBY_STEPS = ("Standby", "Stop", "Fork", "Activate")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +57,7 @@ class DriverObservation:
     batches: int | None = None  # committed batches summed over queries (lastBatchId + 1)
     exception: str | None = None
     exit_code: int | None = None
+    standby_run_id: str | None = None  # run id of a live standby driver (``run --standby``), if any
 
     @classmethod
     def gone(cls, exit_code: int | None = None) -> DriverObservation:
@@ -115,6 +130,8 @@ def _seconds_since(text: str | None, now: datetime) -> float:
 def decide(view: JobView, observed: DriverObservation) -> Decision:
     """The next step for this job: a write-ahead status patch and at most one side effect."""
     op = view.status.get("operation") or None
+    if observed.standby_run_id and not _wants_standby(op, observed.standby_run_id):
+        return Decision(action=Action("discard", {"runId": observed.standby_run_id}))
     if op and op.get("type"):
         return _continue(view, op, observed)
     if view.status.get("phase") == "Failed" and view.status.get("observedGeneration") == view.generation:
@@ -145,6 +162,12 @@ def decide(view: JobView, observed: DriverObservation) -> Decision:
     if change is Change.SNAPSHOT:
         return _begin(view, "Snapshot", "Snapshot", extra={"reason": "manual"})
     return _steady(view, observed)
+
+
+def _wants_standby(op: dict[str, Any] | None, standby_run_id: str) -> bool:
+    """The restart rule: a standby is reused only by the upgrade step that expects it, else killed."""
+    return bool(op) and op.get("type") == "Upgrade" and op.get("step") in STANDBY_STEPS and (
+        op.get("runId") == standby_run_id)
 
 
 def _target(view: JobView) -> str:
@@ -323,6 +346,20 @@ def _continue(view: JobView, op: dict[str, Any], observed: DriverObservation) ->
         return Decision(action=Action("check", {"engineVersion": op["engineVersion"]}))
     if step == "Migrate":
         return Decision(action=Action("migrate", {"engineVersion": op["engineVersion"], "runId": op["runId"]}))
+    if step == "Standby":
+        return Decision(action=Action("standby", {
+            "runId": op["runId"], "engineVersion": op["engineVersion"], "planFile": op.get("planFile"),
+        }))
+    if step == "Stop" and op.get("standby") == "ready" and observed.standby_run_id != op.get("runId"):
+        # The standby vanished before the handover (and the old run is still the writer): start it again.
+        op = {**op, "step": "Standby", "stepStarted": iso(view.now), "attempt": 0,
+              "message": f"the standby of run {op.get('runId')} is gone; starting it again"}
+        return Decision(patch={"operation": op}, events=[Event("Warning", "StandbyLost", op["message"])])
+    if step == "Activate":
+        return Decision(action=Action("activate", {
+            "runId": op["runId"], "engineVersion": op["engineVersion"], "snapshot": op.get("snapshot"),
+            "stateless": bool(op.get("stateless")),
+        }))
     if step == "Stop":
         live = observed.running and not observed.exception
         wants_snapshot = (type_ == "Upgrade" and mode == "snapshot") or type_ == "Suspend"
@@ -416,6 +453,8 @@ def stable_spec(view: JobView, engine: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- advance
 def advance(view: JobView, action: Action, result: Result) -> Decision:
     """The status after an action ran (or failed): the next step, or the end of the operation."""
+    if action.kind == "discard":
+        return Decision()  # a stray standby is gone (or is killed again on the next tick); nothing to record
     op = dict(view.status.get("operation") or {})
     step = op.get("step")
     type_ = op.get("type")
@@ -453,10 +492,18 @@ def advance(view: JobView, action: Action, result: Result) -> Decision:
             return _refused(view, op, result.values.get("reason") or "incompatible")
         if verdict == "migrate":
             return goto("Migrate", runId=view.new_run_id, message="migrating the plan for the new run")
-        return goto("Stop", runId=None, message="plan compatible; stopping the old driver with a snapshot")
+        return goto("Standby", runId=view.new_run_id,
+                    message=f"plan compatible; starting engine {op.get('engineVersion')} in standby")
     if step == "Migrate":
-        return goto("Stop", planFile=result.values.get("planFile"),
-                    message="plan migrated; stopping the old driver with a snapshot")
+        return goto("Standby", planFile=result.values.get("planFile"),
+                    message=f"plan migrated; starting engine {op.get('engineVersion')} in standby")
+    if step == "Standby":
+        if result.values.get("standby") == "ready":
+            return goto("Stop", standby="ready",
+                        message=f"engine {op.get('engineVersion')} in standby; stopping the old driver")
+        return goto("Stop", standby="unsupported",
+                    message=f"engine {op.get('engineVersion')} has no standby mode; stopping the old driver, then "
+                            "a cold start")
     if step == "Stop":
         snapshot = result.values.get("snapshot")
         patch_snap = _record_snapshot(view, result.values.get("snapshotRef"))
@@ -469,12 +516,13 @@ def advance(view: JobView, action: Action, result: Result) -> Decision:
             return decision
         needs_fork = view.spec.upgradeMode == "last-checkpoint" or (not snapshot and type_ == "Restart")
         stateless = view.spec.upgradeMode == "stateless" and type_ == "Upgrade"
+        start = _start_step(op)
         if stateless:
-            decision = goto("Launch", snapshot=None, stateless=True)
+            decision = goto(start, snapshot=None, stateless=True)
         elif needs_fork:
             decision = goto("Fork")
         else:
-            decision = goto("Launch", snapshot=snapshot)
+            decision = goto(start, snapshot=snapshot)
         decision.patch["operation"].setdefault("runId", None)
         if not decision.patch["operation"].get("runId"):
             decision.patch["operation"]["runId"] = view.new_run_id
@@ -484,7 +532,7 @@ def advance(view: JobView, action: Action, result: Result) -> Decision:
         decision.patch.update(patch_snap)
         return decision
     if step == "Fork":
-        decision = goto("Launch", snapshot=result.values.get("snapshot"))
+        decision = goto(_start_step(op), snapshot=result.values.get("snapshot"))
         decision.patch.update(_record_snapshot(view, result.values.get("snapshotRef")))
         return decision
     if step == "Snapshot":
@@ -495,7 +543,14 @@ def advance(view: JobView, action: Action, result: Result) -> Decision:
         ])
     if step in ("Launch", "Rollback"):
         return _launched(view, op, step, result)
+    if step == "Activate":
+        return _launched(view, op, "Launch", result)
     return Decision(patch={"operation": None})
+
+
+def _start_step(op: dict[str, Any]) -> str:
+    """How the new run starts after the stop: the ready standby, or a cold launch."""
+    return "Activate" if op.get("type") == "Upgrade" and op.get("standby") == "ready" else "Launch"
 
 
 def _launched(view: JobView, op: dict[str, Any], step: str, result: Result) -> Decision:
@@ -540,14 +595,14 @@ def _launched(view: JobView, op: dict[str, Any], step: str, result: Result) -> D
                                                                   f"{op['engineVersion']} ({type_})")])
 
 
-def _refused(view: JobView, op: dict[str, Any], reason: str) -> Decision:
+def _refused(view: JobView, op: dict[str, Any], reason: str, *, condition: str = "UpgradeRefused") -> Decision:
     upgrade = dict(view.status.get("upgrade") or {})
     message = f"engine {upgrade.get('to')} cannot run this plan: {reason}; the job keeps running on " \
               f"{upgrade.get('from')}"
     upgrade.update(step="Refused", finished=iso(view.now), message=message)
     phase = "Running" if view.status.get("runId") else "Failed"
     patch = {"operation": None, "upgrade": upgrade, "phase": phase, "error": message,
-             "conditions": conditions(view, phase, degraded=("UpgradeRefused", message))}
+             "conditions": conditions(view, phase, degraded=(condition, message))}
     return Decision(patch=patch, events=[Event("Warning", "UpgradeRefused", message)])
 
 
@@ -559,6 +614,16 @@ def _failed(view: JobView, op: dict[str, Any], result: Result) -> Decision:
     message = f"{type_} step {step} failed: {result.error}"
     if type_ == "Upgrade" and step in ("Check", "Migrate"):
         return _refused(view, op, result.error)
+    if type_ == "Upgrade" and step == "Standby":  # the launcher killed the standby; the old run never paused
+        return _refused(view, op, f"it failed in standby: {result.error}", condition="StandbyFailed")
+    if type_ == "Upgrade" and step == "Activate":  # the old run is stopped: start the target cold instead
+        op.update(step="Launch", runId=view.new_run_id, standby="lost", stepStarted=iso(view.now), attempt=0,
+                  message=f"the standby did not start ({result.error}); starting engine {op.get('engineVersion')} "
+                          "cold")
+        upgrade = dict(view.status.get("upgrade") or {})
+        upgrade.update(step="Launch", message=op["message"])
+        return Decision(patch={"operation": op, "upgrade": upgrade},
+                        events=[Event("Warning", "StandbyLost", op["message"])])
     if type_ == "Upgrade" and step == "Launch":
         return _gate_failed(view, op, f"the new engine failed to start: {result.error}")
     if step in ("Claim", "Compile") or result.values.get("permanent"):

@@ -5,6 +5,7 @@ may or may not have run, and a fresh operator calls ``decide`` on that status. I
 side effect again (each is idempotent) or, when the world shows it done, finish without repeating it.
 """
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -31,6 +32,8 @@ CONFIG = OperatorConfig.model_validate({
 })
 SPEC = {"plan": {"sql": "INSERT INTO s SELECT * FROM t"}, "engineVersion": "0.1"}
 ALIVE = DriverObservation(running=True, run_id="r1", healthy=True, batches=10)
+# The old driver alive plus a warm standby of the upgrade's new run ("r2", the views' default new run id).
+WITH_STANDBY = DriverObservation(running=True, run_id="r1", healthy=True, batches=10, standby_run_id="r2")
 
 
 def view(status, spec=None, now=NOW, run_id="r2", fleet_allowed=True):
@@ -48,10 +51,14 @@ def running(**over):
     return status
 
 
-def step(status, action_kind, result, spec=None):
+def step(status, action_kind, result, spec=None, observed=None):
     """Decide (expecting ``action_kind``), then advance with ``result``; returns the new status."""
     status = dict(status)
-    decision = decide(view(status, spec), ALIVE if status.get("runId") else DriverObservation.gone())
+    if observed is None:
+        observed = ALIVE if status.get("runId") else DriverObservation.gone()
+        if (status.get("operation") or {}).get("standby") == "ready" and status["operation"]["step"] != "Activate":
+            observed = dataclasses.replace(observed, standby_run_id=status["operation"]["runId"])
+    decision = decide(view(status, spec), observed)
     merge_patch(status, decision.patch)
     assert decision.action is not None and decision.action.kind == action_kind, decision
     merge_patch(status, advance(view(status, spec), decision.action, result).patch)
@@ -118,8 +125,9 @@ def upgrade_until(step_name):
     status, _ = begin(running(), UPGRADE_SPEC)
     assert status["operation"]["step"] == "Check" and status["upgrade"]["step"] == "Check"
     script = [("Check", "check", Result(True, {"verdict": "compatible"})),
+              ("Standby", "standby", Result(True, {"standby": "ready"})),
               ("Stop", "stop", Result(True, {"snapshot": "s1", "snapshotRef": {"id": "s1", "createdAt": iso(NOW)}})),
-              ("Launch", "launch", Result(True, {"name": "2", "statusUrl": "http://y", "baselineBatches": 10}))]
+              ("Activate", "activate", Result(True, {"name": "2", "statusUrl": "http://y", "baselineBatches": 10}))]
     for name, kind, result in script:
         if name == step_name:
             return status
@@ -143,7 +151,7 @@ def test_upgrade_happy_path_records_every_step_then_stable_spec():
     assert [e.reason for e in decision.events] == ["UpgradeSucceeded"]
 
 
-@pytest.mark.parametrize("verdict,next_step", [("compatible", "Stop"), ("migrate", "Migrate")])
+@pytest.mark.parametrize("verdict,next_step", [("compatible", "Standby"), ("migrate", "Migrate")])
 def test_check_verdicts_lead_on(verdict, next_step):
     status, _ = begin(running(), UPGRADE_SPEC)
     status = step(status, "check", Result(True, {"verdict": verdict}), UPGRADE_SPEC)
@@ -158,6 +166,9 @@ def test_migration_writes_the_plan_into_the_new_run_only():
     assert decision.action.kind == "migrate" and decision.action.params["runId"] == run_id
     status = step(status, "migrate", Result(True, {"planFile": f"/jobs/ns/j/runs/{run_id}/plan.json"}),
                   UPGRADE_SPEC)
+    standby = decide(view(status, UPGRADE_SPEC), ALIVE).action
+    assert standby.kind == "standby" and standby.params["planFile"].endswith(f"runs/{run_id}/plan.json")
+    status = step(status, "standby", Result(True, {"standby": "unsupported"}), UPGRADE_SPEC)
     status = step(status, "stop", Result(True, {"snapshot": "s1"}), UPGRADE_SPEC)
     launch = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
     assert launch.params["planFile"].endswith(f"runs/{run_id}/plan.json") and launch.params["runId"] == run_id
@@ -203,25 +214,45 @@ def test_gate_times_out_without_enough_batches():
     assert decision.patch["phase"] == "RollingBack" and "1 of 3 batches" in decision.patch["upgrade"]["message"]
 
 
+def cold_upgrade_until(step_name):
+    """An upgrade to an engine without standby: Check -> Standby (unsupported) -> Stop -> Launch."""
+    status, _ = begin(running(), UPGRADE_SPEC)
+    status = step(status, "check", Result(True, {"verdict": "compatible"}), UPGRADE_SPEC)
+    status = step(status, "standby", Result(True, {"standby": "unsupported"}), UPGRADE_SPEC)
+    assert status["operation"]["standby"] == "unsupported" and status["operation"]["step"] == "Stop"
+    if step_name == "Stop":
+        return status
+    return step(status, "stop", Result(True, {"snapshot": "s1"}), UPGRADE_SPEC)
+
+
 def test_new_engine_failing_to_start_rolls_back():
-    status = upgrade_until("Launch")
+    status = cold_upgrade_until("Launch")
+    assert status["operation"]["step"] == "Launch"
     status = step(status, "launch", Result(False, {}, "image pull failed", "LaunchFailed"), UPGRADE_SPEC)
     assert status["operation"]["step"] == "Rollback"
 
 
-@pytest.mark.parametrize("step_name,kind", [
-    ("Check", "check"), ("Stop", "stop"), ("Launch", "launch")])
-def test_crash_after_the_write_ahead_repeats_the_same_step(step_name, kind):
+@pytest.mark.parametrize("step_name,kind,observed", [
+    ("Check", "check", ALIVE), ("Standby", "standby", ALIVE), ("Standby", "standby", WITH_STANDBY),
+    ("Stop", "stop", WITH_STANDBY), ("Activate", "activate", dataclasses.replace(WITH_STANDBY, running=False))])
+def test_crash_after_the_write_ahead_repeats_the_same_step(step_name, kind, observed):
     status = upgrade_until(step_name)
-    observed = ALIVE if step_name != "Launch" else DriverObservation.gone()
     first = decide(view(status, UPGRADE_SPEC), observed).action
     again = decide(view(dict(status), UPGRADE_SPEC), observed).action  # a new operator process
     assert first == again and first.kind == kind
 
 
+def test_cold_launch_after_crash_repeats_the_same_run():
+    status = cold_upgrade_until("Launch")
+    first = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
+    again = decide(view(dict(status), UPGRADE_SPEC, run_id="r7"), DriverObservation.gone()).action
+    assert first == again and first.kind == "launch" and first.params["runId"] == "r2"
+
+
 def test_stop_after_crash_when_the_driver_is_already_gone_still_asks_for_the_snapshot():
     status = upgrade_until("Stop")
-    action = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
+    gone_with_standby = DriverObservation(standby_run_id="r2")  # old driver gone, the standby still there
+    action = decide(view(status, UPGRADE_SPEC), gone_with_standby).action
     assert action.kind == "stop" and action.params["how"] == "snapshot"
     assert action.params["since"] == status["operation"]["started"]
 
@@ -232,21 +263,116 @@ def test_transient_failure_retries_the_same_step_with_backoff():
     assert status["operation"]["step"] == "Stop" and status["operation"]["attempt"] == 1
 
 
+# ------------------------------------------------------------------------------------------ warm standby
+def test_standby_is_started_after_the_check_and_before_the_stop():
+    status, _ = begin(running(), UPGRADE_SPEC)
+    status = step(status, "check", Result(True, {"verdict": "compatible"}), UPGRADE_SPEC)
+    op = status["operation"]
+    assert op["step"] == "Standby" and status["upgrade"]["step"] == "Standby" and op["runId"] == "r2"
+    action = decide(view(status, UPGRADE_SPEC), ALIVE).action
+    assert action.kind == "standby" and action.params == {"runId": "r2", "engineVersion": "0.2", "planFile": None}
+    assert status["runId"] == "r1" and status["phase"] == "Upgrading"  # the old run is untouched so far
+    status = step(status, "standby", Result(True, {"standby": "ready"}), UPGRADE_SPEC)
+    assert status["operation"]["step"] == "Stop" and status["operation"]["standby"] == "ready"
+    stop = decide(view(status, UPGRADE_SPEC), WITH_STANDBY).action
+    assert stop.kind == "stop" and stop.params["runId"] == "r1" and stop.params["how"] == "snapshot"
+    status = step(status, "stop", Result(True, {"snapshot": "s1", "snapshotRef": {"id": "s1"}}), UPGRADE_SPEC)
+    activate = decide(view(status, UPGRADE_SPEC), dataclasses.replace(WITH_STANDBY, running=False)).action
+    assert activate.kind == "activate"
+    assert activate.params == {"runId": "r2", "engineVersion": "0.2", "snapshot": "s1", "stateless": False}
+    status = step(status, "activate", Result(True, {"name": "7", "statusUrl": "http://s", "baselineBatches": 10}),
+                  UPGRADE_SPEC)
+    assert status["operation"]["step"] == "Stabilize" and status["runId"] == "r2"
+    assert status["driver"]["name"] == "7" and status["driver"]["baselineBatches"] == 10
+
+
+@pytest.mark.parametrize("error,reason", [("exited (code 1) before it was ready", "StandbyFailed"),
+                                          ("not ready within 300s", "StandbyTimeout")])
+def test_standby_failure_refuses_the_upgrade_and_keeps_the_old_run(error, reason):
+    status = upgrade_until("Standby")
+    status = step(status, "standby", Result(False, {}, error, reason), UPGRADE_SPEC)
+    assert status["upgrade"]["step"] == "Refused" and error in status["upgrade"]["message"]
+    assert status["phase"] == "Running" and status["runId"] == "r1" and status["engineVersion"] == "0.1"
+    assert "operation" not in status and "lastSnapshot" not in status  # nothing was stopped
+    assert {c["type"]: c["reason"] for c in status["conditions"]}["Degraded"] == "StandbyFailed"
+    again = decide(view(status, UPGRADE_SPEC), ALIVE)
+    assert again.action is None and "operation" not in again.patch  # not retried until the spec changes
+
+
+def test_standby_unsupported_falls_back_to_a_cold_launch_after_the_stop():
+    status = cold_upgrade_until("Launch")
+    launch = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
+    assert launch.kind == "launch" and launch.params["snapshot"] == "s1" and launch.params["runId"] == "r2"
+
+
+def test_standby_lost_at_activate_falls_back_to_a_cold_launch_in_a_fresh_run():
+    status = upgrade_until("Activate")
+    assert status["operation"]["step"] == "Activate"
+    decision = decide(view(status, UPGRADE_SPEC), DriverObservation.gone())
+    merge_patch(status, decision.patch)
+    merge_patch(status, advance(view(status, UPGRADE_SPEC, run_id="r5"), decision.action,
+                                Result(False, {}, "the standby of run r2 is gone", "StandbyLost")).patch)
+    op = status["operation"]
+    assert op["step"] == "Launch" and op["runId"] == "r5" and op["standby"] == "lost" and op["snapshot"] == "s1"
+    launch = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
+    assert launch.kind == "launch" and launch.params["runId"] == "r5" and launch.params["snapshot"] == "s1"
+
+
+def test_standby_vanished_before_the_stop_is_started_again_without_stopping_the_old_run():
+    status = upgrade_until("Stop")
+    decision = decide(view(status, UPGRADE_SPEC), ALIVE)  # no standby observed
+    assert decision.action is None and decision.patch["operation"]["step"] == "Standby"
+    assert [e.reason for e in decision.events] == ["StandbyLost"]
+    merge_patch(status, decision.patch)
+    action = decide(view(status, UPGRADE_SPEC), ALIVE).action
+    assert action.kind == "standby" and action.params["runId"] == "r2"
+
+
+@pytest.mark.parametrize("operation", [
+    None,  # steady state after a restart: nothing wants a standby
+    {"type": "Upgrade", "step": "Standby", "runId": "r9", "engineVersion": "0.2"},  # another run's standby
+    {"type": "Upgrade", "step": "Stabilize", "runId": "r2", "engineVersion": "0.2"},  # past the handover
+    {"type": "Restart", "step": "Stop"},
+])
+def test_a_standby_nobody_expects_is_killed_first(operation):
+    status = running(operation=operation) if operation else running()
+    decision = decide(view(status, UPGRADE_SPEC if operation else SPEC), WITH_STANDBY)
+    assert decision.action.kind == "discard" and decision.action.params == {"runId": "r2"}
+    assert decision.patch == {}
+    assert advance(view(status), decision.action, Result(True)).patch == {}
+
+
+@pytest.mark.parametrize("step_name", ["Standby", "Stop", "Fork", "Activate"])
+def test_the_standby_of_the_operation_run_is_reused_after_a_restart(step_name):
+    status = running(operation={"type": "Upgrade", "step": step_name, "runId": "r2", "engineVersion": "0.2",
+                                "standby": "ready", "snapshot": "s1"})
+    action = decide(view(status, UPGRADE_SPEC), WITH_STANDBY).action
+    assert action.kind == {"Standby": "standby", "Stop": "stop", "Fork": "fork", "Activate": "activate"}[step_name]
+
+
+@pytest.mark.parametrize("standby", ["ready", "unsupported"])
 @pytest.mark.parametrize("mode,expected", [("snapshot", ("snapshot", "Launch")),
                                            ("last-checkpoint", ("kill", "Fork")),
                                            ("stateless", ("kill", "Launch"))])
-def test_upgrade_modes(mode, expected):
+def test_upgrade_modes(mode, expected, standby):
     spec = {**UPGRADE_SPEC, "upgradeMode": mode}
     status, _ = begin(running(), spec)
     status = step(status, "check", Result(True, {"verdict": "compatible"}), spec)
-    stop = decide(view(status, spec), ALIVE).action
+    status = step(status, "standby", Result(True, {"standby": standby}), spec)
+    observed = WITH_STANDBY if standby == "ready" else ALIVE
+    stop = decide(view(status, spec), observed).action
     assert stop.params["how"] == expected[0]
     snap = {"snapshot": "s1"} if mode == "snapshot" else {}
     merge_patch(status, advance(view(status, spec), stop, Result(True, snap)).patch)
-    assert status["operation"]["step"] == expected[1]
+    start = "Activate" if standby == "ready" else "Launch"
+    assert status["operation"]["step"] == (expected[1] if expected[1] == "Fork" else start)
+    if mode == "last-checkpoint":
+        fork = decide(view(status, spec), dataclasses.replace(observed, running=False)).action
+        merge_patch(status, advance(view(status, spec), fork, Result(True, {"snapshot": "s2"})).patch)
+        assert status["operation"]["step"] == start and status["operation"]["snapshot"] == "s2"
     if mode == "stateless":
-        launch = decide(view(status, spec), DriverObservation.gone()).action
-        assert launch.params["stateless"] is True
+        launch = decide(view(status, spec), dataclasses.replace(observed, running=False)).action
+        assert launch.kind == start.lower() and launch.params["stateless"] is True
 
 
 # ------------------------------------------------------------------------------------------ fleet

@@ -9,7 +9,12 @@ from planengine_operator.statemachine import DriverObservation
 
 
 class ToolPending(Exception):
-    """A short-lived tool (compile/check/migrate pod) is still running; look again on the next tick."""
+    """A short-lived tool (compile/check/migrate pod) or a standby's warm-up is still running; look again
+    after ``delay`` seconds."""
+
+    def __init__(self, message: str, *, delay: float = 2.0) -> None:
+        super().__init__(message)
+        self.delay = delay
 
 
 class LaunchError(Exception):
@@ -41,6 +46,8 @@ class JobRef:
 
 class Launcher(Protocol):
     kind: str
+    # Whether ``standby``/``activate`` can run a warm standby next to the driver (else upgrades start cold).
+    supports_standby: bool
 
     def job_root(self, namespace: str, name: str, spec: dict[str, Any]) -> str: ...
 
@@ -50,6 +57,20 @@ class Launcher(Protocol):
     async def launch(self, job: JobRef, engine: str, run_id: str, argv: list[str]) -> dict[str, Any]: ...
 
     async def observe(self, job: JobRef) -> DriverObservation: ...
+
+    async def standby(self, job: JobRef, engine: str, run_id: str, argv: list[str], timeout: float) -> str:
+        """Start (or find) the standby of ``run_id``: ``"ready"`` once it reports phase Standby,
+        ``"unsupported"`` for an engine without the mode; ``ToolPending`` while it warms up, ``LaunchError``
+        (after killing it) when it failed or timed out."""
+        ...
+
+    async def activate(self, job: JobRef, run_id: str, snapshot_path: str | None, timeout: float) -> dict[str, Any]:
+        """``POST /v1/start`` on the standby of ``run_id``; it becomes the job's driver (name, statusUrl)."""
+        ...
+
+    async def discard_standby(self, job: JobRef) -> None:
+        """Kill the standby, if any (it wrote nothing in the job root)."""
+        ...
 
     async def driver_url(self, job: JobRef) -> str | None: ...
 

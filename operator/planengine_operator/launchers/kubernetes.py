@@ -5,6 +5,10 @@ child is adopted (owner reference) so deleting the SparkPlanJob deletes them. To
 and step, so a repeated step finds its pod instead of starting another; while one runs, ``run_tool``
 raises :class:`ToolPending` and the reconciler looks again on the next tick.
 
+Upgrades start the target cold (``supports_standby = False``): a warm standby would be a second driver
+pod next to ``<job>-driver`` that is renamed into its place on ``POST /v1/start``, which the builders do
+not model yet.
+
 Limitation: the operator pod does not mount job roots, so file access (``read_file``, snapshot listing)
 is answered through tool pods' output or not at all (see docs/operator.md).
 """
@@ -23,6 +27,7 @@ from planengine_operator.statemachine import DriverObservation
 
 class KubernetesLauncher:
     kind = "kubernetes"
+    supports_standby = False
 
     def __init__(self, config: OperatorConfig) -> None:
         self.config = config
@@ -110,6 +115,15 @@ class KubernetesLauncher:
             return DriverObservation(running=True, run_id=run_id)
         batches, exception, _ = driverapi.summarize(status)
         return DriverObservation(running=True, run_id=run_id, healthy=True, batches=batches, exception=exception)
+
+    async def standby(self, job: JobRef, engine: str, run_id: str, argv: list[str], timeout: float) -> str:
+        return "unsupported"
+
+    async def activate(self, job: JobRef, run_id: str, snapshot_path: str | None, timeout: float) -> dict[str, Any]:
+        raise LaunchError("the Kubernetes launcher runs no standby drivers", reason="Unsupported", permanent=True)
+
+    async def discard_standby(self, job: JobRef) -> None:
+        return None
 
     async def stop(self, job: JobRef, *, snapshot: bool, timeout: float) -> dict[str, Any]:
         name = f"{job.name}-driver"

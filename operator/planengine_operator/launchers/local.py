@@ -2,7 +2,9 @@
 
 Used by ``planengine-operator --local`` (no cluster needed for the engine) and by the end-to-end tests.
 The driver's pid and status port are recorded in ``<job root>/.operator/driver.json`` so an operator that
-restarts finds (adopts) the driver it started before instead of starting a second one.
+restarts finds (adopts) the driver it started before instead of starting a second one. A warm standby of an
+upgrade's target (``planengine run --standby``) is recorded in ``<job root>/.operator/standby.json`` until
+``POST /v1/start`` makes it the driver (its record then moves to ``driver.json``).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from typing import Any
 
 from planengine_operator import driverapi
 from planengine_operator.config import OperatorConfig
-from planengine_operator.launchers.base import JobRef, LaunchError, ToolRun
+from planengine_operator.launchers.base import JobRef, LaunchError, ToolPending, ToolRun
 from planengine_operator.statemachine import DriverObservation
 
 DRIVER_RECORD = ".operator/driver.json"
+STANDBY_RECORD = ".operator/standby.json"
 WRITER_LOCK = "writer.lock"
+STANDBY_POLL = 0.5  # seconds between looks at a warming standby (before the stop: no downtime cost)
 
 
 # Interpreter choices of *one* Python installation: an engine build must not inherit the operator's (or
@@ -46,11 +50,16 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# Exit codes of our children that pid_alive reaped (Popen.poll cannot see them any more).
+_REAPED: dict[int, int] = {}
+
+
 def pid_alive(pid: int) -> bool:
     """True for a live process; reaps our own exited children and treats zombies as dead."""
     with contextlib.suppress(ChildProcessError, OSError):
-        done, _ = os.waitpid(pid, os.WNOHANG)
+        done, wait_status = os.waitpid(pid, os.WNOHANG)
         if done == pid:
+            _REAPED[pid] = os.waitstatus_to_exitcode(wait_status)
             return False
     try:
         os.kill(pid, 0)
@@ -65,8 +74,29 @@ def pid_alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def _log_tail(path: Path, size: int = 4000) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, path.stat().st_size - size))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def lacks_standby(log_tail: str) -> bool:
+    """An engine build without ``run --standby`` exits 2 with argparse's complaint about the flag.
+
+    >>> lacks_standby("planengine: error: unrecognized arguments: --standby")
+    True
+    >>> lacks_standby("Traceback ... RuntimeError: boom")
+    False
+    """
+    return "unrecognized arguments" in log_tail and "--standby" in log_tail
+
+
 class LocalLauncher:
     kind = "local"
+    supports_standby = True
 
     def __init__(self, config: OperatorConfig) -> None:
         self.config = config
@@ -124,9 +154,25 @@ class LocalLauncher:
         await self.stop(job, snapshot=False, timeout=10)  # never two writers
         (root / ".operator").mkdir(parents=True, exist_ok=True)
         (root / WRITER_LOCK).write_text(json.dumps({"runId": run_id, "job": f"{job.namespace}/{job.name}"}))
+        pid, url = self._spawn(job, engine, run_id, argv, f"driver-{run_id}.log")
+        (root / DRIVER_RECORD).write_text(json.dumps(
+            {"pid": pid, "runId": run_id, "statusUrl": url, "engine": engine, "startedAt": time.time()}
+        ))
+        return {"name": str(pid), "statusUrl": url}
+
+    def _record(self, job: JobRef, relpath: str = DRIVER_RECORD) -> dict[str, Any] | None:
+        try:
+            return json.loads((Path(job.job_root) / relpath).read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _spawn(self, job: JobRef, engine: str, run_id: str, argv: list[str], log_name: str) -> tuple[int, str]:
+        """Start ``<localCommand> argv --status-port N`` in its own process group; (pid, status URL)."""
+        root = Path(job.job_root)
+        (root / ".operator").mkdir(parents=True, exist_ok=True)
         port = _free_port()
         full = [*self.command(engine), *argv, "--status-port", str(port)]
-        log = open(root / ".operator" / f"driver-{run_id}.log", "ab")  # noqa: SIM115 - owned by the child
+        log = open(root / ".operator" / log_name, "ab")  # noqa: SIM115 - owned by the child
         env = engine_env(PLANENGINE_RUN_ID=run_id, PLANENGINE_WRITER_LOCK=str(root / WRITER_LOCK))
         try:
             proc = subprocess.Popen(full, cwd=str(root), stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -136,19 +182,83 @@ class LocalLauncher:
         finally:
             log.close()
         self._children[proc.pid] = proc
-        url = f"http://127.0.0.1:{port}"
-        (root / DRIVER_RECORD).write_text(json.dumps(
-            {"pid": proc.pid, "runId": run_id, "statusUrl": url, "engine": engine, "startedAt": time.time()}
-        ))
-        return {"name": str(proc.pid), "statusUrl": url}
+        return proc.pid, f"http://127.0.0.1:{port}"
 
-    def _record(self, job: JobRef) -> dict[str, Any] | None:
+    # -------------------------------------------------------------------------------- standby
+    async def standby(self, job: JobRef, engine: str, run_id: str, argv: list[str], timeout: float) -> str:
+        """One standby per job: a standby of another run is killed first; then start it or look at it."""
+        root = Path(job.job_root)
+        record = self._record(job, STANDBY_RECORD)
+        if record and record.get("runId") != run_id:
+            await self.discard_standby(job)
+            record = None
+        if record is None:
+            pid, url = self._spawn(job, engine, run_id, [*argv, "--standby"], f"standby-{run_id}.log")
+            (root / STANDBY_RECORD).write_text(json.dumps(
+                {"pid": pid, "runId": run_id, "statusUrl": url, "engine": engine, "startedAt": time.time()}))
+            raise ToolPending(f"standby of run {run_id} started (pid {pid})", delay=STANDBY_POLL)
+        pid = int(record["pid"])
+        log_path = root / ".operator" / f"standby-{run_id}.log"
+        if not pid_alive(pid):
+            code = self._exit_code(pid)
+            await self.discard_standby(job)
+            tail = _log_tail(log_path)
+            if lacks_standby(tail):
+                return "unsupported"
+            raise LaunchError(f"the standby of engine {engine} exited (code {code}) before it was ready: "
+                              f"{tail.strip()[-400:]}", reason="StandbyFailed")
+        status = await driverapi.get_status(record["statusUrl"], timeout=2.0)
+        phase = (status or {}).get("phase")
+        if phase == "Standby" and status is not None and driverapi.supports_standby(status):
+            return "ready"
+        if status is not None and not phase:  # an engine that ignored the flag and started a run: never two
+            await self.discard_standby(job)
+            return "unsupported"
+        if time.time() - float(record.get("startedAt") or 0) > timeout:
+            await self.discard_standby(job)
+            raise LaunchError(f"the standby of engine {engine} was not ready within {timeout:g}s (phase "
+                              f"{phase or 'unknown'})", reason="StandbyTimeout")
+        raise ToolPending(f"standby of run {run_id} is {phase or 'starting'}", delay=STANDBY_POLL)
+
+    async def activate(self, job: JobRef, run_id: str, snapshot_path: str | None, timeout: float) -> dict[str, Any]:
+        """Name the run in the writer lock, ``POST /v1/start``, then record the standby as the driver."""
+        root = Path(job.job_root)
+        driver = self._record(job)
+        if driver and driver.get("runId") == run_id and pid_alive(int(driver["pid"])):
+            return {"name": str(driver["pid"]), "statusUrl": driver["statusUrl"]}  # done before a crash of ours
+        record = self._record(job, STANDBY_RECORD)
+        if not record or record.get("runId") != run_id or not pid_alive(int(record["pid"])):
+            raise LaunchError(f"the standby of run {run_id} is gone", reason="StandbyLost")
+        if driver and pid_alive(int(driver["pid"])):
+            await self.stop(job, snapshot=False, timeout=10)  # never two writers (the Stop step confirmed it)
+        (root / WRITER_LOCK).write_text(json.dumps({"runId": run_id, "job": f"{job.namespace}/{job.name}"}))
         try:
-            return json.loads((Path(job.job_root) / DRIVER_RECORD).read_text())
-        except (OSError, ValueError):
-            return None
+            await driverapi.start(record["statusUrl"], from_snapshot=snapshot_path, timeout=timeout)
+        except driverapi.DriverApiError as exc:
+            await self.discard_standby(job)
+            raise LaunchError(str(exc), reason="StartFailed") from exc
+        promoted = {**record, "startedAt": time.time()}
+        (root / DRIVER_RECORD).write_text(json.dumps(promoted))
+        (root / STANDBY_RECORD).unlink(missing_ok=True)
+        return {"name": str(record["pid"]), "statusUrl": record["statusUrl"]}
+
+    async def discard_standby(self, job: JobRef) -> None:
+        """SIGKILL the standby's process group (before its start it holds no lock and wrote nothing)."""
+        record = self._record(job, STANDBY_RECORD)
+        if not record:
+            return
+        pid = int(record["pid"])
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while pid_alive(pid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)  # bounded wait for the kill to land
+        self._children.pop(pid, None)
+        (Path(job.job_root) / STANDBY_RECORD).unlink(missing_ok=True)
 
     def _exit_code(self, pid: int) -> int | None:
+        if pid in _REAPED:
+            return _REAPED[pid]
         child = self._children.get(pid)
         return None if child is None else child.poll()
 
@@ -157,18 +267,20 @@ class LocalLauncher:
         return record.get("statusUrl") if record else None
 
     async def observe(self, job: JobRef) -> DriverObservation:
+        standby = self._record(job, STANDBY_RECORD)
+        standby_run = standby.get("runId") if standby and pid_alive(int(standby["pid"])) else None
         record = self._record(job)
         if not record:
-            return DriverObservation.gone()
+            return DriverObservation(standby_run_id=standby_run)
         pid = int(record["pid"])
         if not pid_alive(pid):
-            return DriverObservation.gone(self._exit_code(pid))
+            return DriverObservation(exit_code=self._exit_code(pid), standby_run_id=standby_run)
         status = await driverapi.get_status(record["statusUrl"], timeout=2.0)
         if status is None:
-            return DriverObservation(running=True, run_id=record.get("runId"))
+            return DriverObservation(running=True, run_id=record.get("runId"), standby_run_id=standby_run)
         batches, exception, _ = driverapi.summarize(status)
         return DriverObservation(running=True, run_id=record.get("runId"), healthy=True, batches=batches,
-                                 exception=exception)
+                                 exception=exception, standby_run_id=standby_run)
 
     async def stop(self, job: JobRef, *, snapshot: bool, timeout: float) -> dict[str, Any]:
         """Stop the driver: with a snapshot through the status API, else SIGKILL; waits until it is gone."""

@@ -41,7 +41,7 @@ _UB_OPTIONAL = (X.GroupAggregate, X.Rank, X.SortLimit, X.ChangelogNormalize, X.D
 
 
 def infer_changelog(sinks: list[X.Sink], config: dict[str, str]) -> list[X.Sink]:
-    roots = _normalize_upsert_sources(list(sinks))
+    roots = _normalize_upsert_sources(list(sinks), config)
     roots = _assign_modes(roots)
     required = _required_update_kinds(roots)
     roots = _apply_requirements(roots, required)
@@ -58,16 +58,23 @@ def _source_mode(scan: X.TableSourceScan) -> ChangelogMode:
     return source.changelog_mode()
 
 
-def _normalize_upsert_sources(roots: list[ExecNode]) -> list[ExecNode]:
+def _normalize_upsert_sources(roots: list[ExecNode], config: dict[str, str] | None = None) -> list[ExecNode]:
+    # Flink's isSourceChangeEventsDuplicate: a CDC (retract) source with a primary key whose events may repeat
+    # ('table.exec.source.cdc-events-duplicate') is normalised too, so duplicates and deletes whose non-key
+    # fields differ from the stored row become a consistent changelog (the state is the truth).
+    cdc_duplicates = str((config or {}).get("table.exec.source.cdc-events-duplicate", "false")).lower() == "true"
+
     def fn(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ExecNode:
         node = _copy_with_inputs(node, inputs)
         if not isinstance(node, X.TableSourceScan):
             return node
         mode = _source_mode(node)
         scan = _with_mode(node, mode)
+        schema = node.table.resolved.table.schema if node.table.resolved is not None else None
+        duplicate_cdc = (cdc_duplicates and not mode.contains_only_inserts() and schema is not None
+                         and schema.primary_key is not None)
         if (mode.contains(RowKind.UPDATE_AFTER) and not mode.contains(RowKind.UPDATE_BEFORE)) or (
-                mode.key_only_deletes):
-            schema = node.table.resolved.table.schema if node.table.resolved is not None else None
+                mode.key_only_deletes) or duplicate_cdc:
             if schema is None or schema.primary_key is None:
                 raise UnsupportedQueryError(
                     f"table {node.table.identifier} produces an upsert changelog ({mode}) but declares no "

@@ -217,9 +217,19 @@ class PhysicalConverter:
             return None
         child = self.convert(tvf.input)
         exprs = [calc.projection[i] for i in others]
+        names = [calc.names[i] for i in others]
+        # SESSION ... PARTITION BY indexes the TVF's input; re-point each key at the window input's column
+        # that reads it (adding the column when the query does not project it).
+        partition_keys = []
+        for k in tvf.window.partition_keys:
+            at = next((j for j, e in enumerate(exprs) if isinstance(e, InputRef) and e.index == k), None)
+            if at is None:
+                at = len(exprs)
+                exprs.append(InputRef(k, tvf.input.field_types[k]))
+                names.append(tvf.input.field_names[k])
+            partition_keys.append(at)
         exprs.append(InputRef(tvf.window.time_field, time_type))
-        names = [calc.names[i] for i in others] + ["$rowtime"]
-        names = _unique(names)
+        names = _unique([*names, "$rowtime"])
         pre = X.Calc(inputs=(child,), output_type=row(*(RowField(nm, e.type) for nm, e in zip(names, exprs))),
                      projection=tuple(exprs), condition=calc.condition, description="Calc(window input)")
         position = {old: new for new, old in enumerate(others)}
@@ -227,7 +237,7 @@ class PhysicalConverter:
         aggs = tuple(_remap_agg(a, position) for a in node.aggregates)
         window = L.WindowSpec(tvf.window.kind, len(exprs) - 1, tvf.window.size, tvf.window.slide, tvf.window.step,
                               tvf.window.gap, tvf.window.offset,
-                              tuple(position.get(k, k) for k in tvf.window.partition_keys), tvf.window.is_rowtime)
+                              tuple(partition_keys), tvf.window.is_rowtime)
         tvf_fields = tvf.row_type.fields
         out_fields = [RowField(names[g], pre.field_types[g].without_time_attribute()) for g in grouping]
         out_fields += [RowField(a.name, a.type) for a in aggs]

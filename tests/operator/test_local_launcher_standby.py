@@ -88,6 +88,10 @@ def test_ready_standby_is_activated_into_the_driver_and_others_are_discarded(tmp
         assert await until_settled(launcher, job, "r-old") == "ready"
         stale = json.loads((root / STANDBY_RECORD).read_text())["pid"]
         assert (await launcher.observe(job)).standby_run_id == "r-old"
+        neighbour = JobRef("ns", "other", "uid2", job.job_root, {})  # a refused job on the same root
+        assert (await launcher.observe(neighbour)).standby_run_id is None
+        await launcher.discard_standby(neighbour)
+        assert pid_alive(stale)  # not its standby
         assert await until_settled(launcher, job, "r2") == "ready"  # another run's standby is killed first
         assert not pid_alive(stale)
         record = json.loads((root / STANDBY_RECORD).read_text())

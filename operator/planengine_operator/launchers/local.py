@@ -83,6 +83,10 @@ def _log_tail(path: Path, size: int = 4000) -> str:
         return ""
 
 
+def _owner(job: JobRef) -> str:
+    return f"{job.namespace}/{job.name}/{job.uid}"
+
+
 def lacks_standby(log_tail: str) -> bool:
     """An engine build without ``run --standby`` exits 2 with argparse's complaint about the flag.
 
@@ -195,7 +199,8 @@ class LocalLauncher:
         if record is None:
             pid, url = self._spawn(job, engine, run_id, [*argv, "--standby"], f"standby-{run_id}.log")
             (root / STANDBY_RECORD).write_text(json.dumps(
-                {"pid": pid, "runId": run_id, "statusUrl": url, "engine": engine, "startedAt": time.time()}))
+                {"pid": pid, "runId": run_id, "statusUrl": url, "engine": engine, "startedAt": time.time(),
+                 "owner": _owner(job)}))
             raise ToolPending(f"standby of run {run_id} started (pid {pid})", delay=STANDBY_POLL)
         pid = int(record["pid"])
         log_path = root / ".operator" / f"standby-{run_id}.log"
@@ -245,7 +250,7 @@ class LocalLauncher:
     async def discard_standby(self, job: JobRef) -> None:
         """SIGKILL the standby's process group (before its start it holds no lock and wrote nothing)."""
         record = self._record(job, STANDBY_RECORD)
-        if not record:
+        if not record or record.get("owner") not in (None, _owner(job)):
             return
         pid = int(record["pid"])
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -268,7 +273,10 @@ class LocalLauncher:
 
     async def observe(self, job: JobRef) -> DriverObservation:
         standby = self._record(job, STANDBY_RECORD)
-        standby_run = standby.get("runId") if standby and pid_alive(int(standby["pid"])) else None
+        # Only this job's standby: another SparkPlanJob pointed at the same root (refused, JobRootInUse)
+        # must neither see nor discard it.
+        mine = standby is not None and standby.get("owner") in (None, _owner(job))
+        standby_run = standby.get("runId") if mine and standby and pid_alive(int(standby["pid"])) else None
         record = self._record(job)
         if not record:
             return DriverObservation(standby_run_id=standby_run)

@@ -1,0 +1,214 @@
+"""The state layout *this* engine would create for a plan: run every query once over empty input.
+
+Spark decides the operator ids, store names and key/value schemas while planning a batch (they depend on
+the Spark version, on the optimizer, on the nullability of every input column), so the only faithful way
+to know them is to let Spark do it. ``expected_layouts`` therefore translates the plan exactly as ``run``
+does (same restore, same translators, same user function registration, same shared SparkSession), with
+two substitutions:
+
+* each table scan keeps the real connector's DataFrame only to learn its schema (types, nullability, field
+  metadata) and reads instead an *empty* stream of exactly that schema: a JSON file source over a directory
+  holding one empty file, so the first batch runs (a source with no file would never start one) and
+  produces no rows; non-nullable columns are rebuilt with ``coalesce(col, <zero of the type>)`` because
+  file sources make every column nullable. Internal channels between cut queries are treated the same way,
+  so a consumer query gets its batch although its producer wrote nothing;
+* each sink (and channel producer) writes to Spark's ``noop`` sink, in the output mode of the real writer.
+
+Every query then runs one ``availableNow`` batch into a checkpoint in a temporary directory, and the layout
+is read back from that checkpoint with ``layout.read_layout`` (the same reader as for the snapshot), after
+which the directory is removed. Nothing is cached: a second plan is probed from scratch.
+
+Side effects outside the temporary directory are those of building (not starting) the real sources: the
+filesystem connector creates a missing local input directory (as ``run`` would). Bounded ``datagen`` and
+``VALUES`` write their rows under the temporary job root, at the cost of generating them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from planengine.runtime.state_check.layout import read_layout
+
+SCAN = "stream-exec-table-source-scan"
+SINK = "stream-exec-sink"
+# Failures of Spark's Python worker plumbing on a loaded machine (the executor retries the same ones).
+TRANSIENT_ATTEMPTS = 3
+
+
+class ProbeError(RuntimeError):
+    """This engine could not run the plan's queries even over empty input (the message says which)."""
+
+
+@dataclass
+class ProbeResult:
+    layouts: dict[str, dict[str, Any]] = field(default_factory=dict)  # query uid -> layout
+    notes: list[str] = field(default_factory=list)  # approximations the comparison should mention
+
+
+@dataclass
+class _Query:
+    uid: str
+    df: Any  # the streaming DataFrame the real query would write
+    # Spark output mode the real writer uses: ``properties["output_mode"]`` of the sink's stream when a
+    # translator set one (a native update-mode aggregate), else append like every writer.
+    output_mode: str = "append"
+
+
+def expected_layouts(plan: Any, env: Any, spark: Any) -> ProbeResult:
+    """Query uid -> the state layout this engine creates for ``plan`` (a ``CompiledPlan``)."""
+    tmp = Path(tempfile.mkdtemp(prefix="planengine-check-"))
+    try:
+        result = ProbeResult()
+        queries = _translate(plan, env, spark, tmp, result.notes)
+        for query in queries:
+            checkpoint = tmp / "checkpoints" / query.uid
+            _run_once(query, checkpoint)
+            result.layouts[query.uid] = read_layout(checkpoint)
+        return result
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- translation ------------------------------------------------------------------------------------------
+def _translate(plan: Any, env: Any, spark: Any, tmp: Path, notes: list[str]) -> list[_Query]:
+    from planengine.exec import base as B
+    from planengine.plan import serde
+    from planengine.plan.compiled_plan import CompiledPlan
+    from planengine.runtime.context import TranslationContext
+    from planengine.runtime.executor import check_runtime_support
+    from planengine.runtime.python_functions import register_user_functions
+    from planengine.runtime.translators import get_translator
+
+    check_runtime_support(plan.data)
+    sinks = CompiledPlan(plan.data, env).restore()  # as Job.translate: always from the JSON
+    register_user_functions(spark, sinks, env)
+    run_dir = tmp / "run"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    empty_dir = tmp / "empty-input"
+    empty_dir.mkdir()
+    (empty_dir / "empty.json").write_bytes(b"")
+    ctx = TranslationContext(spark, dict(plan.data.get("config") or {}), serde.node_ids(sinks), run_dir=run_dir,
+                             extras={"job_root_path": str(tmp / "root")})
+    queries: list[_Query] = []
+    empty = _EmptyStreams(spark, empty_dir, notes)
+    ctx.cut = lambda stream, name: _cut(stream, name, queries, empty)
+    cache: dict[int, Any] = {}
+    for node in B.topological(list(sinks)):
+        meta = node.metadata
+        fn = get_translator(meta.name, meta.version)
+        assert fn is not None  # check_runtime_support above
+        out = fn(node, [cache[id(i)] for i in node.inputs], ctx)
+        if meta.name == SCAN:
+            out = out.with_df(empty.like(out.df, f"node {ctx.node_id(node)} ({node.table.identifier})"))
+        elif meta.name == SINK:
+            mode = str(out.properties.get("output_mode", "append"))
+            queries.append(_Query(out.properties["query"].uid, out.df, mode))
+        cache[id(node)] = out
+    return queries
+
+
+def _cut(stream: Any, name: str, queries: list[_Query], empty: _EmptyStreams) -> Any:
+    """What ``channels.cut`` builds (a producer query named ``name``, a consumer reading the channel back
+    with the producer's watermark), with the channel replaced by an empty stream of the read-back schema."""
+    queries.append(_Query(name, stream.df))
+    read_back = empty.spark.readStream.schema(stream.df.schema).parquet(str(empty.directory))
+    df = empty.like(read_back, f"channel {name}")
+    if stream.rowtime is not None:
+        delay = int(stream.properties.get("watermark_delay_ms", 0))
+        df = df.withWatermark(stream.rowtime, f"{delay} milliseconds")
+    return stream.with_df(df, properties={**stream.properties, "channel": name})
+
+
+class _EmptyStreams:
+    """Empty streaming DataFrames with the exact schema of a given one."""
+
+    def __init__(self, spark: Any, directory: Path, notes: list[str]):
+        self.spark, self.directory, self.notes = spark, directory, notes
+
+    def like(self, real: Any, what: str) -> Any:
+        from pyspark.sql import functions as F
+
+        schema = real.schema
+        raw = self.spark.readStream.schema(schema).json(str(self.directory))
+        cols = [_conform(F.col(f"`{f.name}`"), f).alias(f.name, metadata=f.metadata) for f in schema.fields]
+        df = raw.select(*cols)
+        if df.schema != schema:
+            self.notes.append(f"{what}: the empty stream standing in for it has schema {df.schema.simpleString()} "
+                              f"with nullability {_nullability(df.schema)} instead of {_nullability(schema)}; "
+                              "key/value nullability of its state may be judged wrongly")
+        return df
+
+
+def _nullability(schema: Any) -> str:
+    return ", ".join(f"{f.name}:{'null' if f.nullable else 'not null'}" for f in schema.fields)
+
+
+def _conform(col: Any, f: Any) -> Any:
+    """``col`` (nullable, from the JSON source) as a column of ``f``'s nullability."""
+    return col if f.nullable else _non_null(col, f.dataType)
+
+
+def _non_null(col: Any, dtype: Any) -> Any:
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, T.StructType):
+        return F.struct(*[_conform(col.getField(f.name), f).alias(f.name) for f in dtype.fields])
+    return F.coalesce(col, _zero(dtype))
+
+
+_ZERO_SQL: dict[str, str] = {
+    "boolean": "false", "string": "''", "binary": "X''", "date": "DATE'1970-01-01'",
+    "timestamp": "TIMESTAMP'1970-01-01 00:00:00'", "timestamp_ntz": "TIMESTAMP_NTZ'1970-01-01 00:00:00'",
+}
+
+
+def _zero(dtype: Any) -> Any:
+    """A non-null literal of exactly ``dtype`` (folded by Spark, so the column it feeds is non-nullable)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, T.ArrayType):
+        return F.array().cast(dtype)
+    if isinstance(dtype, T.MapType):
+        return F.create_map().cast(dtype)
+    if isinstance(dtype, T.NumericType):
+        return F.lit(0).cast(dtype)
+    sql = _ZERO_SQL.get(dtype.typeName())
+    return F.expr(sql).cast(dtype) if sql is not None else F.lit(None).cast(dtype)
+
+
+# --- running ---------------------------------------------------------------------------------------------
+def _run_once(query: _Query, checkpoint: Path) -> None:
+    """One batch over the empty input; Spark's transient Python-worker failures are retried from scratch."""
+    from planengine.runtime.executor import TRANSIENT_FAILURES
+
+    for attempt in range(1, TRANSIENT_ATTEMPTS + 1):
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        error = _attempt(query, checkpoint)
+        if error is None:
+            return
+        if attempt == TRANSIENT_ATTEMPTS or not any(marker in error for marker in TRANSIENT_FAILURES):
+            first = error.strip().splitlines()[0] if error.strip() else error
+            raise ProbeError(f"query {query.uid} fails on this engine even without input: {first[:500]}")
+
+
+def _attempt(query: _Query, checkpoint: Path) -> str | None:
+    try:
+        started = (query.df.writeStream.format("noop").outputMode(query.output_mode)
+                   .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    except Exception as error:  # e.g. Spark refuses the query's shape on this version
+        return str(error)
+    try:
+        started.awaitTermination()
+    except Exception as error:  # the query's own failure, reported by awaitTermination
+        return str(error)
+    finally:
+        if started.isActive:
+            started.stop()
+    failure = started.exception()
+    return str(failure) if failure is not None else None

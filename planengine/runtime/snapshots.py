@@ -174,7 +174,8 @@ def take_snapshot(
             "sparkVersion": spark_version,
             "planId": plan_id,
             "runId": run.run_id,
-            "queries": {uid: {"lastBatchId": last} for uid, last in sorted(cut.items())},
+            "queries": {uid: {"lastBatchId": last, **_recorded_layout(path / "checkpoints" / uid)}
+                        for uid, last in sorted(cut.items())},
         }
         atomic_write_text(path / MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n", overwrite=False)
         os.chmod(path / MANIFEST_FILE, _READ_ONLY)
@@ -183,6 +184,18 @@ def take_snapshot(
         shutil.rmtree(path, ignore_errors=True)
         raise
     return SnapshotInfo(snapshot_id, path, manifest)
+
+
+def _recorded_layout(checkpoint: Path) -> dict[str, Any]:
+    """``{"stateLayout": …}``: the Spark state layout of a snapshotted query, for ``planengine check`` and
+    ``snapshots inspect`` (read from the files in milliseconds, no Spark). Best effort: a layout this engine
+    cannot parse is left out rather than failing the snapshot; the check reads the files again anyway."""
+    from planengine.runtime.state_check.layout import LayoutError, read_layout
+
+    try:
+        return {"stateLayout": read_layout(checkpoint)}
+    except (LayoutError, OSError):
+        return {}
 
 
 def _committed_filter(last: int) -> Callable[[tuple[str, ...]], bool]:

@@ -174,7 +174,7 @@ def take_snapshot(
             "sparkVersion": spark_version,
             "planId": plan_id,
             "runId": run.run_id,
-            "queries": {uid: {"lastBatchId": last, **_recorded_layout(path / "checkpoints" / uid)}
+            "queries": {uid: {"lastBatchId": last, **_recorded_layout(path / "checkpoints" / uid, last)}
                         for uid, last in sorted(cut.items())},
         }
         atomic_write_text(path / MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n", overwrite=False)
@@ -186,12 +186,15 @@ def take_snapshot(
     return SnapshotInfo(snapshot_id, path, manifest)
 
 
-def _recorded_layout(checkpoint: Path) -> dict[str, Any]:
+def _recorded_layout(checkpoint: Path, last: int) -> dict[str, Any]:
     """``{"stateLayout": …}``: the Spark state layout of a snapshotted query, for ``planengine check`` and
     ``snapshots inspect`` (read from the files in milliseconds, no Spark). Best effort: a layout this engine
-    cannot parse is left out rather than failing the snapshot; the check reads the files again anyway."""
+    cannot parse is left out rather than failing the snapshot; the check reads the files again anyway. A
+    query that never committed has no state to restore, so nothing is recorded."""
     from planengine.runtime.state_check.layout import LayoutError, read_layout
 
+    if last < 0:
+        return {}
     try:
         return {"stateLayout": read_layout(checkpoint)}
     except (LayoutError, OSError):

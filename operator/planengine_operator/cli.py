@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(kopf.operator(
             standalone=True,
             clusterwide=not namespaces,
-            namespaces=namespaces or None,
+            namespaces=namespaces,  # a list; kopf iterates it (None crashed its namespace observer)
             liveness_endpoint=args.liveness or None,
         ))
     except KeyboardInterrupt:

@@ -15,7 +15,7 @@ from typing import Any
 import kopf
 from aiohttp import web
 
-from planengine_operator import kube, metrics
+from planengine_operator import kube, metrics, webhook
 from planengine_operator.config import OperatorConfig
 from planengine_operator.fleet import Fleet
 from planengine_operator.launchers.base import Launcher
@@ -25,6 +25,8 @@ GROUP, VERSION, PLURAL = "planengine.io", "v1alpha1", "sparkplanjobs"
 log = logging.getLogger(__name__)
 # The timer cadence is fixed when handlers register; the CLI exports it from the configuration first.
 TICK_SECONDS = float(os.environ.get("PLANENGINE_OPERATOR_TICK", "5"))
+# Likewise the admission webhook: the chart's variables decide whether its handler exists at all.
+WEBHOOK = webhook.settings_from_env()
 
 
 class Runtime:
@@ -56,6 +58,8 @@ async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
         from planengine_operator.cli import build_launcher
 
         configure(Runtime.config, build_launcher(Runtime.config))
+    if WEBHOOK is not None:
+        settings.admission.server = webhook.server(WEBHOOK)
     if Runtime.config.metrics.port:
         await _serve_metrics(Runtime.config.metrics.port)
 
@@ -121,6 +125,16 @@ async def changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
 @kopf.timer(GROUP, VERSION, PLURAL, interval=TICK_SECONDS, initial_delay=min(TICK_SECONDS, 1.0))
 async def tick(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     await _reconcile(body, memo)
+
+
+if WEBHOOK is not None:
+    @kopf.on.validate(GROUP, VERSION, PLURAL, id=WEBHOOK.handler_id, operations=["CREATE", "UPDATE"])
+    def validate(operation: str, body: kopf.Body, old: kopf.BodyEssence | None, **_: Any) -> None:
+        """Reject a spec the reconciler would refuse (rules shared through ``validation``)."""
+        assert Runtime.launcher is not None
+        md = body["metadata"]
+        webhook.admit(operation, md.get("namespace") or "default", md.get("name") or "", dict(body), old,
+                      Runtime.config, Runtime.launcher.job_root)
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)

@@ -93,6 +93,8 @@ class Reconciler:
             generation=int(body["metadata"].get("generation") or 1), spec=spec, status=status,
             config=self.config, job_root=job_root, now=now, new_run_id=new_run_id(now),
             fleet_allowed=self.fleet.allowed(body["metadata"]["namespace"], body["metadata"]["name"]),
+            spec_job_root=self.launcher.job_root(body["metadata"]["namespace"], body["metadata"]["name"],
+                                                 dict(body.get("spec") or {})),
         )
 
     async def _record(self, body: kopf.Body, memo: Any, decision: Decision) -> None:

@@ -35,7 +35,7 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from planengine_operator import specdiff
+from planengine_operator import specdiff, validation
 from planengine_operator.config import OperatorConfig, parse_duration
 from planengine_operator.models import JobSpec
 from planengine_operator.specdiff import Change
@@ -109,6 +109,7 @@ class JobView:
     now: datetime
     new_run_id: str  # used only if this decision starts a run
     fleet_allowed: bool = True  # the fleet rollout has a free slot and is not paused
+    spec_job_root: str | None = None  # the job root the spec's storage names (immutable once in force)
 
 
 def iso(moment: datetime) -> str:
@@ -136,14 +137,12 @@ def decide(view: JobView, observed: DriverObservation) -> Decision:
         return _continue(view, op, observed)
     if view.status.get("phase") == "Failed" and view.status.get("observedGeneration") == view.generation:
         return Decision()  # a permanent failure waits for a spec change
-    unknown = _unknown_engine(view)
-    if unknown:
-        return _refuse_unknown_engine(view, unknown)
+    problems = validation.problems(view.spec, view.status, view.config, view.spec_job_root)
+    if problems:  # the admission webhook's rules: a spec that got past it is reported, not attempted
+        return _refuse_invalid(view, problems[0])
     change = specdiff.classify(view.spec, view.status, view.config.defaultEngineVersion)
     if change is Change.START:
         return _begin(view, "Start", "Claim", phase="Pending", extra={"engineVersion": _target(view)})
-    if change is Change.PLAN_CHANGED:
-        return _refuse_plan_change(view)
     if change is Change.RECOMPILE:
         return _begin(
             view, "Start", "Claim", phase="Restarting",
@@ -172,11 +171,6 @@ def _wants_standby(op: dict[str, Any] | None, standby_run_id: str) -> bool:
 
 def _target(view: JobView) -> str:
     return specdiff.target_engine(view.spec, view.config.defaultEngineVersion)
-
-
-def _unknown_engine(view: JobView) -> str | None:
-    target = _target(view)
-    return None if view.config.engine(target) else target
 
 
 def _snap_id(view: JobView) -> str | None:
@@ -234,33 +228,17 @@ def _begin_upgrade(view: JobView) -> Decision:
     return Decision(patch=patch, events=[Event("Normal", "UpgradeStarted", f"upgrade {source} -> {target}")])
 
 
-def _refuse_unknown_engine(view: JobView, target: str) -> Decision:
-    known = ", ".join(sorted(view.config.engines))
-    message = f"engine version {target} is not in the operator's engine catalog ({known}); use one of them"
-    if (view.status.get("error") or "") == message:
+def _refuse_invalid(view: JobView, problem: validation.Problem) -> Decision:
+    """Report a broken rule once (error, Degraded condition, Warning event) and do nothing else."""
+    if (view.status.get("error") or "") == problem.message:
         return Decision()
     patch = {
-        "error": message, "observedGeneration": view.generation,
-        "conditions": conditions(view, view.status.get("phase"), degraded=("UnknownEngineVersion", message)),
+        "error": problem.message, "observedGeneration": view.generation,
+        "conditions": conditions(view, view.status.get("phase"), degraded=(problem.reason, problem.message)),
     }
     if not view.status.get("phase"):
         patch["phase"] = "Pending"
-    return Decision(patch=patch, events=[Event("Warning", "UnknownEngineVersion", message)])
-
-
-def _refuse_plan_change(view: JobView) -> Decision:
-    message = (
-        "the program (plan, catalog or planOptions) changed; a running job keeps the plan it was compiled "
-        "with because its state belongs to that topology. Create a new SparkPlanJob for the new query, or "
-        "set upgradeMode: stateless to restart with the new plan and empty state"
-    )
-    if view.status.get("error") == message:
-        return Decision()
-    patch = {
-        "error": message, "observedGeneration": view.generation,
-        "conditions": conditions(view, view.status.get("phase"), degraded=("PlanChangeRefused", message)),
-    }
-    return Decision(patch=patch, events=[Event("Warning", "PlanChangeRefused", message)])
+    return Decision(patch=patch, events=[Event("Warning", problem.reason, problem.message)])
 
 
 # ---------------------------------------------------------------------------------------------- steady

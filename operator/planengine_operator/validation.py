@@ -1,0 +1,72 @@
+"""Semantic rules for a SparkPlanJob spec that the CRD's schema and CEL rules cannot express.
+
+They need the operator's engine catalog or the job's status (what it runs now), which the API server does
+not have. Two callers share them so they cannot disagree: the admission webhook (``webhook.py``) rejects
+a create or update that breaks one, and the state machine reports the same problem on the job (status
+``error``, the Degraded condition, a Warning event) when a spec got in anyway: webhook disabled,
+``failurePolicy: Ignore``, a spec written before the webhook existed, or a catalog that lost a version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from planengine_operator import specdiff
+from planengine_operator.config import OperatorConfig
+from planengine_operator.models import JobSpec
+from planengine_operator.specdiff import Change
+
+PLAN_CHANGE_MESSAGE = (
+    "the program (plan, catalog or planOptions) changed; a running job keeps the plan it was compiled "
+    "with because its state belongs to that topology. Create a new SparkPlanJob for the new query, or "
+    "set upgradeMode: stateless to restart with the new plan and empty state"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """One broken rule: where (a field path for the user), a machine reason, and what to do about it."""
+
+    field: str
+    reason: str
+    message: str
+
+
+def problems(spec: JobSpec, status: Mapping[str, Any] | None, config: OperatorConfig,
+             spec_job_root: str | None = None) -> list[Problem]:
+    """Every rule the spec breaks, most fundamental first; ``status`` is what the job runs now (None for a
+    job not created yet) and ``spec_job_root`` the job root the launcher derives from this spec.
+
+    >>> from planengine_operator.config import OperatorConfig
+    >>> spec = JobSpec.model_validate({"engineVersion": "9.9", "plan": {"sql": "SELECT 1"}})
+    >>> [p.reason for p in problems(spec, None, OperatorConfig())]
+    ['UnknownEngineVersion']
+    """
+    status = status or {}
+    found: list[Problem] = []
+    target = specdiff.target_engine(spec, config.defaultEngineVersion)
+    if config.engine(target) is None:
+        known = ", ".join(sorted(config.engines))
+        found.append(Problem(
+            "spec.engineVersion", "UnknownEngineVersion",
+            f"engine version {target} is not in the operator's engine catalog ({known}); use one of them",
+        ))
+    in_force = status.get("jobRoot")
+    if in_force and spec_job_root and spec_job_root != in_force:
+        found.append(Problem(
+            "spec.storage", "StorageImmutable",
+            f"spec.storage now names job root {spec_job_root}, but the job's plan, checkpoints and snapshots are "
+            f"in {in_force}; put spec.storage back, or create a new SparkPlanJob to move the job",
+        ))
+    if specdiff.classify(spec, dict(status), config.defaultEngineVersion) is Change.PLAN_CHANGED:
+        found.append(Problem("spec.plan", "PlanChangeRefused", PLAN_CHANGE_MESSAGE))
+    return found
+
+
+def new_problems(new: list[Problem], old: list[Problem]) -> list[Problem]:
+    """Problems a change introduces. An update that does not add one is admitted even if the object is
+    already broken, so metadata writes (the operator's own annotations, finalizers) never get stuck."""
+    before = {(p.field, p.reason) for p in old}
+    return [p for p in new if (p.field, p.reason) not in before]

@@ -1,7 +1,9 @@
 """``planengine check --plan P [--snapshot S] [--json]``: can this engine restore the plan (and state)?
 
 Exit 0 compatible, 3 needs migration, 4 incompatible; ``--json`` says why. Judged from the plan's JSON
-alone (and the snapshot's files), before anything starts.
+alone, before anything starts. With ``--snapshot`` also the snapshot's Spark state layout against the one
+this engine creates for the plan, which costs a SparkSession and one batch per query over empty input in a
+temporary directory (``planengine.runtime.state_check``); nothing of the job is touched.
 """
 
 from __future__ import annotations

@@ -3,12 +3,15 @@
 One stateless job (filesystem json -> calc -> Spark's file sink) fed one input file per 0.5 s is upgraded
 back and forth between the two engine builds of the e2e tests (``0.1`` = ``.venv``, PySpark 4.3;
 ``0.1-spark42`` = ``.venv-spark42``, PySpark 4.2), ``--upgrades`` times. Each upgrade: check on the target,
-``POST /v1/stop`` with a snapshot, the target from the snapshot in a new run, stability gate (2 batches).
-Downtime is the old run's last ``commits/<id>`` file -> the new run's first one after the snapshot, split
-into: stop (last commit -> snapshot manifest ``createdAt``), relaunch (snapshot -> the operator's ``run``
-invocation of the target: old driver exit, operator tick), JVM and session start (-> ``run.json`` of the new
-run, written after ``SparkSession`` is up) and first batch (-> first commit). Every input row is checked to
-be in the output exactly once at the end. The section "Upgrade downtime with the real engine" of
+the target started as a warm standby (``run --standby``: JVM, session, plan, warm-up) while the old driver
+still commits, ``POST /v1/stop`` with a snapshot on the old driver, ``POST /v1/start`` with the snapshot on
+the standby, stability gate. Downtime is the old run's last ``commits/<id>`` file -> the new run's first one
+after the snapshot, split into: stop (last commit -> snapshot manifest ``createdAt``), handover (snapshot ->
+``run.json`` of the new run: old driver exit confirmed, status written, ``POST /v1/start``, snapshot
+forked; on the cold path this includes the JVM start) and first batch (``run.json`` -> first commit:
+translation, query start, the replayed batch). "standby lead" is how long before the snapshot the
+target's process was started (the JVM start the standby hides). Every input row is checked to be in the
+output exactly once at the end. The section "Upgrade downtime with the real engine" of
 ``benchmarks/results/operator_reconcile.md`` is replaced (the rest of that file is left alone).
 
     .venv/bin/python -m benchmarks.operator_upgrade_real [--upgrades 5]
@@ -89,14 +92,15 @@ def upgrades(count: int) -> list[dict[str, Any]]:
                 last = snapshot_last_batch(root, snap, uid)
                 old_commit = commit_times(root, old, uid)[last]
                 first_new = min(t for b, t in commit_times(root, new, uid).items() if b > last)
-                launched = next(c["at"] for c in world.calls(root, "run") if c["runId"] == new)
+                call = next(c for c in world.calls(root, "run") if c["runId"] == new)
                 session = _iso_seconds(json.loads((root / "runs" / new / "run.json").read_text())["createdAt"])
                 snapshot_at = _iso_seconds(manifest["createdAt"])
                 measured.append({
-                    "from": before["engineVersion"], "to": target, "load": load,
+                    "from": before["engineVersion"], "to": target, "load": load, "load_end": _load(),
+                    "path": "cold" if call.get("fromSnapshot") else "standby",
                     "downtime": handover_downtime(root, world.sink(name), old, new, snap),
-                    "stop": snapshot_at - old_commit, "relaunch": launched - snapshot_at,
-                    "jvm": session - launched, "first_batch": first_new - session,
+                    "stop": snapshot_at - old_commit, "handover": session - snapshot_at,
+                    "first_batch": first_new - session, "lead": snapshot_at - call["at"],
                 })
                 print(measured[-1], flush=True)
             rows, missing, duplicates = exactly_once(world, name)
@@ -131,12 +135,14 @@ def render(measured: list[dict[str, Any]], command: str) -> str:
         f"{measured[0]['missing'] if measured else 0} missing and {measured[0]['duplicates'] if measured else 0} "
         "duplicated in the committed output (exactly once: 0 and 0).",
         "",
-        "| # | upgrade | load avg | downtime s | stop | relaunch | JVM + session | first batch |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| # | upgrade | path | load avg (start / end) | downtime s | stop | handover | first batch | "
+        "standby lead |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for index, m in enumerate(measured, 1):
-        lines.append(f"| {index} | {m['from']} -> {m['to']} | {m['load']:.1f} | {m['downtime']:.1f} | "
-                     f"{m['stop']:.1f} | {m['relaunch']:.1f} | {m['jvm']:.1f} | {m['first_batch']:.1f} |")
+        lines.append(f"| {index} | {m['from']} -> {m['to']} | {m['path']} | {m['load']:.1f} / {m['load_end']:.1f} | "
+                     f"{m['downtime']:.1f} | {m['stop']:.1f} | {m['handover']:.1f} | {m['first_batch']:.1f} | "
+                     f"{m['lead']:.1f} |")
     lines += [
         "",
         f"- **Median downtime {statistics.median(downtimes):.1f} s** (min {min(downtimes):.1f}, max "

@@ -99,8 +99,8 @@ class StandbyDriver:
             self.job = executor.start_job(self.plan, self.env, self.root, self.spark, from_snapshot)
             self.started_from = from_snapshot
             self.phase = RUNNING
-            log.info("standby started run %s from %s in %.1fs", self.job.run.run_id, from_snapshot,
-                     time.monotonic() - began)
+            print(f"[planengine] standby started run {self.job.run.run_id} from {from_snapshot} in "
+                  f"{time.monotonic() - began:.1f}s", file=sys.stderr, flush=True)
             self.changed.set()
             return self._answer()
 
@@ -139,8 +139,8 @@ def run_standby(plan: Any, env: Any, *, job_root: str, status_port: int, drain: 
         with standby._lock:
             if standby.phase == STARTING:
                 standby.phase = STANDBY
-        print(f"[planengine] standby ready on {server.url} (plan {plan.plan_id[:12]}); waiting for "
-              "POST /v1/start", file=sys.stderr, flush=True)
+        print(f"[planengine] standby ready on {server.url} (plan {plan.plan_id[:12]}, warm-up "
+              f"{standby.warm_up_seconds}s); waiting for POST /v1/start", file=sys.stderr, flush=True)
         while not standby.changed.wait(0.5):
             pass
         job = standby.job

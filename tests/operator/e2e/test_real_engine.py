@@ -7,8 +7,13 @@ the 4.2 build behind ``engine_wrapper.py`` knobs: its ``check`` answers "incompa
 and its driver dies 3 s after starting. The job is stateless (filesystem json source -> calc -> Spark's
 file sink), so every input row must be in the committed output exactly once across every handover.
 
+Upgrades go through a warm standby: the target's ``run --standby`` is started after the check and before
+the old driver's stop, and ``POST /v1/start`` hands it the snapshot. A target that dies in standby never
+disturbs the old run.
+
 Every driver start is a JVM start (8-20 s quiet, minutes on a loaded machine), so the set is small: one
-test walks start -> second job on the same root -> refused target -> upgrade; one test rolls back.
+test walks start -> second job on the same root -> refused target -> upgrade; one test has the target die
+in standby.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -36,6 +42,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 FEED_EVERY = 0.5  # seconds between input files while a handover runs
 JVM = 600  # generous bound for anything that waits on a JVM start on a loaded machine
+
+
+def _iso_seconds(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def _start(world: World, name: str, root: Path, engine: str = "0.1") -> dict:
@@ -152,10 +162,15 @@ def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path
     assert [c["engine"] for c in checks] == ["0.1-refuses", REAL_TARGET], checks
     runs = _runs(world, root, 2)
     assert [(r["engine"], r["runId"]) for r in runs] == [("0.1", first["runId"]), (REAL_TARGET, status["runId"])]
-    assert runs[1]["fromSnapshot"].endswith(upgrade["snapshot"])
-    assert [p.name for p in (root / "snapshots").iterdir()] == [upgrade["snapshot"]]  # exactly one snapshot
+    # Warm standby: the target's process (one JVM start, no --from-snapshot) was launched before the old
+    # driver's stop wrote the snapshot, and its run was created (POST /v1/start) only after it.
+    snapshot_at = _iso_seconds(manifest["createdAt"])
     run_marker = json.loads((root / "runs" / status["runId"] / "run.json").read_text())
+    assert runs[1]["fromSnapshot"] is None and runs[1]["at"] < snapshot_at < _iso_seconds(run_marker["createdAt"])
     assert run_marker["fromSnapshot"] == upgrade["snapshot"]
+    assert not (root / ".operator" / "standby.json").exists()  # promoted to the driver's record
+    assert json.loads((root / ".operator" / "driver.json").read_text())["pid"] == runs[1]["pid"]
+    assert [p.name for p in (root / "snapshots").iterdir()] == [upgrade["snapshot"]]  # exactly one snapshot
     for reason in ("UpgradeRefused", "UpgradeStarted", "UpgradeHandover", "UpgradeSucceeded"):
         wait_for(lambda r=reason: r in world.event_reasons("r1"), 30, f"the {reason} event",  # posted async
                  lambda: world.event_reasons("r1"))
@@ -167,7 +182,9 @@ def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path
           f"{downtime:.1f}s, {len(world.input_rows('r1'))} rows and {len(windows)} windows exactly once")
 
 
-def test_crashing_target_rolls_back_from_the_same_snapshot(real_world: World, tmp_path: Path) -> None:
+def test_target_dying_in_standby_leaves_the_old_run_undisturbed(real_world: World, tmp_path: Path) -> None:
+    """The target's standby exits (code 1) before it reports Standby: the upgrade is refused before any
+    stop, so the old driver keeps its run and its JVM, no snapshot is taken and nothing is lost."""
     world = real_world
     root = tmp_path / "root-c"
     world.start_operator()
@@ -175,24 +192,25 @@ def test_crashing_target_rolls_back_from_the_same_snapshot(real_world: World, tm
     mark = time.monotonic()
     with world.feeding("c", every=FEED_EVERY):
         world.apply(world.job_manifest("c", "0.1-crashes", storage=root))
-        status = world.wait_status("c", lambda s: s.get("phase") == "RolledBack", "phase RolledBack", timeout=JVM)
-    rolled_back = time.monotonic() - mark
-    assert status["engineVersion"] == "0.1" and status["runId"] != first["runId"]
-    upgrade = status["upgrade"]
-    assert upgrade["step"] == "RolledBack" and "exited" in upgrade["message"], upgrade
-    assert world.condition("c", "Degraded")["reason"] == "RolledBack"
-    wait_for(lambda: "RolledBack" in world.event_reasons("c"), 30, "the RolledBack event",  # posted async
+        status = world.wait_status("c", lambda s: (s.get("upgrade") or {}).get("step") == "Refused",
+                                   "upgrade Refused", timeout=JVM)
+    refused = time.monotonic() - mark
+    assert status["phase"] == "Running" and status["engineVersion"] == "0.1"
+    assert status["runId"] == first["runId"] and status["driver"]["name"] == first["driver"]["name"]
+    assert "failed in standby" in status["upgrade"]["message"] and "exited (code 1)" in status["error"]
+    assert world.condition("c", "Degraded")["reason"] == "StandbyFailed"
+    wait_for(lambda: "UpgradeRefused" in world.event_reasons("c"), 30, "the UpgradeRefused event",  # async
              lambda: world.event_reasons("c"))
-    runs = _runs(world, root, 3)
-    assert [r["engine"] for r in runs] == ["0.1", "0.1-crashes", "0.1"], runs
-    assert runs[1]["fromSnapshot"] == runs[2]["fromSnapshot"] and runs[1]["fromSnapshot"].endswith(
-        upgrade["snapshot"])
-    assert runs[2]["runId"] == status["runId"]
-    assert [p.name for p in (root / "snapshots").iterdir()] == [upgrade["snapshot"]]
-    _still_committing(world, "c")  # the rolled-back engine's JVM is up and committing
-    _exactly_once_or_known_engine_loss(world, "c", root, upgrade["snapshot"], status["runId"])
-    assert world.status("c")["phase"] == "RolledBack"  # not retried
-    print(f"\nreal engine: crash target -> RolledBack in {rolled_back:.1f}s; "
+    runs = _runs(world, root, 2)
+    assert [r["engine"] for r in runs] == ["0.1", "0.1-crashes"] and runs[1]["fromSnapshot"] is None, runs
+    assert not (root / "snapshots").exists() or not list((root / "snapshots").iterdir())  # never stopped
+    assert not (root / ".operator" / "standby.json").exists()  # the failed standby was cleaned up
+    assert not (root / "runs" / runs[1]["runId"]).exists()  # the standby wrote nothing in the job root
+    _still_committing(world, "c")  # the old engine's JVM kept committing
+    world.assert_exactly_once("c", timeout=JVM)
+    world.assert_windows_exactly_once("c")
+    assert world.status("c")["upgrade"]["step"] == "Refused"  # not retried
+    print(f"\nreal engine: target dying in standby -> Refused in {refused:.1f}s, old run undisturbed; "
           f"{len(world.input_rows('c'))} rows exactly once")
 
 

@@ -7,9 +7,9 @@
 ...     "  WITH ('connector' = 'blackhole')")
 >>> plan = env.compile_plan_sql("INSERT INTO counts SELECT page, COUNT(*) FROM clicks GROUP BY page")
 >>> [n["type"].removeprefix("stream-exec-") for n in plan.data["nodes"]]
-['table-source-scan_1', 'calc_1', 'exchange_1', 'group-aggregate_1', 'sink_1']
->>> plan.data["nodes"][3]["changelogMode"]   # blackhole takes retractions, so UPDATE_BEFORE is kept
-'I,UB,UA'
+['table-source-scan_1', 'calc_1', 'exchange_1', 'group-aggregate_2', 'sink_1']
+>>> plan.data["nodes"][3]["changelogMode"]   # a keyed blackhole, like Flink's, needs no UPDATE_BEFORE
+'I,UA'
 """
 
 from __future__ import annotations

@@ -160,7 +160,10 @@ class DropUpdateBefore(ExecNode):
 
 
 # --- aggregations -------------------------------------------------------------------------------------------
-@exec_node(_meta("group-aggregate", consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)))
+@exec_node(_meta("group-aggregate", consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)),
+           # Version 2: same JSON, new strategy — Spark's native update-mode aggregation where it is exactly
+           # Flink, TWS elsewhere (runtime/translators/group_aggregate.py); version 1 stays TWS for its plans.
+           _meta("group-aggregate", 2, consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class GroupAggregate(ExecNode):
     STATE_NAMES = ("accumulators", "distinctValues")

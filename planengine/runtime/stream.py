@@ -4,6 +4,12 @@ A stream is a streaming DataFrame whose columns are the node's output fields und
 names ``f0, f1, …`` (Flink field names may repeat after joins and may not be valid Spark identifiers), plus
 the hidden ``_rowkind`` column (``+I``/``-U``/``+U``/``-D``) **only** on updating edges (DESIGN §6). The
 logical field names travel beside it for sinks and explanations.
+
+A stream also says in which Spark output mode the query that ends in it must run
+(``properties["output_mode"]``, read with ``output_mode``): ``append`` everywhere except downstream of a
+native update-mode group aggregate (``operators/native_group_aggregate.py``), whose query must run in
+``update`` mode. Sink writers pass it to ``DataStreamWriter.outputMode``; ``foreachBatch`` writers accept
+either mode.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 ROWKIND = "_rowkind"
+OUTPUT_MODE = "output_mode"
+APPEND, UPDATE = "append", "update"
 
 
 def column_name(i: int) -> str:
@@ -38,3 +46,8 @@ class Stream:
 
     def with_df(self, df: Any, **changes: Any) -> Stream:
         return replace(self, df=df, **changes)
+
+
+def output_mode(stream: Stream) -> str:
+    """The Spark output mode the query writing ``stream`` must use (``append`` unless a translator said)."""
+    return str(stream.properties.get(OUTPUT_MODE, APPEND))

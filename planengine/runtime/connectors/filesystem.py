@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 from planengine.errors import ValidationError
 from planengine.runtime.connectors import QueryOptions, SourceFrame, sink_writer, source_reader, spark_schema_ddl
 from planengine.runtime.connectors import changelog_format as cf
-from planengine.runtime.stream import ROWKIND
+from planengine.runtime.stream import APPEND, ROWKIND, output_mode
 
 _SPARK_FORMAT = {"json": "json", "csv": "csv", "parquet": "parquet", "changelog-json": "json",
                  "debezium-json": "json"}
@@ -141,6 +141,13 @@ def write_filesystem(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOp
     if getattr(sink, "overwrite", False):
         raise ValidationError(f"INSERT OVERWRITE {sink.identifier}: a streaming job cannot overwrite a table",
                               hint="use INSERT INTO")
+    if output_mode(stream) != APPEND:
+        # Spark's file sink (and its exactly-once manifest) is append-only. The planner never routes an
+        # update-mode stream here: file formats either accept UPDATE_BEFORE (so the aggregate keeps
+        # generateUpdateBefore and runs on transformWithState) or are insert-only.
+        raise ValidationError(f"sink {sink.identifier}: Spark's file sink cannot write a stream in "
+                              f"{output_mode(stream)} output mode",
+                              hint="write the query to a jdbc, upsert-kafka, print or blackhole sink")
     names = [c.name for c in sink.schema.physical_columns]
     df = stream.df.select(*[F.col(c).alias(n) for c, n in zip(stream.columns, names)],
                           *([F.col(ROWKIND)] if stream.updating else []))

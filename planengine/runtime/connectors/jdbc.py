@@ -37,7 +37,7 @@ from typing import Any
 
 from planengine.errors import ValidationError
 from planengine.runtime.connectors import QueryOptions, SourceFrame, sink_writer, source_reader, spark_schema_ddl
-from planengine.runtime.stream import ROWKIND
+from planengine.runtime.stream import ROWKIND, output_mode
 
 log = logging.getLogger("planengine.runtime.jdbc")
 
@@ -439,7 +439,7 @@ def write_jdbc(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions)
             log.info("jdbc sink %s: batch %d committed (%d upserts, %d deletes, %d inserts)", query.name, batch_id,
                      result.upserts, result.deletes, result.inserts)
 
-    return query.configure(df.writeStream.foreachBatch(apply).outputMode("append")).start()
+    return query.configure(df.writeStream.foreachBatch(apply).outputMode(output_mode(stream))).start()
 
 
 # --- lookups -------------------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import Any
 from planengine.errors import ValidationError
 from planengine.runtime.connectors import QueryOptions, SourceFrame, sink_writer, source_reader, spark_schema_ddl
 from planengine.runtime.connectors import changelog_format as cf
-from planengine.runtime.stream import ROWKIND
+from planengine.runtime.stream import ROWKIND, output_mode
 
 log = logging.getLogger("planengine.runtime.kafka")
 
@@ -241,7 +241,7 @@ def sink_options(sink: Any) -> dict[str, str]:
 @sink_writer("upsert-kafka")
 def write_kafka(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions) -> Any:
     records = encode_records(stream, sink)
-    writer = records.writeStream.format("kafka").outputMode("append")
+    writer = records.writeStream.format("kafka").outputMode(output_mode(stream))
     for key, value in sink_options(sink).items():
         writer = writer.option(key, value)
     try:

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from planengine.runtime.connectors import QueryOptions, sink_writer
-from planengine.runtime.stream import ROWKIND
+from planengine.runtime.stream import ROWKIND, output_mode
 
 
 def flink_value(v: Any) -> str:
@@ -55,4 +55,4 @@ def write_print(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions
             print(f"{prefix}> {line}" if prefix else line, file=out, flush=False)
         out.flush()
 
-    return query.configure(stream.df.writeStream.foreachBatch(emit).outputMode("append")).start()
+    return query.configure(stream.df.writeStream.foreachBatch(emit).outputMode(output_mode(stream))).start()

@@ -329,3 +329,26 @@ def test_snapshot_lookup_by_id(job):
     assert root.snapshot(snap.snapshot_id) == snap
     with pytest.raises(UserError, match="has no snapshot s-29991231T235959Z-0000"):
         root.snapshot("s-29991231T235959Z-0000")
+
+
+def test_fork_repoints_state_schema_paths_so_it_restores_after_the_run_is_gone(job):
+    # transformWithState's operator metadata v2 names its schema files by absolute path in the run that wrote
+    # them; a fork must name its own copies (the restore corpus restores snapshots whose run never existed).
+    root, run = job
+    schema = run.checkpoint_dir("agg") / "state" / "0" / "_stateSchema" / "default" / "0_abc"
+    write(schema, "schema v3")
+    meta = run.checkpoint_dir("agg") / "state" / "0" / "_metadata" / "v2" / "0"
+    body = {"operatorInfo": {"operatorId": 0}, "stateStoreInfo": [
+        {"storeName": "default", "stateSchemaFilePaths": [f"file:{schema}"]}]}
+    write(meta, "v2\n" + json.dumps(body))
+    write(meta.with_name(".0.crc"))
+    snap = take_snapshot(root, run, reason="manual", last_batch_ids={}, **VERSIONS)
+    before = checksums(snap.checkpoints_dir)
+    forked = root.new_run(from_snapshot=snap.snapshot_id)
+
+    header, data = (forked.checkpoint_dir("agg") / "state/0/_metadata/v2/0").read_text().split("\n", 1)
+    (path,) = json.loads(data)["stateStoreInfo"][0]["stateSchemaFilePaths"]
+    assert header == "v2" and path == f"file:{forked.checkpoint_dir('agg')}/state/0/_stateSchema/default/0_abc"
+    assert Path(path.removeprefix("file:")).read_text() == "schema v3"
+    assert not (forked.checkpoint_dir("agg") / "state/0/_metadata/v2/.0.crc").exists()  # stale checksum dropped
+    assert checksums(snap.checkpoints_dir) == before  # the snapshot's own file is untouched

@@ -9,10 +9,15 @@ row followed by its aggregate values:
   ``[t - interval, t]`` — all rows of one timestamp get the same values;
 * ``UNBOUNDED PRECEDING``: everything processed so far in the partition.
 
-A row whose timestamp is not after the last processed watermark is late and dropped (Flink's
-``lastTriggeringTs`` rule). State per partition key: ``pendingRows`` (rows waiting for the watermark, by
-timestamp) and ``accumulators`` (the rows the frame may still reach, plus the last triggering time).
-Spark's watermark advances per micro-batch, so rows of one batch are ordered by their timestamps.
+A row whose timestamp is not after the last *triggered* timestamp (the largest one already processed in
+its partition) is late and dropped — Flink's ``lastTriggeringTs`` rule, which is not the watermark: a row
+behind the watermark whose timestamp never fired is still aggregated. State per partition key:
+``pendingRows`` (rows waiting for the watermark, by timestamp) and ``accumulators`` (the rows the frame
+may still reach, plus the last triggering time). Spark's watermark advances per micro-batch, so rows of
+one batch are ordered by their timestamps. Spark fires due timers only after a batch's input rows, while
+for Flink the watermark of the earlier batches came before them: a batch therefore first processes what
+that watermark has made due and only then takes its rows, so lateness does not depend on whether Spark
+ran a watermark-only batch in between.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ def _processor_class() -> type:
             self.acc = PickledValue(handle, ACCUMULATORS, lambda: {"last": -(2 ** 63), "rows": []})
 
         def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
+            wm = timerValues.getCurrentWatermarkInMs()
+            out = self._process(wm)  # the earlier batches' watermark comes before this batch's rows
             pending = self.pending.get()
             last = self.acc.get()["last"]
             for r in rows:
@@ -55,16 +62,17 @@ def _processor_class() -> type:
                 pending.setdefault(t, []).append(tuple(r[column_name(i)] for i in range(self.n)))
                 self.handle.registerTimer(t)
             self.pending.set(pending)
-            return self._process(timerValues.getCurrentWatermarkInMs())
+            return iter([*out, *self._process(wm)])
 
         def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Any:
-            return self._process(max(timerValues.getCurrentWatermarkInMs(), expiredTimerInfo.getExpiryTimeInMs()))
+            return iter(self._process(max(timerValues.getCurrentWatermarkInMs(),
+                                          expiredTimerInfo.getExpiryTimeInMs())))
 
-        def _process(self, wm: int) -> Any:
+        def _process(self, wm: int) -> list[Any]:
             pending = self.pending.get()
             due = sorted(t for t in pending if t <= wm)
             if not due:
-                return iter([])
+                return []
             acc = self.acc.get()
             history: list = acc["rows"]  # [(ts, row), …] in processing order
             out = []
@@ -84,13 +92,13 @@ def _processor_class() -> type:
                             history = history[-(self.lower + 1):]
                         frame = [hr for _, hr in history]
                         out.append(_row(Row, row, [evaluate(a, frame) for a in self.aggregates]))
-            acc["rows"], acc["last"] = history, max(acc["last"], wm)
+            acc["rows"], acc["last"] = history, max(acc["last"], due[-1])  # Flink's lastTriggeringTs
             self.acc.set(acc)
             if pending:
                 self.pending.set(pending)
             else:
                 self.pending.clear()
-            return iter(out)
+            return out
 
     return OverProcessor
 

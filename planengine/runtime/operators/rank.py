@@ -215,6 +215,95 @@ def sort_limit(stream: Any, node: Any, ctx: Any) -> Any:
                      insert_only=node.changelog_mode.contains_only_inserts())
 
 
+UNBOUNDED_FETCH = 2147483647  # the planner's fetch for ORDER BY without LIMIT (table.exec.non-temporal-sort.enabled)
+
+
+def is_full_sort(node: Any) -> bool:
+    """The sort-limit node is a non-temporal ORDER BY without LIMIT (Flink's StreamExecSort)."""
+    return node.limit >= UNBOUNDED_FETCH
+
+
+class FullSortProcessor(ChangelogProcessor):
+    """Flink's ``StreamSortOperator``: buffer the whole input, emit it sorted once, at the end of input.
+
+    A sort of an unbounded stream has no earlier moment at which any row's position is final, so (like
+    Flink, whose operator emits in ``endInput``) nothing leaves before the end-of-input marker (``drain``);
+    then every buffered row leaves as ``+I`` in sort order (ties in arrival order) and the buffer is
+    emptied. Retractions remove a buffered row. The last input column is the marker flag. State
+    ``topRows`` keeps the buffer exactly as the Top-N does (``[[seq, row], …]`` in sort order).
+    """
+
+    def __init__(self, *, in_columns: Sequence[str], in_types: Sequence[DataType], in_updating: bool,
+                 out_types: Sequence[DataType], order: Sequence[tuple[int, bool, bool]], offset: int,
+                 ttl_ms: int = 0, state_name: str = "topRows"):
+        super().__init__(in_columns, in_types, in_updating, out_types, ttl_ms)
+        self.order = tuple(order)
+        self.offset = offset
+        self.state_name = state_name
+
+    def open(self, handle: Any) -> None:
+        self.state = handle.getValueState(self.state_name, RANKED_SCHEMA)
+        self._key = functools.cmp_to_key(self._compare)
+
+    def _compare(self, x: tuple[Any, ...], y: tuple[Any, ...]) -> int:
+        for f, asc, nf in self.order:
+            c = _compare_values(x[f], y[f], asc, nf)
+            if c:
+                return c
+        return 0
+
+    def process(self, key: tuple[Any, ...], records: list[Record]) -> list[Record]:
+        stored = self.state.get() if self.state.exists() else None
+        if stored is not None and not self.expired(stored[2]):
+            entries = [[e[0], tuple(e[1])] for e in decode(stored[0])]
+            seq = int(stored[1])
+        else:
+            entries, seq = [], 0
+        keys = [(self._key(e[1]), e[0]) for e in entries]
+        out: list[Record] = []
+        # The marker may share a micro-batch with the last rows (two sources in one query); those rows were
+        # read before the end of input, so they are sorted in first.
+        end_of_input = any(flagged[-1] for _, flagged in records)
+        for kind, flagged in records:
+            row = flagged[:-1]
+            if flagged[-1]:
+                continue
+            if is_accumulate(kind):
+                k = (self._key(row), seq)
+                i = bisect.bisect_right(keys, k)
+                entries.insert(i, [seq, row])
+                keys.insert(i, k)
+                seq += 1
+            else:
+                for i in range(len(entries) - 1, -1, -1):
+                    if entries[i][1] == row:
+                        del entries[i]
+                        del keys[i]
+                        break
+        if end_of_input:
+            out.extend((INSERT, r) for _, r in entries[self.offset:])
+            entries = []
+        if records:
+            if entries:
+                self.state.update((encode(entries), seq, self.now))
+            elif stored is not None:
+                self.state.clear()
+        return out
+
+
+def full_sort(stream: Any, df: Any, end_of_input_column: str, node: Any, ctx: Any) -> Any:
+    """``stream-exec-sort-limit`` without a fetch: ``df`` is ``stream``'s rows plus a boolean end-of-input
+    column (``True`` only on the drain marker, whose data columns are NULL)."""
+    from planengine.types import BOOLEAN
+
+    types = node.field_types
+    processor = FullSortProcessor(
+        in_columns=[*stream.columns, end_of_input_column], in_types=[*types, BOOLEAN], in_updating=stream.updating,
+        out_types=types, order=_order(node), offset=node.offset, ttl_ms=ctx.state_ttl_ms(node),
+        state_name=type(node).STATE_NAMES[0])
+    return run_keyed(stream, df, [], processor, node.field_names, types)
+
+
 class LimitProcessor(ChangelogProcessor):
     def __init__(self, *, in_columns: Sequence[str], in_types: Sequence[DataType], offset: int, limit: int,
                  ttl_ms: int = 0, state_name: str = "emittedCount"):

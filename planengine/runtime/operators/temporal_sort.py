@@ -1,8 +1,14 @@
 """Temporal sort (``ORDER BY rowtime [, …]`` on a stream) on transformWithState.
 
 Rows wait in ``bufferedRows`` until the watermark passes their time, then leave sorted by the time
-attribute and the secondary keys. A row whose time is not after the last emitted watermark is late and
-dropped (Flink's RowTimeSortOperator does the same). One state for the whole stream: a sort is global.
+attribute and the secondary keys. One state for the whole stream: a sort is global.
+
+Lateness is Flink's RowTimeSortOperator rule: a row is late, and dropped, when its time is not after the
+last *triggered* time (the largest row time already emitted), not the watermark itself — a row at 00:06
+behind a watermark of 00:06 whose timer at 00:06 never fired is still sorted in. Spark fires due timers
+only after a batch's input rows, while for Flink the watermark of earlier batches came before them; so a
+batch first emits what the current watermark has made due, then takes its rows. The result no longer
+depends on whether Spark ran a watermark-only batch between two data batches.
 """
 
 from __future__ import annotations
@@ -46,29 +52,35 @@ def _processor_class() -> type:
             self.buffer = PickledValue(handle, BUFFERED, lambda: {"last": -(2 ** 63), "rows": []})
 
         def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
+            wm = timerValues.getCurrentWatermarkInMs()
             state = self.buffer.get()
+            out = self._due(state, wm)  # the earlier batches' watermark comes before this batch's rows
             for r in rows:
                 t = r[TIME_MS]
                 if t is None or t <= state["last"]:
                     continue
                 state["rows"].append((t, tuple(r[column_name(i)] for i in range(self.n))))
                 self.handle.registerTimer(t)
+            out += self._due(state, wm)
             self.buffer.set(state)
-            return self._emit(timerValues.getCurrentWatermarkInMs())
+            return iter(out)
 
         def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Any:
-            return self._emit(max(timerValues.getCurrentWatermarkInMs(), expiredTimerInfo.getExpiryTimeInMs()))
-
-        def _emit(self, wm: int) -> Any:
             state = self.buffer.get()
-            due = [row for t, row in state["rows"] if t <= wm]
+            out = self._due(state, max(timerValues.getCurrentWatermarkInMs(), expiredTimerInfo.getExpiryTimeInMs()))
+            if out:
+                self.buffer.set(state)
+            return iter(out)
+
+        def _due(self, state: dict[str, Any], wm: int) -> list[Any]:
+            """Take the rows whose time the watermark ``wm`` has passed out of ``state``, sorted, as output."""
+            due = [(t, row) for t, row in state["rows"] if t <= wm]
             if not due:
-                return iter([])
+                return []
             state["rows"] = [(t, row) for t, row in state["rows"] if t > wm]
-            state["last"] = max(state["last"], wm)
-            self.buffer.set(state)
-            due.sort(key=_compare(self.keys))
-            return iter(Row(**{f"_o{i}": v for i, v in enumerate(row)}) for row in due)
+            state["last"] = max(state["last"], max(t for t, _ in due))  # Flink's lastTriggeringTs
+            rows = sorted((row for _, row in due), key=_compare(self.keys))
+            return [Row(**{f"_o{i}": v for i, v in enumerate(row)}) for row in rows]
 
     return SortProcessor
 

@@ -1,18 +1,36 @@
-"""``stream-exec-sort-limit`` (global Top-N) and ``stream-exec-limit`` (first N rows)."""
+"""``stream-exec-sort-limit`` (global Top-N, or a full sort without LIMIT) and ``stream-exec-limit``.
+
+A sort-limit without a fetch is the planner's non-temporal ``ORDER BY`` (``table.exec.non-temporal-sort
+.enabled``): Flink's StreamSortOperator emits it sorted at the end of input, so the operator reads the
+drain's end-of-input marker from its own control stream (``<run>/control/<uid>/``, the same mechanism as
+the watermark assigners', see ``translators/watermark.py``): the input has no watermark to carry it.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from planengine.runtime.operators.rank import limit, sort_limit
+from planengine.runtime.operators.rank import full_sort, is_full_sort, limit, sort_limit
 from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
+from planengine.runtime.translators.watermark import EOI, control_directory
+
+EOI_TIME = "_end_of_input_time"
 
 
 @translator("stream-exec-sort-limit", 1)
 def translate_sort_limit(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     (stream,) = inputs
-    return sort_limit(stream, node, ctx)
+    if not is_full_sort(node):
+        return sort_limit(stream, node, ctx)
+    from pyspark.sql import functions as F
+
+    data = stream.df.withColumn(EOI, F.lit(False)).withColumn(EOI_TIME, F.lit(None).cast("timestamp"))
+    control_dir = control_directory(ctx, ctx.uid(node, "end-of-input"))
+    markers = ctx.spark.readStream.schema(data.schema).parquet(control_dir)
+    # write_end_of_input puts the end of time into the named timestamp column and True into EOI.
+    ctx.extras.setdefault("drain_controls", []).append((control_dir, data.schema, EOI_TIME))
+    return full_sort(stream, data.unionByName(markers).drop(EOI_TIME), EOI, node, ctx)
 
 
 @translator("stream-exec-limit", 1)

@@ -192,3 +192,30 @@ def test_changelog_is_plus_i_then_plus_u_across_a_restart(tmp_path: Path, spark:
     run()  # a new query on the same checkpoint: the state restores
     assert sorted(got) == [(0, "+I['x', 2, 7, 2]"), (0, "+I['y', 1, None, None]"),
                            (1, "+I['z', 1, 7, 7]"), (1, "+U['x', 3, 8, 1]")]
+
+
+def test_keyed_blackhole_drops_update_before_like_flink() -> None:
+    from planengine.connectors.changelog import ALL, UPSERT
+    from planengine.connectors.discovery import create_table_sink
+    from tests.connectors.builders import build_ctx
+
+    keyed = create_table_sink(build_ctx(options={"connector": "blackhole"}, primary_key=("id",)))
+    assert keyed.changelog_mode(ALL) == UPSERT
+    assert create_table_sink(build_ctx(options={"connector": "blackhole"})).changelog_mode(ALL) == ALL
+
+
+def test_file_sink_refuses_an_update_mode_stream(tmp_path: Path) -> None:
+    """Spark's file sink is append-only; the planner never sends it an update-mode stream, and if it did the
+    writer says so instead of failing inside Spark."""
+    from planengine.connectors.discovery import create_table_sink
+    from planengine.errors import ValidationError
+    from planengine.runtime.connectors import QueryOptions
+    from planengine.runtime.connectors.filesystem import write_filesystem
+    from planengine.runtime.stream import OUTPUT_MODE, UPDATE, Stream
+    from tests.connectors.builders import build_ctx
+
+    target = create_table_sink(build_ctx(options={"connector": "filesystem", "path": str(tmp_path),
+                                                  "format": "changelog-json"}))
+    stream = Stream(None, ("id", "name"), updating=True, properties={OUTPUT_MODE: UPDATE})
+    with pytest.raises(ValidationError, match="cannot write a stream in update output mode"):
+        write_filesystem(stream, target, None, None, QueryOptions("q", str(tmp_path / "checkpoint")))

@@ -254,3 +254,30 @@ def test_a_spark_42_snapshot_gets_the_verdict_a_restore_confirms(spark, tmp_path
     if error is not None:  # the refusal names the query, operator, store and field, as the restore's error does
         assert any(JOIN in m and "symmetricHashJoin" in m and "key field" in m for m in
                    [r["message"] for r in verdict["reasons"]]), verdict
+
+
+# --- the probe's empty sources -----------------------------------------------------------------------------------
+def test_empty_stream_keeps_types_nullability_and_metadata(spark, tmp_path):
+    """File sources make every column nullable; the probe's stand-in must not (datagen and Kafka columns are
+    NOT NULL, and key nullability decides whether a restore works)."""
+    from pyspark.sql import functions as F
+
+    from planengine.runtime.state_check.probe import _EmptyStreams
+
+    (tmp_path / "empty.json").write_bytes(b"")
+    rate = spark.readStream.format("rate").load()
+    h = F.xxhash64("value")  # never null, whatever its input (datagen's random columns are built this way)
+    real = rate.select(
+        "timestamp", h.alias("id"), (h * 2).cast("decimal(12,2)").alias("amount"),
+        F.struct(h.alias("inner"), F.lit(None).cast("string").alias("maybe")).alias("nested"),
+        F.array(h).alias("ids"), h.cast("string").alias("text"), F.lit(None).cast("date").alias("nothing"),
+        h.alias("tagged", metadata={"spark.watermarkDelayMs": 5}),
+    )
+    assert not real.schema["id"].nullable and not real.schema["nested"].dataType["inner"].nullable
+    notes: list[str] = []
+    empty = _EmptyStreams(spark, tmp_path, notes).like(real, "rate")
+    assert empty.isStreaming
+    assert empty.schema == real.schema, (empty.schema.simpleString(), real.schema.simpleString())
+    assert [f.nullable for f in empty.schema.fields] == [f.nullable for f in real.schema.fields]
+    assert empty.schema["tagged"].metadata == {"spark.watermarkDelayMs": 5}
+    assert notes == []

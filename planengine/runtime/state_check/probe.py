@@ -148,17 +148,39 @@ def _nullability(schema: Any) -> str:
 
 
 def _conform(col: Any, f: Any) -> Any:
-    """``col`` (nullable, from the JSON source) as a column of ``f``'s nullability."""
-    return col if f.nullable else _non_null(col, f.dataType)
+    """``col`` (from the JSON source: nullable at every level) shaped to ``f``'s nullability at every level."""
+    return _shape(col, f.dataType, f.nullable) if _has_not_null(f.dataType, f.nullable) else col
 
 
-def _non_null(col: Any, dtype: Any) -> Any:
+def _has_not_null(dtype: Any, nullable: bool) -> bool:
+    from pyspark.sql import types as T
+
+    if not nullable:
+        return True
+    if isinstance(dtype, T.StructType):
+        return any(_has_not_null(f.dataType, f.nullable) for f in dtype.fields)
+    if isinstance(dtype, T.ArrayType):
+        return _has_not_null(dtype.elementType, dtype.containsNull)
+    if isinstance(dtype, T.MapType):
+        return _has_not_null(dtype.valueType, dtype.valueContainsNull)
+    return False
+
+
+def _shape(col: Any, dtype: Any, nullable: bool) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     if isinstance(dtype, T.StructType):
-        return F.struct(*[_conform(col.getField(f.name), f).alias(f.name) for f in dtype.fields])
-    return F.coalesce(col, _zero(dtype))
+        struct = F.struct(*[_shape(col.getField(f.name), f.dataType, f.nullable).alias(f.name, metadata=f.metadata)
+                            for f in dtype.fields])
+        return F.when(col.isNotNull(), struct) if nullable else struct  # F.struct itself is never null
+    if isinstance(dtype, T.ArrayType):
+        element, contains_null = dtype.elementType, dtype.containsNull
+        col = F.transform(col, lambda x: _shape(x, element, contains_null))
+    elif isinstance(dtype, T.MapType):
+        value, value_null = dtype.valueType, dtype.valueContainsNull
+        col = F.transform_values(col, lambda _k, v: _shape(v, value, value_null))
+    return col if nullable else F.coalesce(col, _zero(dtype))
 
 
 _ZERO_SQL: dict[str, str] = {

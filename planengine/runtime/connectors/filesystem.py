@@ -19,12 +19,15 @@ from typing import Any
 from urllib.parse import urlparse
 
 from planengine.errors import ValidationError
+from planengine.formats.json import DATE_PATTERN, SQL, TIMESTAMP_FORMAT_STANDARD, timestamp_patterns
 from planengine.runtime.connectors import QueryOptions, SourceFrame, sink_writer, source_reader, spark_schema_ddl
 from planengine.runtime.connectors import changelog_format as cf
 from planengine.runtime.stream import APPEND, ROWKIND, output_mode
+from planengine.types import TIMESTAMPS
 
 _SPARK_FORMAT = {"json": "json", "csv": "csv", "parquet": "parquet", "changelog-json": "json",
                  "debezium-json": "json"}
+_JSON_FORMATS = ("json", "changelog-json", "debezium-json")
 
 
 def _local_dir(path: str) -> str | None:
@@ -54,6 +57,45 @@ def _format_options(fmt: Any, reading: bool) -> dict[str, str]:
     if reading:
         out["mode"] = "DROPMALFORMED" if opts.get("ignore-parse-errors") else "FAILFAST"
     return out
+
+
+def _json_text_options(fmt: Any, types: list[Any]) -> dict[str, str]:
+    """Spark's JSON writer options for dates and timestamps as Flink's JSON format writes them.
+
+    Spark's defaults are not Flink's (``T`` instead of ``'SQL'``'s space) and are Spark's to change, which
+    would give a sink different text on another Spark release; explicit patterns keep the files identical
+    on every engine. The fraction width covers the widest timestamp of the table (nested fields included).
+    """
+    standard = str((getattr(fmt, "options", {}) or {}).get(TIMESTAMP_FORMAT_STANDARD.key) or SQL)
+    precisions = [t.precision if t.precision is not None else 6 for t in _walk_types(types) if t.kind in TIMESTAMPS]
+    local, utc = timestamp_patterns(standard, 3 if max(precisions, default=3) <= 3 else 6)
+    return {"timestampNTZFormat": local, "timestampFormat": utc, "timeZone": "UTC", "dateFormat": DATE_PATTERN}
+
+
+def _walk_types(types: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for t in types:
+        out.append(t)
+        nested = [f.type for f in t.fields] + [x for x in (t.element, t.key, t.value) if x is not None]
+        out += _walk_types(nested)
+    return out
+
+
+def _timestamps_as_declared(df: Any, names: list[str], types: list[Any]) -> Any:
+    """Columns that hold timestamps cast to the sink's declared Spark type (``TIMESTAMP`` → ``TIMESTAMP_NTZ``).
+
+    A rowtime attribute is a Spark ``TIMESTAMP`` inside the query (Spark's watermark needs one) whatever the
+    sink declares, also inside a ``ROW``; Spark's writers format the two types differently (``LTZ`` with a
+    zone), so the declared type must decide. Session time zone UTC: the cast keeps the wall-clock value.
+    """
+    from pyspark.sql import functions as F
+
+    from planengine.runtime.expressions import render_spark_type
+
+    cols = [F.col(f"`{n}`").cast(render_spark_type(t)).alias(n)
+            if any(x.kind in TIMESTAMPS for x in _walk_types([t])) else F.col(f"`{n}`")
+            for n, t in zip(names, types)]
+    return df.select(*cols, *[F.col(f"`{c}`") for c in df.columns if c not in names])
 
 
 @source_reader("filesystem")
@@ -153,6 +195,9 @@ def write_filesystem(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOp
                           *([F.col(ROWKIND)] if stream.updating else []))
     for key, value in (getattr(sink, "static_partition", None) or {}).items():
         df = df.withColumn(key, F.lit(value).cast(df.schema[key].dataType))
+    types = [c.type for c in sink.schema.physical_columns]
+    if fmt in _JSON_FORMATS:
+        df = _timestamps_as_declared(df, names, types)
     if fmt == "changelog-json":
         df = cf.encode_changelog_json(df, names) if stream.updating else df.withColumn(cf.OP_FIELD, F.lit("+I"))
     elif fmt == "debezium-json":
@@ -167,7 +212,10 @@ def write_filesystem(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOp
     if local is not None:
         os.makedirs(local, exist_ok=True)
     writer = df.writeStream.format(_SPARK_FORMAT[fmt]).outputMode("append").option("path", path)
-    for k, v in _format_options(sink.format, reading=False).items():
+    options = _format_options(sink.format, reading=False)
+    if fmt in _JSON_FORMATS:
+        options.update(_json_text_options(sink.format, types))
+    for k, v in options.items():
         writer = writer.option(k, v)
     if sink.partition_keys and fmt != "debezium-json":
         writer = writer.partitionBy(*sink.partition_keys)

@@ -14,7 +14,8 @@ from planengine.planner.convert.support import (
     and_all,
     equals,
 )
-from planengine.planner.expressions import Expr, InputRef
+from planengine.planner.expressions import Call, Expr, FunctionRef, InputRef
+from planengine.types import BOOLEAN
 
 
 class SubqueryConversion:
@@ -51,6 +52,8 @@ class SubqueryConversion:
             right_ref = InputRef(len(relation.fields), sub.field_types[0])
             left_ref, node_left = self._as_field(relation, left_expr)
             cond = equals(left_ref, right_ref, self.ctx.registry)
+            if negated and (left_ref.type.nullable or right_ref.type.nullable):
+                cond = self._null_aware(cond, left_ref, right_ref)
             join = L.LogicalJoin(node_left.node, sub, join_type, cond)
             return self._restore_fields(join, relation)
         assert isinstance(inner, exp.Exists)
@@ -76,6 +79,18 @@ class SubqueryConversion:
         cond = and_all([self.expr(c, scope) for c in correlated], self.ctx.registry) if correlated else None
         join = L.LogicalJoin(relation.node, sub_relation.node, join_type, cond)
         return self._restore_fields(join, relation)
+
+    def _null_aware(self, cond: Expr, left: InputRef, right: InputRef) -> Expr:
+        """``x NOT IN (sub)`` is UNKNOWN (the row is dropped) when ``x`` is NULL or ``sub`` yields a NULL, unless
+        ``sub`` is empty: an anti join whose condition also matches those NULLs (Calcite's and Flink's
+        expansion, ``x = y OR x IS NULL OR y IS NULL``). It has no equi key, so it runs on one key."""
+        nulls = [Call(FunctionRef("IS NULL", self._version("IS NULL")), (ref,), BOOLEAN.with_nullable(False))
+                 for ref in (left, right) if ref.type.nullable]
+        return Call(FunctionRef("OR", self._version("OR")), (cond, *nulls), BOOLEAN.with_nullable(True))
+
+    def _version(self, name: str) -> int:
+        fn = self.ctx.registry.resolve(name)
+        return fn.version if fn else 1
 
     def _refers_outside(self, conj: exp.Expression, inner: Relation) -> bool:
         inner_qualifiers = {f.qualifier for f in inner.fields}

@@ -188,8 +188,22 @@ def rows_frame(rows: Sequence[tuple[Any, ...]], columns: Sequence[str], types: S
         elif t is not None and t.kind in (Kind.ARRAY,):
             data[c] = pd.Series([None if v is None else list(v) for v in values], dtype=object)
         elif t is not None and t.kind is Kind.ROW:
-            data[c] = pd.Series([None if v is None else dict(zip(t.field_names(), v, strict=False))
-                                 for v in values], dtype=object)
+            data[c] = pd.Series([_row_value(v, t) for v in values], dtype=object)
         else:
             data[c] = pd.Series(values, dtype=object)
     return pd.DataFrame(data, columns=list(columns))
+
+
+def _row_value(v: Any, t: DataType) -> Any:
+    """A ROW value as the field-name dict Spark's Arrow conversion takes.
+
+    Computed rows are tuples; a ROW read from Spark's frames (or back from state) is already a dict — zipping
+    the field names with it would pair each name with a name. A dict whose keys are not the field names
+    (a renamed ROW type) is taken by position.
+    """
+    if v is None:
+        return None
+    names = t.field_names()
+    if isinstance(v, dict):
+        return v if set(v) == set(names) else dict(zip(names, v.values(), strict=False))
+    return dict(zip(names, v, strict=False))

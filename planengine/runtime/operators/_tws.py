@@ -18,6 +18,7 @@ that are never seen again keep their (invisible) state until the state is rewrit
 from __future__ import annotations
 
 import decimal
+import math
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import pandas as pd
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor
+from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
 
 from planengine.runtime.operators._codec import converter, frame_rows, rows_frame
 from planengine.runtime.stream import ROWKIND, Stream, column_names
@@ -33,6 +35,7 @@ from planengine.types import DataType
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = "+I", "-U", "+U", "-D"
 ACCUMULATE = frozenset((INSERT, UPDATE_AFTER))
 GLOBAL_KEY = "_key"
+_INTEGRAL_SPARK_TYPES = (ByteType, ShortType, IntegerType, LongType)
 
 Record = tuple[str, tuple[Any, ...]]
 
@@ -67,9 +70,11 @@ class ChangelogProcessor(StatefulProcessor):
     # --- Spark's interface ----------------------------------------------------------------------------
     def init(self, handle: Any) -> None:
         self.converters = [converter(t) for t in self.in_types]
+        self.state_client = getattr(handle, "_statefulProcessorApiClient", None)
         self.open(handle)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        key = self.exact_key(tuple(key))
         records: list[Record] = []
         for pdf in rows:
             values = frame_rows(pdf, self.positions, self.converters)
@@ -78,12 +83,32 @@ class ChangelogProcessor(StatefulProcessor):
         with decimal.localcontext() as dc:
             dc.prec = 76  # DECIMAL(38, s) sums and averages stay exact
             self.now = now_ms()
-            out = self.process(tuple(key), records)
+            out = self.process(key, records)
         if out:
             yield rows_frame([(*row, kind) for kind, row in out], self.out_columns, [*self.out_types, None])
 
     def close(self) -> None:
         pass
+
+    # Which grouping-key columns are Spark integer types (set by ``run_keyed``; empty = leave keys alone).
+    integral_key: tuple[bool, ...] = ()
+
+    def exact_key(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The grouping key with its integer values restored, re-set as the implicit state key if it changed.
+
+        Spark's worker takes the key from the pandas frame, where an integer column holding a NULL anywhere
+        in the Arrow batch is ``float64``: the key arrives as ``2.0``/``NaN``, and the state server turns a
+        float for an integer key field into NULL, so every key of that batch would read and write the NULL
+        key's state (a join lost its rows, an aggregate merged its groups). Integers beyond 2**53 are
+        already rounded by then; this cannot restore them.
+        """
+        if not any(f and isinstance(v, float) for v, f in zip(key, self.integral_key, strict=False)):
+            return key
+        exact = tuple((None if math.isnan(v) else int(v)) if f and isinstance(v, float) else v
+                      for v, f in zip(key, self.integral_key, strict=False))
+        if self.state_client is not None:
+            self.state_client.set_implicit_key(exact)
+        return exact
 
     # --- for subclasses -------------------------------------------------------------------------------
     def bind(self, frame_columns: Sequence[str]) -> None:
@@ -119,6 +144,7 @@ def run_keyed(stream: Stream, df: Any, key_columns: Sequence[str], processor: Ch
         keys = [GLOBAL_KEY]
         df = df.select(F.lit(0).alias(GLOBAL_KEY), *df.columns)
     processor.bind(df.columns)
+    processor.integral_key = tuple(isinstance(df.schema[k].dataType, _INTEGRAL_SPARK_TYPES) for k in keys)
     schema = spark_schema([*column_names(len(out_types)), ROWKIND], [*out_types, _STRING])
     out = df.groupBy(*keys).transformWithStateInPandas(processor, schema, "Append", "None")
     props = dict(stream.properties)

@@ -81,8 +81,10 @@ def check_snapshot_state(plan_json: dict[str, Any], snapshot_dir: str, report: C
     lineage_ok = old_plan.get("planId") == plan_json.get("planId") or _check_lineage(old_plan, plan_json, info,
                                                                                        report)
     stored = _stored_layouts(info, report)
-    if stored is None or not lineage_ok or unsupported_nodes(plan_json):
-        return  # already incompatible: a probe would only repeat it, at the cost of a Spark batch per query
+    if stored is None or not lineage_ok or unsupported_nodes(plan_json) or report.status != COMPATIBLE:
+        # Already incompatible: a probe would only repeat it, at the cost of a Spark batch per query. A plan
+        # that needs migration cannot be restored as it is; the state is checked again with the migrated plan.
+        return
     if not any(layout["operators"] for layout in stored.values()) and not _declares_state(plan_json):
         return
     _compare_with_probe(plan_json, stored, report, env, spark)

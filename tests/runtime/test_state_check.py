@@ -29,7 +29,11 @@ from planengine.runtime.executor import execute_compiled_plan
 from planengine.runtime.state_check import check_snapshot_state
 from planengine.runtime.state_check.layout import read_layout, read_schema_file
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+def real_spark(test: Callable[..., None]) -> Callable[..., None]:
+    """Tests that run Spark (markers ``spark`` and ``slow``); the comparison rules at the end run without it."""
+    return pytest.mark.spark(pytest.mark.slow(test))
+
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_A = REPO / ".venv-spark42" / "bin" / "planengine"
@@ -112,6 +116,7 @@ def notes(report: CheckReport) -> list[str]:
 
 
 # --- reading the layout -------------------------------------------------------------------------------------
+@real_spark
 def test_layout_agrees_with_sparks_state_metadata_and_the_manifest(spark, job):
     manifest = json.loads((job["snapshot"] / "manifest.json").read_text())
     for uid in (AGG, JOIN):
@@ -132,6 +137,7 @@ def test_layout_agrees_with_sparks_state_metadata_and_the_manifest(spark, job):
 
 
 # --- judged like a restore -------------------------------------------------------------------------------------
+@real_spark
 def test_a_snapshot_of_this_engine_is_compatible(spark, job):
     report, seconds = check(job["plan"], job["snapshot"], spark)
     print(f"check of a 2-query plan (probe included): {seconds:.1f} s")
@@ -184,6 +190,7 @@ def restore(job: dict[str, Any], root: Path, snapshot: Path, batch: int) -> str 
     return None
 
 
+@real_spark
 def test_a_stored_key_made_not_null_is_refused_and_a_restore_fails_too(spark, job, tmp_path):
     root, snapshot = copy_job(job, tmp_path)
 
@@ -203,6 +210,7 @@ def test_a_stored_key_made_not_null_is_refused_and_a_restore_fails_too(spark, jo
     assert error is not None and "schema" in error.lower(), error
 
 
+@real_spark
 def test_a_renamed_stored_field_is_only_a_note_and_a_restore_works(spark, job, tmp_path):
     root, snapshot = copy_job(job, tmp_path)
 
@@ -230,6 +238,8 @@ def engine(binary: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+@pytest.mark.timeout(2400)  # two engine JVMs as subprocesses plus a restore; ~15 min on a loaded 2-core machine
+@real_spark
 def test_a_spark_42_snapshot_gets_the_verdict_a_restore_confirms(spark, tmp_path):
     if not ENGINE_A.exists():
         pytest.skip(f"{ENGINE_A} is missing: run tests/setup/prepare.d/30-second-engine.sh")
@@ -257,6 +267,7 @@ def test_a_spark_42_snapshot_gets_the_verdict_a_restore_confirms(spark, tmp_path
 
 
 # --- the probe's empty sources -----------------------------------------------------------------------------------
+@real_spark
 def test_empty_stream_keeps_types_nullability_and_metadata(spark, tmp_path):
     """File sources make every column nullable; the probe's stand-in must not (datagen and Kafka columns are
     NOT NULL, and key nullability decides whether a restore works)."""
@@ -281,3 +292,72 @@ def test_empty_stream_keeps_types_nullability_and_metadata(spark, tmp_path):
     assert [f.nullable for f in empty.schema.fields] == [f.nullable for f in real.schema.fields]
     assert empty.schema["tagged"].metadata == {"spark.watermarkDelayMs": 5}
     assert notes == []
+
+
+# --- the comparison rules, on layouts as data ------------------------------------------------------------------
+def field(name: str, kind: Any = "long", nullable: bool = True) -> dict[str, Any]:
+    return {"name": name, "type": kind, "nullable": nullable, "metadata": {}}
+
+
+def layout(key: list[dict[str, Any]], value: list[dict[str, Any]], *, name: str = "stateStoreSave",
+           partitions: int = 2, store: str = "default", op: str = "0") -> dict[str, Any]:
+    schemas = {"default": {"key": {"type": "struct", "fields": key}, "value": {"type": "struct", "fields": value}}}
+    return {"version": 1, "operators": {op: {"name": name, "metadataVersion": 1, "properties": None,
+                                             "stores": {store: {"partitions": partitions, "schemas": schemas}}}}}
+
+
+BASE = layout([field("k", "string")], [field("cnt")])
+
+
+@pytest.mark.parametrize("stored, ours, verdict, words", [
+    (BASE, BASE, [], []),
+    # Spark's rule: stored NOT NULL read as nullable fails; the other direction restores
+    (layout([field("k", "string", False)], [field("cnt")]), BASE, [INCOMPATIBLE],
+     ["operator 0 (stateStoreSave)", "key field k is NOT NULL in the snapshot but nullable"]),
+    (BASE, layout([field("k", "string", False)], [field("cnt")]), [], []),
+    (layout([field("k", "string")], [field("cnt", "integer")]), BASE, [INCOMPATIBLE],
+     ["value field cnt has type integer in the snapshot, long on this engine"]),
+    (layout([field("k", "string")], [field("cnt"), field("sum")]), BASE, [INCOMPATIBLE],
+     ["value has 2 fields in the snapshot (cnt, sum), 1 on this engine (cnt)"]),
+    (layout([field("key", "string")], [field("cnt")]), BASE, [COMPATIBLE],
+     ["key field 0 is named key in the snapshot, k on this engine"]),
+    (layout([field("k", "string")], [field("cnt")], partitions=4), BASE, [COMPATIBLE],
+     ["4 partitions in the snapshot, 2 on this engine"]),
+    (layout([field("k", "string")], [field("cnt")], name="dedupe"), BASE, [INCOMPATIBLE],
+     ["the snapshot holds state of dedupe, this engine runs stateStoreSave"]),
+    (layout([field("k", "string")], [field("cnt")], store="left-keyToNumValues"), BASE, [INCOMPATIBLE] * 2,
+     ["state store left-keyToNumValues: in the snapshot but not created by this engine"]),
+    (layout([field("k", "string")], [field("cnt")], op="1"), BASE, [INCOMPATIBLE] * 2,
+     ["Spark operator 1 (stateStoreSave) holds state in the snapshot", "Spark operator 0 (stateStoreSave) is "
+      "stateful on this engine but has no state in the snapshot"]),
+    (layout([field("k", {"type": "array", "elementType": "long", "containsNull": False})], [field("cnt")]),
+     layout([field("k", {"type": "array", "elementType": "long", "containsNull": True})], [field("cnt")]),
+     [INCOMPATIBLE], ["key field k[] is NOT NULL in the snapshot"]),
+])
+def test_layouts_are_compared_by_sparks_restore_rules(stored, ours, verdict, words):
+    from planengine.runtime.state_check.compare import compare_layouts
+
+    findings = compare_layouts("q", stored, ours)
+    assert [f.status for f in findings] == verdict
+    text = " | ".join(f.message for f in findings)
+    for word in words:
+        assert word in text
+    assert all(f.message.startswith("query q, Spark operator ") for f in findings)
+    assert all("upgradeMode: stateless" in (f.hint or "") for f in findings if f.status == INCOMPATIBLE)
+
+
+def test_transform_with_state_variables_and_modes_must_stay():
+    from planengine.runtime.state_check.compare import compare_layouts
+
+    def tws(variables: list[tuple[str, str]], time_mode: str = "NoTime") -> dict[str, Any]:
+        out = layout([field("k", "string")], [field("acc", "string")], name="transformWithStateInPandasExec")
+        out["operators"]["0"]["properties"] = {"timeMode": time_mode, "outputMode": "Append", "stateVariables": [
+            {"stateName": n, "stateVariableType": t, "ttlEnabled": False} for n, t in variables]}
+        return out
+
+    same = tws([("accumulators", "ValueState")])
+    assert compare_layouts("q", same, same) == []
+    changed = compare_layouts("q", same, tws([("accumulators", "MapState")], "EventTime"))
+    messages = [f.message for f in changed]
+    assert any("timeMode is NoTime in the snapshot, EventTime on this engine" in m for m in messages)
+    assert any("state accumulators: ValueState in the snapshot, MapState on this engine" in m for m in messages)

@@ -343,19 +343,35 @@ class Job:
 
 
 def _stop_at_batch_boundary(query: Any, timeout: float = 30.0) -> None:
-    """Let the running micro-batch finish, then stop (an interrupted batch would only be re-run, but a
-    finished one keeps the snapshot as recent as possible)."""
+    """Let the micro-batch running now finish, then stop (an interrupted batch would only be re-run, but a
+    finished one keeps the snapshot as recent as possible).
+
+    "Finished" is the query's progress moving past the batch it reported last, not a moment without an
+    active trigger: a query fed continuously (or advancing its watermark with no-data batches) starts the
+    next trigger at once, so that moment rarely comes and the wait used to run into the timeout (30 s
+    of downtime in an upgrade). A batch that starts between its predecessor's end and ``stop()`` is
+    interrupted; the snapshot keeps its planned offsets, so the next run replays exactly that batch."""
     if query is None or not query.isActive:
         return
+    running = _last_batch_id(query)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if not query.status.get("isTriggerActive"):
-                break
-        except Exception:
-            break
+    while time.monotonic() < deadline and _trigger_active(query) and _last_batch_id(query) == running:
         time.sleep(0.05)
     query.stop()
+
+
+def _trigger_active(query: Any) -> bool:
+    try:
+        return bool(query.status.get("isTriggerActive"))
+    except Exception:
+        return False
+
+
+def _last_batch_id(query: Any) -> int:
+    try:
+        return int((query.lastProgress or {}).get("batchId", -1))
+    except Exception:
+        return -1
 
 
 def _writer_lock_ok(run_id: str) -> bool:

@@ -87,7 +87,7 @@ def check_snapshot_state(plan_json: dict[str, Any], snapshot_dir: str, report: C
         return
     if not any(layout["operators"] for layout in stored.values()) and not _declares_state(plan_json):
         return
-    _compare_with_probe(plan_json, stored, report, env, spark)
+    _compare_with_probe(plan_json, stored, info, report, env, spark)
 
 
 def _check_lineage(old_plan: dict[str, Any], plan_json: dict[str, Any], info: Any, report: CheckReport) -> bool:
@@ -137,18 +137,20 @@ def _declares_state(plan_json: dict[str, Any]) -> bool:
     return any(node.get("state") for node in plan_json.get("nodes", []))
 
 
-def _compare_with_probe(plan_json: dict[str, Any], stored: dict[str, dict[str, Any]], report: CheckReport,
-                        env: Any, spark: Any) -> None:
+def _compare_with_probe(plan_json: dict[str, Any], stored: dict[str, dict[str, Any]], info: Any,
+                        report: CheckReport, env: Any, spark: Any) -> None:
     from planengine.plan.compiled_plan import CompiledPlan
-    from planengine.runtime.state_check.probe import expected_layouts
+    from planengine.runtime.state_check.probe import expected_layouts, stored_session_conf
 
     if spark is None:
         from planengine.runtime.session import get_spark
 
         spark = get_spark()
     began = time.monotonic()
+    committed = [uid for uid in stored if info.last_batch_ids.get(uid, -1) >= 0]
+    restored_conf = stored_session_conf(info.checkpoint_dir(committed[0])) if committed else None
     try:
-        probe = expected_layouts(CompiledPlan(plan_json, env), env, spark)
+        probe = expected_layouts(CompiledPlan(plan_json, env), env, spark, restored_conf)
     except Exception as error:  # the plan cannot even start here: the handover would fail the same way
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         report.add(INCOMPATIBLE, f"this engine could not run the plan's queries over empty input to learn their "

@@ -25,6 +25,7 @@ filesystem connector creates a missing local input directory (as ``run`` would).
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -58,11 +59,21 @@ class _Query:
     output_mode: str = "append"
 
 
-def expected_layouts(plan: Any, env: Any, spark: Any) -> ProbeResult:
-    """Query uid -> the state layout this engine creates for ``plan`` (a ``CompiledPlan``)."""
+def expected_layouts(plan: Any, env: Any, spark: Any, restored_conf: dict[str, str] | None = None) -> ProbeResult:
+    """Query uid -> the state layout this engine creates for ``plan`` (a ``CompiledPlan``).
+
+    ``restored_conf`` is the SQL configuration a snapshot's offset log recorded (``stored_session_conf``).
+    Spark runs a query restarted from a checkpoint with that configuration, and with the *legacy* value of
+    every setting the checkpoint predates (Spark 4.3's ``statefulOperator.alwaysNullableOutput`` is false
+    for a 4.2 checkpoint, which keeps the join keys NOT NULL as 4.2 stored them), so the probe runs in a
+    separate session configured the same way: a fresh query's layout is not what a restore expects.
+    """
     tmp = Path(tempfile.mkdtemp(prefix="planengine-check-"))
     try:
         result = ProbeResult()
+        if restored_conf is not None:
+            spark = spark.newSession()
+            _apply_restored_conf(spark, restored_conf, result.notes)
         queries = _translate(plan, env, spark, tmp, result.notes)
         for query in queries:
             checkpoint = tmp / "checkpoints" / query.uid
@@ -71,6 +82,60 @@ def expected_layouts(plan: Any, env: Any, spark: Any) -> ProbeResult:
         return result
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- the configuration of a restored query -----------------------------------------------------------------
+def stored_session_conf(checkpoint: Path) -> dict[str, str] | None:
+    """The SQL configuration recorded in a checkpoint's newest ``offsets/N`` (None when there is none)."""
+    offsets = checkpoint / "offsets"
+    batches = sorted((int(p.name) for p in offsets.iterdir() if p.name.isdigit()), reverse=True) \
+        if offsets.is_dir() else []
+    for batch in batches:
+        lines = (offsets / str(batch)).read_text(encoding="utf-8").splitlines()
+        if len(lines) > 1:
+            try:
+                conf = json.loads(lines[1]).get("conf")
+            except (json.JSONDecodeError, AttributeError):
+                continue
+            if isinstance(conf, dict):
+                return {str(k): str(v) for k, v in conf.items()}
+    return None
+
+
+# Where Spark keeps OffsetSeqMetadata (the class moved between minors); its companion object knows the
+# legacy values of the settings a checkpoint may predate.
+_OFFSET_SEQ_METADATA = ("org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeqMetadata",
+                        "org.apache.spark.sql.execution.streaming.runtime.OffsetSeqMetadata",
+                        "org.apache.spark.sql.execution.streaming.OffsetSeqMetadata")
+
+
+def _legacy_defaults(spark: Any) -> dict[str, str] | None:
+    jvm = spark.sparkContext._jvm
+    for name in _OFFSET_SEQ_METADATA:
+        try:
+            target = jvm
+            for part in (name + "$").split("."):  # the companion object's class; MODULE$ is its instance
+                target = getattr(target, part)
+            scala_map = getattr(target, "MODULE$").relevantSQLConfDefaultValues()
+            java_map = jvm.scala.jdk.javaapi.CollectionConverters.asJava(scala_map)
+            return {str(k): str(v) for k, v in dict(java_map).items()}
+        except Exception:  # py4j answers an unknown class or method with a generic error
+            continue
+    return None
+
+
+def _apply_restored_conf(spark: Any, stored: dict[str, str], notes: list[str]) -> None:
+    """What Spark's ``OffsetSeqMetadata.setSessionConf`` does for a restarted query."""
+    legacy = _legacy_defaults(spark)
+    if legacy is None:
+        notes.append("could not read Spark's legacy defaults for settings the snapshot predates; the expected "
+                     "layout uses this engine's defaults for them")
+        legacy = {}
+    for key, value in {**{k: v for k, v in legacy.items() if k not in stored}, **stored}.items():
+        try:
+            spark.conf.set(key, value)
+        except Exception:  # a static or removed setting: Spark would not apply it to the query either
+            continue
 
 
 # --- translation ------------------------------------------------------------------------------------------

@@ -273,7 +273,12 @@ class ChangelogNormalize(ExecNode):
     generate_update_before: bool = json_field("generateUpdateBefore", BOOL, True)
 
 
-@exec_node(_meta("sort-limit", consumed=(STATE_TTL, "table.exec.non-temporal-sort.enabled"), operators=("sort-limit",)))
+@exec_node(_meta("sort-limit", consumed=(STATE_TTL, "table.exec.non-temporal-sort.enabled"), operators=("sort-limit",)),
+           # Version 2: same JSON, new strategy for ORDER BY without LIMIT (fetch 2147483647): Flink's
+           # StreamSortOperator, sorted at the end of input (runtime/translators/sort_limit.py); version 1
+           # keeps the Top-N over everything for its plans.
+           _meta("sort-limit", 2, consumed=(STATE_TTL, "table.exec.non-temporal-sort.enabled"),
+                 operators=("sort-limit",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class SortLimit(ExecNode):
     STATE_NAMES = ("topRows",)

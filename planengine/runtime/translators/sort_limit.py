@@ -1,9 +1,11 @@
 """``stream-exec-sort-limit`` (global Top-N, or a full sort without LIMIT) and ``stream-exec-limit``.
 
 A sort-limit without a fetch is the planner's non-temporal ``ORDER BY`` (``table.exec.non-temporal-sort
-.enabled``): Flink's StreamSortOperator emits it sorted at the end of input, so the operator reads the
-drain's end-of-input marker from its own control stream (``<run>/control/<uid>/``, the same mechanism as
-the watermark assigners', see ``translators/watermark.py``): the input has no watermark to carry it.
+.enabled``). Version 2 runs it as Flink's StreamSortOperator, sorted at the end of input: the operator reads
+the drain's end-of-input marker from its own control stream (``<run>/control/<uid>/``, the same mechanism
+as the watermark assigners', see ``translators/watermark.py``), as the input has no watermark to carry it.
+Version 1 plans keep their strategy (a Top-N over everything, rows emitted as they arrive), because a
+strategy is frozen per node version (DESIGN, "Translation strategies").
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ EOI_TIME = "_end_of_input_time"
 
 
 @translator("stream-exec-sort-limit", 1)
+def translate_sort_limit_v1(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    (stream,) = inputs
+    return sort_limit(stream, node, ctx)
+
+
+@translator("stream-exec-sort-limit", 2)
 def translate_sort_limit(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     (stream,) = inputs
     if not is_full_sort(node):

@@ -1,13 +1,16 @@
-"""SESSION windows over all keys (a SESSION TVF without PARTITION BY) on transformWithState.
+"""SESSION windows whose sessions span several grouping keys, on transformWithState.
 
-Flink's non-partitioned SESSION TVF forms sessions over *every* row of the input and then aggregates per
-grouping key inside each session. That is one state for the whole input (grouping key = a constant), kept
-in the value state ``windowAccumulators``: the open sessions ``[start, end)`` with their rows. A row at
-``t`` opens ``[t, t + gap)`` and merges every session it intersects (Flink's ``TimeWindow.intersects``:
-touching windows merge). A row is late when its own window has already closed
-(``t + gap <= watermark``). An event-time timer at each session end fires it: one ``+I`` per grouping key
-with the session's bounds. Flink emits early per-record updates for this TVF; the final (materialized)
-result is the same.
+Flink's SESSION TVF forms sessions over every row of a partition (all rows without PARTITION BY, else the
+rows of one partition key) and then aggregates per grouping key inside each session. That is one state
+per partition key (a constant without PARTITION BY), kept in the value state ``windowAccumulators``: the
+open sessions ``[start, end)`` with their rows. A row at ``t`` opens ``[t, t + gap)`` and merges every
+session it intersects (Flink's ``TimeWindow.intersects``: touching windows merge). As in Flink's
+WindowOperator, lateness is judged on the *merged* window: a row is dropped when the session it would
+belong to has already closed (``end <= watermark``). An event-time timer at each session end fires it: one
+``+I`` per grouping key with the session's bounds. Spark fires due timers only after a batch's input rows,
+while for Flink the earlier batches' watermark came before them, so a batch first fires the sessions that
+watermark closed (a row cannot reopen a fired session). Flink emits early per-record updates for the
+non-partitioned TVF; the final (materialized) result is the same.
 """
 
 from __future__ import annotations
@@ -38,10 +41,11 @@ def _processor_class() -> type:
 
         def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
             wm = timerValues.getCurrentWatermarkInMs()
+            out = self._fire(self.sessions.get(), wm)  # the earlier batches' watermark comes first
             sessions = self.sessions.get()  # [[start, end, [row, …]], …]
             for r in rows:
                 t = r[TIME_MS]
-                if t is None or t + self.gap <= wm:
+                if t is None:
                     continue
                 values = tuple(r[column_name(i)] for i in range(self.n))
                 start, end, members = t, t + self.gap, [values]
@@ -51,21 +55,23 @@ def _processor_class() -> type:
                         start, end, members = min(start, s[0]), max(end, s[1]), s[2] + members
                     else:
                         keep.append(s)
+                if end <= wm:
+                    continue  # late: the (merged) session has closed
                 keep.append([start, end, members])
                 sessions = keep
                 self.handle.registerTimer(end)
             self.sessions.set(sessions)
-            return self._fire(sessions, wm)
+            return iter([*out, *self._fire(sessions, wm)])
 
         def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Any:
             sessions = self.sessions.get()
-            return self._fire(sessions, max(timerValues.getCurrentWatermarkInMs(),
-                                            expiredTimerInfo.getExpiryTimeInMs()))
+            return iter(self._fire(sessions, max(timerValues.getCurrentWatermarkInMs(),
+                                                 expiredTimerInfo.getExpiryTimeInMs())))
 
-        def _fire(self, sessions: list, wm: int) -> Any:
+        def _fire(self, sessions: list, wm: int) -> list[Any]:
             due = [s for s in sessions if s[1] <= wm]
             if not due:
-                return iter([])
+                return []
             rest = [s for s in sessions if s[1] > wm]
             if rest:
                 self.sessions.set(rest)
@@ -80,13 +86,14 @@ def _processor_class() -> type:
                     values = {f"_k{i}": v for i, v in enumerate(k)}
                     values.update({f"_a{i}": evaluate(a, group) for i, a in enumerate(self.aggregates)})
                     out.append(Row(**values, _ws_ms=start, _we_ms=end))
-            return iter(out)
+            return out
 
     return GlobalSessionProcessor
 
 
 def global_session_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequence[Any], spec: Any,
                              properties: Sequence[str], output_types: Sequence[Any], uid: str) -> Stream:
+    """Sessions per ``spec.partition_keys`` (over all rows without them), aggregated per grouping key."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType, _parse_datatype_string
 
@@ -98,10 +105,13 @@ def global_session_aggregate(stream: Stream, grouping: Sequence[int], aggregates
     fields += [StructField(f"_a{i}", _parse_datatype_string(spark_type_name(a.type)), True)
                for i, a in enumerate(aggregates)]
     fields += [StructField("_ws_ms", LongType(), True), StructField("_we_ms", LongType(), True)]
+    partition = [F.col(f"`{column_name(k)}`").alias(f"_p{i}") for i, k in enumerate(spec.partition_keys)]
+    partition = partition or [F.lit(0).alias("_all")]  # the key column's name is part of the state schema
     data = df.select(*[F.col(c) for c in stream.columns], F.expr(millis_sql(f"`{time_col}`")).alias(TIME_MS),
-                     F.lit(0).alias("_all"))
+                     *partition)
+    key_names = [f"_p{i}" for i in range(len(spec.partition_keys))] or ["_all"]
     processor = _processor_class()(len(stream.fields), grouping, aggregates, ms(spec.gap))
-    out = run_with_state(data, [F.col("_all")], processor, StructType(fields)).drop("_all")
+    out = run_with_state(data, [F.col(k) for k in key_names], processor, StructType(fields)).drop(*key_names)
     cols = [F.col(f"_k{i}").alias(column_name(i)) for i in range(len(grouping))]
     cols += [F.col(f"_a{i}").alias(column_name(len(grouping) + i)) for i in range(len(aggregates))]
     cols += window_property_columns(properties, len(cols), output_types, meta)

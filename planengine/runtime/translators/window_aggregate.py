@@ -1,7 +1,8 @@
 """``stream-exec-window-aggregate``: windowed GROUP BY over a window TVF.
 
 TUMBLE/HOP/CUMULATE and SESSION partitioned by the grouping keys run on Spark's native aggregation in
-append mode (``operators/window_aggregate.py``); a SESSION over all keys runs on transformWithState
+append mode (``operators/window_aggregate.py``); a SESSION over all keys, or partitioned by other columns
+than the grouping keys, runs on transformWithState with one state per partition key
 (``operators/window_session.py``). Output: grouping fields, aggregates, window_start, window_end,
 window_time (a rowtime attribute).
 """

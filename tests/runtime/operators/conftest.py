@@ -42,6 +42,7 @@ class Feed:
         self.rowtime, self.delay, self.changelog = rowtime, delay, changelog
         self.dir.mkdir(parents=True, exist_ok=True)
         self.count = 0
+        self.mtime = 0.0
 
     def put(self, rows: Iterable[Sequence[Any]]) -> None:
         names = self.names
@@ -50,6 +51,17 @@ class Feed:
         with tmp.open("w") as f:
             for r in rows:
                 f.write(json.dumps(dict(zip(names, r, strict=True)), default=str) + "\n")
+        self._publish(tmp)
+
+    def _publish(self, tmp: Path) -> None:
+        """Rename ``tmp`` to the next batch file, with an mtime strictly after the previous file's.
+
+        Spark's file source takes files oldest first (``maxFilesPerTrigger`` 1: one per micro-batch), and a
+        file's mtime comes from the kernel's coarse clock: two files written in the same tick have equal
+        mtimes and then leave in directory order, so a later batch (or the drain marker) could be read
+        before an earlier one. Explicit, increasing mtimes (1 s apart) make the batch order the put order."""
+        self.mtime = max(time.time(), self.mtime + 1.0)
+        os.utime(tmp, (self.mtime, self.mtime))  # before the rename: Spark never lists it with another mtime
         tmp.rename(self.dir / f"{self.count:05d}.json")
 
     @property
@@ -67,7 +79,7 @@ class Feed:
         self.count += 1
         tmp = self.dir / f".{self.count:05d}.tmp"
         tmp.write_text(json.dumps(marker) + "\n")
-        tmp.rename(self.dir / f"{self.count:05d}.json")
+        self._publish(tmp)
 
     def stream(self) -> Stream:
         from pyspark.sql import functions as F

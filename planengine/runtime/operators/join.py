@@ -214,7 +214,7 @@ class JoinProcessor(ChangelogProcessor):
             self.sides[1].retract(row)
             for k, e in matches:
                 if e[2] == 1:
-                    out.extend([(INSERT if anti else DELETE, e[0])] * e[1])
+                    out.extend([(INSERT if anti else kind, e[0])] * e[1])
                 left.set_assoc(k, e[2] - 1)
 
 

@@ -114,3 +114,18 @@ def test_semi_and_anti(spark, feed, runner):
         assert sorted(flink(r.take())) == expect_first, jt
         rf.put([(1, 0, "r"), (1, 1, "s")])
         assert flink(r.take()) == expect_second, jt
+
+
+def test_semi_join_forwards_the_right_row_kind_on_both_transitions(spark, feed, runner):
+    """StreamingSemiAntiJoinOperator: a right-side update that takes a left row's matches 1 -> 0 -> 1 emits the
+    left row with the right row's kinds (-U then +U), not a delete and an insert."""
+    lf = feed("a INT, b BIGINT, c STRING", name="left")
+    rf = feed("a INT, b BIGINT, c STRING, _rowkind STRING", name="right", changelog=True)
+    node = _node("SEMI", L)
+    r = runner(join(lf.stream(), rf.stream(), node, node_ctx(spark, node)).df)
+    lf.put([(1, 10, "x")])
+    assert flink(r.take()) == []
+    rf.put([(1, 0, "r", "+I")])
+    assert flink(r.take()) == ["+I[1, 10, x]"]
+    rf.put([(1, 0, "r", "-U"), (1, 5, "r", "+U")])
+    assert flink(r.take()) == ["-U[1, 10, x]", "+U[1, 10, x]"]

@@ -296,18 +296,16 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    """The engine's shared session, never a builder of our own.
 
-    session = (
-        SparkSession.builder.master("local[1]")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
+    ``SparkSession.builder.config(...).getOrCreate()`` applies its options to the *existing* session, so a
+    private builder here (it used ``shuffle.partitions=1``) silently re-configured the session that later
+    runtime tests share, and made their results depend on test order.
+    """
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from planengine.runtime.session import get_spark
+
+    yield get_spark()
 
 
 @pytest.fixture(scope="module")

@@ -226,26 +226,35 @@ def test_inspect_reports_manifest_and_disk(job):
 
 
 # -- real Spark -----------------------------------------------------------------------------------------
+MAINTENANCE_CONF = {
+    # Make Spark's background state maintenance (snapshots, deleting old files) run during the test,
+    # since that is where an in-place rewrite would most plausibly hide.
+    "spark.sql.streaming.stateStore.maintenanceInterval": "100ms",
+    "spark.sql.streaming.stateStore.minDeltasForSnapshot": "1",
+    "spark.sql.streaming.minBatchesToRetain": "2",
+}
+
+
 @pytest.fixture(scope="module")
 def spark():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    """The engine's shared session with aggressive state maintenance, restored afterwards.
 
-    existing = SparkSession.getActiveSession()
-    session = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        # Make Spark's background state maintenance (snapshots, deleting old files) run during the test,
-        # since that is where an in-place rewrite would most plausibly hide.
-        .config("spark.sql.streaming.stateStore.maintenanceInterval", "100ms")
-        .config("spark.sql.streaming.stateStore.minDeltasForSnapshot", "1")
-        .config("spark.sql.streaming.minBatchesToRetain", "2")
-        .getOrCreate()
-    )
+    A private ``SparkSession.builder...getOrCreate()`` would apply its options to the shared session for
+    every later test in the process (test-order-dependent results), so the settings are set and put back.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from planengine.runtime.session import get_spark
+
+    session = get_spark()
+    previous = {key: session.conf.get(key, None) for key in MAINTENANCE_CONF}
+    for key, value in MAINTENANCE_CONF.items():
+        session.conf.set(key, value)
     yield session
-    if existing is None:
-        session.stop()
+    for key, value in previous.items():
+        if value is None:
+            session.conf.unset(key)
+        else:
+            session.conf.set(key, value)
 
 
 def run_counts(spark, source: Path, checkpoint: Path, name: str) -> dict[str, int]:

@@ -138,7 +138,8 @@ def render(measured: list[dict[str, Any]], command: str) -> str:
         f"- Command: `{command}`; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} cores; engine builds: "
         f"`.venv` (PySpark 4.3) and `.venv-spark42` ({'PySpark 4.2' if spark42_available() else 'missing: .venv'})",
         "- Real kopf + the emulator + the local launcher + the real `planengine` CLI (through "
-        "`tests/operator/e2e/engine_wrapper.py`, which records and `exec`s). Stateless job, one input file per "
+        "`tests/operator/e2e/engine_wrapper.py`, which records and `exec`s). The harness job (json -> calc -> "
+        "file sink, plus a 10 s tumbling-window count), one input file per "
         f"0.5 s; {measured[0]['rows'] if measured else 0} input rows; at the end "
         f"{measured[0]['missing'] if measured else 0} missing and {measured[0]['duplicates'] if measured else 0} "
         "duplicated in the committed output (exactly once: 0 and 0).",

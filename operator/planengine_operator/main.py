@@ -139,7 +139,9 @@ if WEBHOOK is not None:
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)
 async def deleted(body: kopf.Body, **_: Any) -> None:
-    """Stop the driver (children with owner references are garbage-collected by Kubernetes)."""
+    """Kill the job's warm standby, if an upgrade left one, then stop its driver (children with owner
+    references are garbage-collected by Kubernetes). The standby goes first: it holds no lock and wrote
+    nothing, and a driver stop that times out must not leave it behind as an orphan JVM nobody observes."""
     assert Runtime.launcher is not None and Runtime.fleet is not None
     from planengine_operator.launchers.base import JobRef
 
@@ -148,4 +150,5 @@ async def deleted(body: kopf.Body, **_: Any) -> None:
     Runtime.fleet.forget(md["namespace"], md["name"])
     if status.get("jobRoot"):
         job = JobRef(md["namespace"], md["name"], md.get("uid", ""), status["jobRoot"], dict(body))
+        await Runtime.launcher.discard_standby(job)
         await Runtime.launcher.stop(job, snapshot=False, timeout=30)

@@ -22,15 +22,7 @@ CASES = corpus_cases()
 
 # Registered (name, version) pairs without a corpus case, each with the reason. Every entry must stay
 # registered and uncovered (a stale or redundant entry fails), so the table cannot hide a gap.
-_NOT_GENERATED = ("case not generated yet: both generation attempts "
-                  "failed with Spark's 'Python worker failed to connect back' (a 10 s limit hard-coded in "
-                  "PythonWorkerFactory) on a machine at load 30-35; the program exists, run "
-                  "`python -m tests.restore_corpus.generate --write {program}` on a quieter machine, then "
-                  "remove this entry")
-EXEMPT: dict[tuple[str, int], str] = {
-    ("stream-exec-group-aggregate", 2): _NOT_GENERATED.format(program="group_aggregate_v2"),
-    ("stream-exec-sort-limit", 2): _NOT_GENERATED.format(program="sort_limit_v2"),
-}
+EXEMPT: dict[tuple[str, int], str] = {}
 
 
 @pytest.mark.spark

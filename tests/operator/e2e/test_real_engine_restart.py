@@ -1,24 +1,29 @@
 """The operator killed twice during one upgrade with the real engine, and a third operator finishes it.
 
 ``test_operator_restart.py`` kills the operator at every upgrade step against the contract double; this
-test checks the two kill points where the real engine's behaviour matters, within ONE upgrade so the cost
-is two JVM starts (the old engine and the target; the target's JVM is a warm standby started before the
-stop, or a cold launch after it for an engine without the standby mode):
+test checks the two kill points where the real engine's behaviour matters, within ONE upgrade of the warm
+standby protocol (Check -> Standby -> Stop -> Activate -> Stabilize), so the cost is two JVM starts: the old
+engine's and the target's ``run --standby``, started before the stop:
 
 1. right after the stop: ``POST /v1/stop`` returned (the real driver wrote its snapshot and exited) but the
    operator died before recording the result, so the status still says ``Stop``. The next operator must
-   find that snapshot instead of taking another one, or forking a checkpoint, and keep the standby.
-2. right after the target was started from the snapshot (``POST /v1/start`` on the standby, or the cold
-   launch) but before the operator recorded it, so the status still says ``Activate`` (``Launch``). The
-   next operator must adopt that driver instead of starting a second JVM or a second run.
+   find that snapshot instead of taking another one or forking a checkpoint, and must reuse the waiting
+   standby (it carries the operation's run id) instead of discarding it or starting a second one.
+2. right after ``Activate``: ``POST /v1/start`` handed the standby the snapshot and the launcher made it the
+   driver, but the operator died before recording it, so the status still says ``Activate``. The next
+   operator must adopt that driver instead of starting it again, launching cold or starting a second run.
 
-A third operator, without a hook, passes the stability gate. Every input row and every closed window must
-be in the output exactly once (the known engine loss of ``test_real_engine.py`` is an xfail with evidence).
+A third operator, without a hook, passes the stability gate. One check, one snapshot, two ``run``
+invocations (the old driver, the target's standby; no cold launch), one run started in the target, and
+every input row and every closed window in the output exactly once (the known engine loss of
+``test_real_engine.py`` is an xfail with evidence).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -52,32 +57,56 @@ def _kill_when_parked(world: World, parked: threading.Event, step: str) -> dict:
     return world.status("k")
 
 
-def test_operator_killed_after_stop_and_after_target_start(real_world: World, tmp_path: Path) -> None:
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_operator_killed_after_stop_and_after_activate(real_world: World, tmp_path: Path) -> None:
     world = real_world
     root = tmp_path / "root-k"
+    standby_record = root / ".operator" / "standby.json"
+    driver_record = root / ".operator" / "driver.json"
     after_stop = threading.Event()
     world.start_operator(execute_hook=parking_hook({"stop"}, after_stop))
     first = _start(world, "k", root)
+    old_pid = json.loads(driver_record.read_text())["pid"]
     began = time.monotonic()
     with world.feeding("k", every=FEED_EVERY):
         world.apply(world.job_manifest("k", REAL_TARGET, storage=root))
 
-        # 1. the old driver stopped with a snapshot; the operator dies before recording it
+        # 1. the standby was ready, then the old driver stopped with a snapshot; the operator dies before
+        #    recording the stop
         at_kill = _kill_when_parked(world, after_stop, "stop")
-        assert at_kill["operation"]["step"] == "Stop" and at_kill["runId"] == first["runId"], at_kill["operation"]
+        op = at_kill["operation"]
+        assert op["step"] == "Stop" and op["standby"] == "ready" and at_kill["runId"] == first["runId"], op
+        target_run = op["runId"]
         written = [p.name for p in (root / "snapshots").iterdir()]
         assert len(written) == 1, written  # the real driver wrote it before exiting
-        assert [r["engine"] for r in world.calls(root, "run")][:1] == ["0.1"]
-
-        # 2. a fresh operator finds that snapshot and starts the target; it dies before recording the launch
-        after_launch = threading.Event()
-        world.start_operator(execute_hook=parking_hook({"activate", "launch"}, after_launch))
-        at_kill = _kill_when_parked(world, after_launch, "launch")
-        assert at_kill["operation"]["step"] in ("Activate", "Launch"), at_kill["operation"]
-        assert at_kill["operation"]["snapshot"] == written[0]
-        target_run, started_by = at_kill["operation"]["runId"], at_kill["operation"]["step"]
+        assert not _alive(old_pid)
         runs = _runs(world, root, 2)
-        assert [(r["engine"], r["runId"]) for r in runs] == [("0.1", first["runId"]), (REAL_TARGET, target_run)]
+        assert [(r["engine"], r["runId"], r["fromSnapshot"]) for r in runs] == [
+            ("0.1", first["runId"], None), (REAL_TARGET, target_run, None)]  # the standby: no snapshot yet
+        standby = json.loads(standby_record.read_text())
+        assert standby["runId"] == target_run and standby["pid"] == runs[1]["pid"] and _alive(standby["pid"])
+        assert not (root / "runs" / target_run).exists()  # a standby writes nothing before its start
+
+        # 2. a fresh operator finds that snapshot, keeps the standby and activates it; it dies before
+        #    recording the activation
+        after_activate = threading.Event()
+        world.start_operator(execute_hook=parking_hook({"activate", "launch", "discard", "standby"},
+                                                       after_activate))
+        at_kill = _kill_when_parked(world, after_activate, "activate")
+        op = at_kill["operation"]
+        assert op["step"] == "Activate" and op["runId"] == target_run, op  # not a cold Launch, same run
+        assert op["snapshot"] == written[0] and at_kill["runId"] == first["runId"]
+        assert not standby_record.exists()  # promoted: the standby is the driver now
+        assert json.loads(driver_record.read_text())["pid"] == standby["pid"] and _alive(standby["pid"])
+        run_marker = json.loads((root / "runs" / target_run / "run.json").read_text())
+        assert run_marker["fromSnapshot"] == written[0]
 
         # 3. a third operator adopts the running target and passes the stability gate
         world.start_operator()
@@ -85,13 +114,16 @@ def test_operator_killed_after_stop_and_after_target_start(real_world: World, tm
                                    "upgrade Succeeded after two operator deaths", timeout=JVM)
     took = time.monotonic() - began
     assert status["engineVersion"] == REAL_TARGET and status["phase"] == "Running"
-    assert status["runId"] == target_run  # the driver started by the dead operator, not a new one
+    assert status["runId"] == target_run  # the standby activated by the dead operator, not a new run
+    assert status["driver"]["name"] == str(standby["pid"])
     assert status["upgrade"]["snapshot"] == written[0] and status["lastSnapshot"]["id"] == written[0]
     assert status["driver"]["baselineBatches"] > 0
     assert [c["engine"] for c in world.calls(root, "check")] == [REAL_TARGET]  # never repeated
     assert [p.name for p in (root / "snapshots").iterdir()] == written  # no second snapshot, no fork
-    assert [r["runId"] for r in world.calls(root, "run")] == [first["runId"], target_run]  # two JVM starts
+    assert [(r["runId"], r["pid"]) for r in world.calls(root, "run")] == [
+        (first["runId"], old_pid), (target_run, standby["pid"])]  # two JVM starts: no second standby, no cold
+    assert sorted(p.name for p in (root / "runs").iterdir()) == sorted([first["runId"], target_run])
+    assert json.loads((root / "runs" / target_run / "run.json").read_text()) == run_marker  # started once
     _exactly_once_or_known_engine_loss(world, "k", root, written[0], target_run)
-    print(f"\nreal engine, operator killed after stop and after target start ({started_by}): upgrade Succeeded "
-          f"{took:.1f}s "
+    print(f"\nreal engine, operator killed after the stop and after Activate: upgrade Succeeded {took:.1f}s "
           f"after the edit; {len(world.input_rows('k'))} rows and {len(world.windows('k'))} windows exactly once")

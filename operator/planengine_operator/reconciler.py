@@ -191,8 +191,12 @@ class Reconciler:
 
     async def _do_check(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         engine = params["engineVersion"]
-        run = await self.launcher.run_tool(job, engine, f"check-{engine}",
-                                           ["check", "--plan", f"{job.job_root}/plan.json", "--json"])
+        argv = ["check", "--plan", f"{job.job_root}/plan.json", "--json"]
+        key = f"check-{engine}"
+        if params.get("snapshot"):  # the rollback: can this engine read the state in that snapshot?
+            argv[3:3] = ["--snapshot", f"{job.job_root}/snapshots/{params['snapshot']}"]
+            key = f"rollback-check-{engine}"
+        run = await self.launcher.run_tool(job, engine, key, argv)
         reason = _reason(run)
         if run.exit_code == 0:
             return Result(True, {"verdict": "compatible", "reason": reason})
@@ -282,17 +286,34 @@ class Reconciler:
         }
 
     async def _do_fork(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
-        """``planengine snapshot --job-root``: a snapshot from the newest checkpoint (driver gone or live)."""
-        engine = view.status.get("engineVersion") or view.config.defaultEngineVersion
+        """``planengine snapshot --job-root``: a snapshot from the newest checkpoint (driver gone or live).
+
+        With ``base`` in the params (the rollback) the fork is kept only when it holds a batch beyond that
+        snapshot (``forked: true``); otherwise it is deleted and the answer is ``base`` itself."""
+        engine = params.get("engineVersion") or view.status.get("engineVersion") or view.config.defaultEngineVersion
         run = await self.launcher.run_tool(job, engine, "snapshot", ["snapshot", "--job-root", job.job_root])
         if run.exit_code != 0:
             return _tool_failure("snapshot", run, permanent=False)
         snapshot_id = _snapshot_id_from(run.stdout) or await self._snapshot_since(job, None)
+        rollback = "base" in params
+        base = params.get("base")
         if not snapshot_id:
-            return Result(True, {})  # nothing committed yet: the next run starts empty
+            # nothing committed yet: the next run starts empty (the rollback keeps its snapshot)
+            return Result(True, {"snapshot": base, "forked": False} if rollback else {})
+        if rollback and snapshot_id != base:
+            ahead = await self._batches_ahead(job, snapshot_id, base)
+            if not ahead:
+                await self.launcher.delete_snapshot(job, snapshot_id)
+                return Result(True, {"snapshot": base, "forked": False})
         reason = params.get("reason") or "restart"
         ref = await self._snapshot_ref(job, view, snapshot_id, reason)
-        return Result(True, {"snapshot": snapshot_id, "snapshotRef": ref})
+        return Result(True, {"snapshot": snapshot_id, "snapshotRef": ref, "forked": True})
+
+    async def _batches_ahead(self, job: JobRef, snapshot_id: str, base: str | None) -> dict[str, int]:
+        """Queries whose last committed batch in ``snapshot_id`` is past the one in ``base``."""
+        fork = _batch_ids(await self.launcher.read_file(job, f"snapshots/{snapshot_id}/manifest.json"))
+        before = _batch_ids(await self.launcher.read_file(job, f"snapshots/{base}/manifest.json")) if base else {}
+        return {uid: batch for uid, batch in fork.items() if batch > before.get(uid, -1)}
 
     async def _do_snapshot(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         return await self._do_fork(job, view, params)
@@ -318,21 +339,30 @@ def _committed_in_manifest(text: str | None) -> int:
     >>> _committed_in_manifest('{"lastBatchIds": {"1_copy": 2}}')
     3
     """
+    return sum(batch + 1 for batch in _batch_ids(text).values() if batch >= 0)
+
+
+def _batch_ids(text: str | None) -> dict[str, int]:
+    """The last committed batch id per query uid in a snapshot manifest (-1: none yet).
+
+    >>> _batch_ids('{"queries": {"3_sink": {"lastBatchId": 4}, "5_sink": {"lastBatchId": -1}}}')
+    {'3_sink': 4, '5_sink': -1}
+    """
     if not text:
-        return 0
+        return {}
     try:
         manifest = json.loads(text)
     except ValueError:
-        return 0
+        return {}
     batches = manifest.get("lastBatchIds") or manifest.get("queries") or {}
-    items = list(batches.values()) if isinstance(batches, dict) else list(batches)
-    total = 0
-    for value in items:
+    items = batches.items() if isinstance(batches, dict) else enumerate(batches)
+    found: dict[str, int] = {}
+    for uid, value in items:
         if isinstance(value, dict):  # the engine's manifest: {"queries": {uid: {"lastBatchId": n}}}
             value = value.get("lastBatchId")
-        if isinstance(value, int) and value >= 0:
-            total += value + 1
-    return total
+        if isinstance(value, int):
+            found[str(uid)] = value
+    return found
 
 
 def _snapshot_id_from(stdout: str) -> str | None:

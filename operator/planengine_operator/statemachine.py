@@ -15,7 +15,8 @@ Operations and their steps (``status.operation.step``)::
     Resume   Launch (from the last snapshot)
     Snapshot Snapshot                               (snapshotNonce, periodic)
     Upgrade  Check -> [Migrate] -> Standby -> Stop -> [Fork] -> Activate | Launch -> Stabilize -> done
-                                          failure in Launch/Stabilize -> Rollback -> RolledBack
+             failure in Launch/Stabilize -> RollbackStop -> [RollbackFork -> [RollbackCheck]] -> Rollback
+                                            -> RolledBack        (RollbackCheck refuses: Failed, nothing started)
 
 Warm standby (upgrades only): ``Standby`` starts the target engine with ``run --standby`` *before* the old
 driver is stopped (JVM, session, plan and warm-up happen while the old run still commits) and records
@@ -27,6 +28,17 @@ rule for a standby the launcher observes is: it is *reused* when the operation i
 Standby/Stop/Fork/Activate and the standby carries the operation's ``runId``; any other standby is
 *killed* (action ``discard``) before anything else happens. A ``ready`` standby that vanished before the
 stop sends the operation back to ``Standby`` (the old run is still the writer).
+
+Rollback: the target may have committed batches (and sink output) after the upgrade snapshot S before it
+failed. Restarting the old engine from S would re-plan those batch ids with other input, and a sink that
+is idempotent by batch id (Spark's file sink) skips them as already committed: rows lost. So the rollback
+resumes from the target's newest state. ``RollbackStop`` kills the target driver (tolerates an absent one);
+``RollbackFork`` forks the newest checkpoint with the *target's* CLI (it wrote that state) and keeps S when
+the fork holds no batch beyond S (the fork is deleted, ``Rollback`` follows); ``RollbackCheck`` asks the
+old engine's ``check --snapshot`` whether it can read the fork; ``Rollback`` launches the old engine from
+the snapshot in ``operation.snapshot`` (mirrored in ``upgrade.snapshot``, which retention pins). If the old
+engine cannot read the target's state nothing is started: phase ``Failed``, Degraded ``RollbackBlocked``.
+A stateless upgrade (no state to carry) goes ``RollbackStop -> Rollback`` without a snapshot.
 """
 
 from __future__ import annotations
@@ -348,6 +360,16 @@ def _continue(view: JobView, op: dict[str, Any], observed: DriverObservation) ->
         }))
     if step == "Fork":
         return Decision(action=Action("fork", {"runId": view.status.get("runId")}))
+    if step == "RollbackStop":  # the target driver may still run (query exception, gate timeout)
+        return Decision(action=Action("stop", {
+            "how": "kill", "runId": op.get("targetRunId"), "since": op.get("started"), "reason": "rollback",
+        }))
+    if step == "RollbackFork":  # the target's CLI wrote the state, so it forks it
+        return Decision(action=Action("fork", {
+            "engineVersion": op.get("targetEngine"), "reason": "rollback", "base": op.get("upgradeSnapshot"),
+        }))
+    if step == "RollbackCheck":
+        return Decision(action=Action("check", {"engineVersion": op["engineVersion"], "snapshot": op.get("snapshot")}))
     if step == "Snapshot":
         return Decision(action=Action("snapshot", {"reason": op.get("message") or "manual"}))
     if step in ("Launch", "Rollback"):
@@ -408,10 +430,12 @@ def _gate_failed(view: JobView, op: dict[str, Any], cause: str) -> Decision:
         patch = {"operation": None, "upgrade": upgrade, "phase": "Failed", "error": cause,
                  "conditions": conditions(view, "Failed", degraded=("UpgradeFailed", cause))}
         return Decision(patch=patch, events=[Event("Warning", "UpgradeFailed", cause + "; rollback disabled")])
-    upgrade.update(step="RollingBack", message=cause)
+    upgrade.update(step="RollbackStop", message=cause)
+    snapshot = upgrade.get("snapshot") or op.get("snapshot")
     rollback = _op(
-        view, "Upgrade", "Rollback", runId=view.new_run_id, engineVersion=upgrade.get("from"),
-        snapshot=upgrade.get("snapshot") or op.get("snapshot"), message=cause,
+        view, "Upgrade", "RollbackStop", runId=view.new_run_id, engineVersion=upgrade.get("from"),
+        snapshot=snapshot, upgradeSnapshot=snapshot, targetEngine=upgrade.get("to") or op.get("engineVersion"),
+        targetRunId=op.get("runId"), stateless=True if op.get("stateless") else None, message=cause, cause=cause,
     )
     patch = {"operation": rollback, "upgrade": upgrade, "phase": "RollingBack",
              "conditions": conditions(view, "RollingBack", progressing=True, upgrading=True,
@@ -513,6 +537,18 @@ def advance(view: JobView, action: Action, result: Result) -> Decision:
         decision = goto(_start_step(op), snapshot=result.values.get("snapshot"))
         decision.patch.update(_record_snapshot(view, result.values.get("snapshotRef")))
         return decision
+    if step == "RollbackStop":
+        return goto("Rollback" if op.get("stateless") else "RollbackFork")
+    if step == "RollbackFork":
+        if not result.values.get("forked"):  # the target committed nothing beyond S: S is its state too
+            return goto("Rollback", snapshot=op.get("upgradeSnapshot"))
+        decision = goto("RollbackCheck", snapshot=result.values.get("snapshot"))
+        decision.patch.update(_record_snapshot(view, result.values.get("snapshotRef")))
+        return decision
+    if step == "RollbackCheck":
+        if result.values.get("verdict") != "compatible":
+            return _rollback_blocked(view, op, result.values.get("reason") or str(result.values.get("verdict")))
+        return goto("Rollback")
     if step == "Snapshot":
         patch = {"operation": None, "snapshotNonce": view.spec.snapshotNonce,
                  **_record_snapshot(view, result.values.get("snapshotRef"))}
@@ -555,7 +591,8 @@ def _launched(view: JobView, op: dict[str, Any], step: str, result: Result) -> D
                                                    f"engine {op['engineVersion']} started run {op['runId']}")])
     if step == "Rollback":
         upgrade = dict(view.status.get("upgrade") or {})
-        cause = upgrade.get("message") or "stability gate failed"
+        cause = op.get("cause") or upgrade.get("message") or "stability gate failed"
+        upgrade["snapshot"] = op.get("snapshot")
         upgrade.update(step="RolledBack", finished=iso(view.now), message=cause)
         patch.update(
             operation=None, upgrade=upgrade, phase="RolledBack",
@@ -584,6 +621,25 @@ def _refused(view: JobView, op: dict[str, Any], reason: str, *, condition: str =
     return Decision(patch=patch, events=[Event("Warning", "UpgradeRefused", message)])
 
 
+def _rollback_blocked(view: JobView, op: dict[str, Any], reason: str) -> Decision:
+    """The old engine cannot read the target's state: starting it from S would lose or duplicate output."""
+    upgrade = dict(view.status.get("upgrade") or {})
+    target, old = op.get("targetEngine") or upgrade.get("to"), op.get("engineVersion")
+    message = (
+        f"rollback blocked: engine {target} committed output past the upgrade snapshot "
+        f"{op.get('upgradeSnapshot')} before it failed ({op.get('cause') or upgrade.get('message')}), and engine "
+        f"{old} cannot read its state in snapshot {op.get('snapshot')} ({reason}); restarting engine {old} from "
+        f"the earlier snapshot would lose or duplicate that output, so nothing was started. Fix the target engine "
+        f"or choose one that can run this job and set spec.engineVersion to it (that upgrade carries the target's "
+        f"state on), or set spec.upgradeMode: stateless and choose the engine to start over without the state"
+    )
+    upgrade.update(step="Failed", finished=iso(view.now), message=message, snapshot=op.get("snapshot"))
+    patch = {"operation": None, "upgrade": upgrade, "phase": "Failed", "error": message,
+             "observedGeneration": view.generation,
+             "conditions": conditions(view, "Failed", degraded=("RollbackBlocked", message))}
+    return Decision(patch=patch, events=[Event("Warning", "RollbackBlocked", message)])
+
+
 def _failed(view: JobView, op: dict[str, Any], result: Result) -> Decision:
     """A failed side effect: transient ones retry (same step), permanent ones end the operation."""
     step = op.get("step")
@@ -604,6 +660,8 @@ def _failed(view: JobView, op: dict[str, Any], result: Result) -> Decision:
                         events=[Event("Warning", "StandbyLost", op["message"])])
     if type_ == "Upgrade" and step == "Launch":
         return _gate_failed(view, op, f"the new engine failed to start: {result.error}")
+    if type_ == "Upgrade" and step == "RollbackCheck" and result.values.get("permanent"):
+        return _rollback_blocked(view, op, result.error)
     if step in ("Claim", "Compile") or result.values.get("permanent"):
         patch = {"operation": None, "phase": "Failed", "error": message, "observedGeneration": view.generation,
                  "conditions": conditions(view, "Failed", degraded=(reason, message))}

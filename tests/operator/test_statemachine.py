@@ -192,18 +192,166 @@ def test_incompatible_target_is_refused_and_the_old_job_keeps_running(result):
     (DriverObservation(running=True, run_id=None, healthy=True, batches=10, exception="boom"), "boom"),
 ])
 def test_gate_failure_rolls_back_to_the_old_engine_from_the_same_snapshot(observed, cause):
+    """The target committed nothing beyond S: stop it, the fork shows nothing new, the old engine from S."""
     status = upgrade_until("Stabilize")
     decision = decide(view(status, UPGRADE_SPEC, run_id="r3"), observed)
     merge_patch(status, decision.patch)
-    assert status["phase"] == "RollingBack" and status["operation"]["step"] == "Rollback"
-    assert cause in status["upgrade"]["message"]
+    assert status["phase"] == "RollingBack" and status["operation"]["step"] == "RollbackStop"
+    assert cause in status["upgrade"]["message"] and status["upgrade"]["step"] == "RollbackStop"
+    stop = decide(view(status, UPGRADE_SPEC), observed).action
+    assert stop.kind == "stop" and stop.params["how"] == "kill" and stop.params["runId"] == "r2"
+    merge_patch(status, advance(view(status, UPGRADE_SPEC), stop, Result(True, {})).patch)
+    assert status["operation"]["step"] == "RollbackFork"
+    fork = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
+    assert fork.kind == "fork" and fork.params == {"engineVersion": "0.2", "reason": "rollback", "base": "s1"}
+    merge_patch(status, advance(view(status, UPGRADE_SPEC), fork,
+                                Result(True, {"snapshot": "s1", "forked": False})).patch)
+    assert status["operation"]["step"] == "Rollback" and status["operation"]["snapshot"] == "s1"
     launch = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
     assert launch.kind == "launch" and launch.params["engineVersion"] == "0.1"
     assert launch.params["snapshot"] == "s1" and launch.params["runId"] == "r3"
     merge_patch(status, advance(view(status, UPGRADE_SPEC), launch, Result(True, {"name": "3"})).patch)
     assert status["phase"] == "RolledBack" and status["engineVersion"] == "0.1"
     assert status["upgrade"]["step"] == "RolledBack" and cause in status["upgrade"]["message"]
+    assert status["upgrade"]["snapshot"] == "s1" and status["lastSnapshot"]["id"] == "s1"
     assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
+
+
+def rollback_until(step_name, spec=UPGRADE_SPEC):
+    """A target that died in Stabilize after committing past S (s1); the rollback driven up to ``step_name``."""
+    status = upgrade_until("Stabilize")
+    merge_patch(status, decide(view(status, spec, run_id="r3"), DriverObservation.gone(exit_code=1)).patch)
+    script = [("RollbackStop", "stop", Result(True, {})),
+              ("RollbackFork", "fork", Result(True, {"snapshot": "s2", "forked": True, "snapshotRef": {
+                  "id": "s2", "createdAt": iso(NOW), "reason": "rollback", "engineVersion": "0.2"}})),
+              ("RollbackCheck", "check", Result(True, {"verdict": "compatible"}))]
+    for name, kind, result in script:
+        if name == step_name:
+            assert status["operation"]["step"] == name
+            return status
+        status = step(status, kind, result, spec, observed=DriverObservation.gone())
+    return status
+
+
+def test_rollback_resumes_from_the_targets_state_when_it_committed_past_the_upgrade_snapshot():
+    status = rollback_until("RollbackCheck")
+    assert status["operation"]["snapshot"] == "s2" and status["operation"]["upgradeSnapshot"] == "s1"
+    assert status["upgrade"]["snapshot"] == "s2" and status["lastSnapshot"]["id"] == "s2"
+    assert {s["id"] for s in status["snapshots"]} == {"s1", "s2"}
+    check = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
+    assert check.kind == "check" and check.params == {"engineVersion": "0.1", "snapshot": "s2"}
+    status = step(status, "check", Result(True, {"verdict": "compatible"}), UPGRADE_SPEC,
+                  observed=DriverObservation.gone())
+    assert status["operation"]["step"] == "Rollback" and status["upgrade"]["step"] == "Rollback"
+    launch = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
+    assert launch.kind == "launch" and launch.params["engineVersion"] == "0.1"
+    assert launch.params["snapshot"] == "s2" and launch.params["runId"] == "r3"
+    decision = advance(view(status, UPGRADE_SPEC), launch, Result(True, {"name": "3", "baselineBatches": 12}))
+    merge_patch(status, decision.patch)
+    assert status["phase"] == "RolledBack" and status["runId"] == "r3" and status["engineVersion"] == "0.1"
+    assert status["upgrade"]["snapshot"] == "s2" and "exited" in status["upgrade"]["message"]
+    assert status["driver"]["baselineBatches"] == 12
+    assert "from snapshot s2" in decision.events[0].message
+
+
+def test_retention_keeps_the_snapshot_the_rollback_used():
+    """After the rollback, ``upgrade.snapshot`` names the target's fork; later snapshots never drop it."""
+    status = rollback_until("Rollback")
+    merge_patch(status, advance(view(status, UPGRADE_SPEC), decide(view(status, UPGRADE_SPEC),
+                                DriverObservation.gone()).action, Result(True, {"name": "3"})).patch)
+    assert status["phase"] == "RolledBack" and status["upgrade"]["snapshot"] == "s2"
+    aged = iso(NOW - timedelta(days=30))
+    status["snapshots"] = [{"id": f"o{i}", "createdAt": aged} for i in range(12)] + [{"id": "s2", "createdAt": aged}]
+    spec = {**SPEC, "snapshotNonce": 1}  # the user went back to 0.1; a manual snapshot
+    status, _ = begin(status, spec, DriverObservation(running=True, run_id="r3", healthy=True, batches=20))
+    status = step(status, "snapshot", Result(True, {"snapshot": "s9", "snapshotRef": {"id": "s9",
+                                                                                       "createdAt": iso(NOW)}}),
+                  spec, observed=DriverObservation(running=True, run_id="r3", healthy=True, batches=20))
+    kept = [s["id"] for s in status["snapshots"]]
+    assert kept == ["s2", "s9"], kept  # every aged snapshot dropped except the one the rollback used
+
+
+@pytest.mark.parametrize("result,reason", [
+    (Result(True, {"verdict": "incompatible", "reason": "state layout changed"}), "state layout changed"),
+    (Result(False, {"permanent": True}, "planengine check exited 2: bad snapshot", "CheckFailed"), "bad snapshot"),
+])
+def test_rollback_is_blocked_when_the_old_engine_cannot_read_the_targets_state(result, reason):
+    status = rollback_until("RollbackCheck")
+    decision = decide(view(status, UPGRADE_SPEC), DriverObservation.gone())
+    merge_patch(status, decision.patch)
+    merge_patch(status, (blocked := advance(view(status, UPGRADE_SPEC), decision.action, result)).patch)
+    assert status["phase"] == "Failed" and "operation" not in status and status["upgrade"]["step"] == "Failed"
+    degraded = {c["type"]: c for c in status["conditions"]}["Degraded"]
+    assert degraded["status"] == "True" and degraded["reason"] == "RollbackBlocked"
+    message = status["error"]
+    assert message == degraded["message"] == status["upgrade"]["message"] and reason in message
+    for words in ("committed output past the upgrade snapshot s1", "lose or duplicate", "nothing was started",
+                  "spec.engineVersion", "stateless"):
+        assert words in message, (words, message)
+    assert status["upgrade"]["snapshot"] == "s2" and status["runId"] == "r2"  # no rollback run was recorded
+    assert [e.reason for e in blocked.events] == ["RollbackBlocked"]
+    assert decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action is None  # waits for the user
+
+
+def test_rollback_treats_a_migration_verdict_as_blocked():
+    status = rollback_until("RollbackCheck")
+    status = step(status, "check", Result(True, {"verdict": "migrate", "reason": "needs migration"}),
+                  UPGRADE_SPEC, observed=DriverObservation.gone())
+    assert status["phase"] == "Failed" and "needs migration" in status["error"]
+
+
+@pytest.mark.parametrize("step_name,kind,result", [
+    ("RollbackStop", "stop", Result(False, {}, "driver pid 7 did not exit within 30s", "StopTimeout")),
+    ("RollbackFork", "fork", Result(False, {"permanent": False}, "planengine snapshot exited 1: io", "SnapshotFailed")),
+    ("RollbackCheck", "check", Result(False, {"permanent": False}, "planengine check exited 1: oom", "CheckFailed")),
+])
+def test_transient_rollback_step_failures_retry_the_same_step(step_name, kind, result):
+    status = rollback_until(step_name)
+    status = step(status, kind, result, UPGRADE_SPEC, observed=DriverObservation.gone())
+    assert status["operation"]["step"] == step_name and status["operation"]["attempt"] == 1
+    assert status["phase"] == "RollingBack" and "runId" in status and status["runId"] == "r2"
+    again = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
+    assert again.kind == kind
+
+
+TARGET_STILL_RUNNING = DriverObservation(running=True, run_id="r2", healthy=True, batches=14, exception="boom")
+
+
+@pytest.mark.parametrize("step_name,kind,observed", [
+    ("RollbackStop", "stop", TARGET_STILL_RUNNING), ("RollbackStop", "stop", DriverObservation.gone()),
+    ("RollbackFork", "fork", DriverObservation.gone()), ("RollbackCheck", "check", DriverObservation.gone()),
+    ("Rollback", "launch", DriverObservation.gone()),
+    ("Rollback", "launch", DriverObservation(running=True, run_id="r3", healthy=True, batches=12)),
+])
+def test_crash_during_a_rollback_step_repeats_the_same_step(step_name, kind, observed):
+    status = rollback_until(step_name)
+    first = decide(view(status, UPGRADE_SPEC), observed)
+    again = decide(view(dict(status), UPGRADE_SPEC, run_id="r7"), observed)  # a new operator process
+    assert first.action == again.action and first.action.kind == kind and first.patch == again.patch == {}
+    if kind == "launch":
+        assert first.action.params["runId"] == "r3" and first.action.params["snapshot"] == "s2"
+
+
+def test_stateless_upgrade_rolls_back_without_a_fork():
+    spec = {**UPGRADE_SPEC, "upgradeMode": "stateless"}
+    status, _ = begin(running(), spec)
+    status = step(status, "check", Result(True, {"verdict": "compatible"}), spec)
+    status = step(status, "standby", Result(True, {"standby": "unsupported"}), spec)
+    status = step(status, "stop", Result(True, {}), spec)
+    status = step(status, "launch", Result(True, {"name": "2"}), spec, observed=DriverObservation.gone())
+    assert status["operation"]["step"] == "Stabilize"
+    merge_patch(status, decide(view(status, spec, run_id="r3"), DriverObservation.gone(exit_code=1)).patch)
+    status = step(status, "stop", Result(True, {}), spec, observed=DriverObservation.gone())
+    assert status["operation"]["step"] == "Rollback"
+    launch = decide(view(status, spec), DriverObservation.gone()).action
+    assert launch.kind == "launch" and launch.params["snapshot"] is None and launch.params["stateless"] is True
+
+
+def test_rollback_disabled_fails_the_upgrade_without_starting_anything():
+    spec = {**UPGRADE_SPEC, "rollback": {"enabled": False}}
+    status = upgrade_until("Stabilize")
+    merge_patch(status, decide(view(status, spec), DriverObservation.gone(exit_code=1)).patch)
+    assert status["phase"] == "Failed" and "operation" not in status and status["upgrade"]["step"] == "Failed"
 
 
 def test_gate_times_out_without_enough_batches():
@@ -229,7 +377,7 @@ def test_new_engine_failing_to_start_rolls_back():
     status = cold_upgrade_until("Launch")
     assert status["operation"]["step"] == "Launch"
     status = step(status, "launch", Result(False, {}, "image pull failed", "LaunchFailed"), UPGRADE_SPEC)
-    assert status["operation"]["step"] == "Rollback"
+    assert status["operation"]["step"] == "RollbackStop" and status["operation"]["targetEngine"] == "0.2"
 
 
 @pytest.mark.parametrize("step_name,kind,observed", [

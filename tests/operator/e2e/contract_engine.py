@@ -26,8 +26,12 @@ Every invocation appends one JSON line ``{"command", "engine", "runId", "snapsho
 count side effects: checks, snapshots, driver starts.
 
 Knobs (put them before the command, in the operator's ``localCommand`` for an engine version):
-``--engine-version V``, ``--check-exit N``, ``--crash-after-batches N`` (exit 1 after N batches of a run
-that started from a snapshot), ``--batch-interval S``.
+``--engine-version V``, ``--check-exit N``, ``--check-snapshot-exit N`` (the exit code of ``check`` when it
+is given ``--snapshot``: this engine cannot read that state), ``--crash-after-batches N`` (exit 1 after N
+committed batches of a run that started from a snapshot: a target that commits output, then dies),
+``--files-per-batch all`` (a batch takes every pending input file, as Spark's file source plans it, instead
+of one: re-planning a batch id later then sees other input, and the sink skips the id as committed),
+``--batch-interval S``.
 """
 
 from __future__ import annotations
@@ -84,9 +88,10 @@ def cmd_compile(args: argparse.Namespace, knobs: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace, knobs: argparse.Namespace) -> int:
     plan = json.loads(Path(args.plan).read_text())
-    code = knobs.check_exit
+    code = knobs.check_snapshot_exit if args.snapshot and knobs.check_snapshot_exit is not None else knobs.check_exit
     reasons = {0: [], 3: [f"node contract-copy_1 is below the minimum plan version of {knobs.engine_version}"],
-               4: [f"engine {knobs.engine_version} cannot restore node contract-copy_1 (state layout changed)"]}
+               4: [f"engine {knobs.engine_version} cannot restore node contract-copy_1 (state layout changed)"
+                   + (f" in snapshot {Path(args.snapshot).name}" if args.snapshot else "")]}
     print(json.dumps({"compatible": code == 0, "needsMigration": code == 3, "planId": plan.get("planId"),
                       "engineVersion": knobs.engine_version, "reasons": reasons.get(code, ["?"])}))
     return code
@@ -187,13 +192,14 @@ class Driver:
             print(f"fenced: writer lock is held by another run, {self.run_id} stops", file=sys.stderr)
             os._exit(5)
         batch_id = commit["batchId"] + 1
-        rows = (self.source / pending[0]).read_text().splitlines()
+        planned = pending if self.knobs.files_per_batch == "all" else pending[:1]
+        rows = [row for name in planned for row in (self.source / name).read_text().splitlines()]
         target = self.sink / f"batch-{UID}-{batch_id:06d}.txt"
         if not target.exists():  # exactly once: a replayed batch id is already committed
             tmp = target.with_suffix(".tmp")
             tmp.write_text("".join(f"{row}\t{self.knobs.engine_version}\n" for row in rows))
             tmp.rename(target)
-        new_commit = {"batchId": batch_id, "files": [*commit["files"], pending[0]]}
+        new_commit = {"batchId": batch_id, "files": [*commit["files"], *planned]}
         tmp = self.checkpoint_dir() / "commit.json.tmp"
         tmp.write_text(json.dumps(new_commit))
         tmp.rename(self.checkpoint_dir() / "commit.json")
@@ -284,7 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     knobs_parser = argparse.ArgumentParser(add_help=False)
     knobs_parser.add_argument("--engine-version", default="0.1")
     knobs_parser.add_argument("--check-exit", type=int, default=0)
+    knobs_parser.add_argument("--check-snapshot-exit", type=int, default=None)
     knobs_parser.add_argument("--crash-after-batches", type=int, default=0)
+    knobs_parser.add_argument("--files-per-batch", choices=("one", "all"), default="one")
     knobs_parser.add_argument("--batch-interval", type=float, default=0.2)
     knobs, rest = knobs_parser.parse_known_args(argv)
 

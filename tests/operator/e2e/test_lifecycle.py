@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.operator.e2e.harness import wait_for
+from tests.operator.e2e.harness import engine_command, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -94,7 +94,9 @@ def test_refused_target_keeps_the_old_job(world, contract_only):
     assert (world.status("j3").get("upgrade") or {}).get("step") == "Refused"  # not retried
 
 
-def test_crashing_target_rolls_back_from_the_same_snapshot(world, contract_only):
+def test_crashing_target_rolls_back_from_the_targets_state(world, contract_only):
+    """0.4 commits a batch past the upgrade snapshot, then dies: the rollback forks the target's newest
+    checkpoint (with the target's CLI), the old engine's check accepts it, and 0.1 resumes from it."""
     world.start_operator()
     first = _running(world, "j4")
     with world.feeding("j4"):
@@ -108,12 +110,72 @@ def test_crashing_target_rolls_back_from_the_same_snapshot(world, contract_only)
     degraded = world.condition("j4", "Degraded")
     assert degraded["status"] == "True" and degraded["reason"] == "RolledBack"
     assert "RolledBack" in world.event_reasons("j4")
-    runs = world.calls(world.job_root("j4"), "run")
+    root = world.job_root("j4")
+    runs = world.calls(root, "run")
     assert [r["engine"] for r in runs] == ["0.1", "0.4", "0.1"], runs
-    assert runs[1]["fromSnapshot"] == runs[2]["fromSnapshot"] and runs[1]["fromSnapshot"].endswith(upgrade["snapshot"])
-    assert len(world.calls(world.job_root("j4"), "wrote-snapshot")) == 1
+    snapshots = world.calls(root, "wrote-snapshot")
+    assert [(s["engine"], s["runId"]) for s in snapshots] == [("0.1", first["runId"]), ("0.4", runs[1]["runId"])]
+    assert runs[1]["fromSnapshot"].endswith(snapshots[0]["snapshot"])  # the upgrade snapshot S
+    assert upgrade["snapshot"] == snapshots[1]["snapshot"] and runs[2]["fromSnapshot"].endswith(upgrade["snapshot"])
+    assert [c["engine"] for c in world.calls(root, "check")] == ["0.4", "0.1"]  # 0.1 checked the target's state
+    assert any(s["id"] == upgrade["snapshot"] for s in status["snapshots"])
     world.assert_exactly_once("j4")
     assert world.status("j4")["phase"] == "RolledBack"  # the rolled-back target is not retried
+
+
+def _all_pending_engines(old_knobs=(), target_knobs=()):
+    """Engines whose batch takes every pending file (Spark's file source): re-planning a batch id that a
+    sink already committed sees other input, so the old protocol (restart the old engine from S) loses rows."""
+    return {"0.1": {"localCommand": [*engine_command("0.1"), "--files-per-batch", "all", *old_knobs]},
+            "0.4": {"localCommand": [*engine_command("0.4"), "--files-per-batch", "all", *target_knobs]}}
+
+
+def test_rollback_after_the_target_committed_output_is_exactly_once(world, contract_only):
+    """The double plans like Spark (all pending files per batch). 0.4 commits batch N+1 with the files it
+    saw, then dies; input keeps arriving. Restarting 0.1 from S would re-plan N+1 with more files and the
+    sink would skip it (rows lost); resuming from the target's state continues at N+2, exactly once."""
+    world.start_operator(engines=_all_pending_engines())
+    _running(world, "j8")
+    with world.feeding("j8"):
+        world.apply(world.job_manifest("j8", "0.4"))
+        status = world.wait_status("j8", lambda s: s.get("phase") == "RolledBack", "phase RolledBack", timeout=45)
+        before = len(world.output("j8"))
+        wait_for(lambda: len(world.output("j8")) > before + 4, 10, "j8 committing after the rollback")
+    rows = world.assert_exactly_once("j8")
+    root = world.job_root("j8")
+    runs = world.calls(root, "run")
+    assert [r["engine"] for r in runs] == ["0.1", "0.4", "0.1"], runs
+    assert runs[2]["fromSnapshot"].endswith(status["upgrade"]["snapshot"])
+    assert runs[2]["fromSnapshot"] != runs[1]["fromSnapshot"]  # not the upgrade snapshot S
+    assert {"0.1", "0.4"} <= {engine for _, engine in rows}  # the target's committed output is kept
+    sequence = _engine_sequence(world, "j8")
+    assert sequence.count("0.4") == 1 and sequence[sequence.index("0.4") + 1:] and set(
+        sequence[sequence.index("0.4") + 1:]) == {"0.1"}, sequence  # 0.1 continued after the target's batch
+
+
+def test_rollback_is_blocked_when_the_old_engine_cannot_read_the_targets_state(world, contract_only):
+    """0.1's ``check --snapshot`` refuses the target's state: nothing is started, Failed/RollbackBlocked."""
+    world.start_operator(engines=_all_pending_engines(old_knobs=["--check-snapshot-exit", "4"]))
+    _running(world, "j9")
+    with world.feeding("j9"):
+        world.apply(world.job_manifest("j9", "0.4"))
+        status = world.wait_status("j9", lambda s: s.get("phase") == "Failed", "phase Failed", timeout=45)
+    assert status["upgrade"]["step"] == "Failed" and "operation" not in status
+    degraded = world.condition("j9", "Degraded")
+    assert degraded["status"] == "True" and degraded["reason"] == "RollbackBlocked"
+    for words in ("committed output past the upgrade snapshot", "lose or duplicate", "state layout changed",
+                  "spec.engineVersion", "stateless"):
+        assert words in status["error"], (words, status["error"])
+    assert "RollbackBlocked" in world.event_reasons("j9")
+    root = world.job_root("j9")
+    assert [r["engine"] for r in world.calls(root, "run")] == ["0.1", "0.4"]  # the old engine was not started
+    assert [c["engine"] for c in world.calls(root, "check")] == ["0.4", "0.1"]
+    committed = len(world.output("j9"))
+    with pytest.raises(AssertionError):  # no driver writes any more
+        wait_for(lambda: len(world.output("j9")) > committed, 1.5, "no output after the blocked rollback")
+    got = sorted(r for r, _ in world.output("j9"))
+    assert len(got) == len(set(got)) and set(got) <= set(world.input_rows("j9"))
+    assert world.status("j9")["phase"] == "Failed"  # not retried until the spec changes
 
 
 def test_second_job_on_the_same_root_is_refused(world, tmp_path):

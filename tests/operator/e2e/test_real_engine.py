@@ -13,13 +13,13 @@ disturbs the old run.
 
 Every driver start is a JVM start (8-20 s quiet, minutes on a loaded machine), so the set is small: one
 test walks start -> second job on the same root -> refused target -> upgrade; one test has the target die
-in standby.
+in standby; one has it die after committing a batch past the upgrade snapshot (``0.1-crashes-late``), and the
+rollback resumes from a fork of the target's state.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -214,14 +214,13 @@ def test_target_dying_in_standby_leaves_the_old_run_undisturbed(real_world: Worl
           f"{len(world.input_rows('c'))} rows exactly once")
 
 
-@pytest.mark.skipif(os.environ.get("PLANENGINE_E2E_ENGINE_BUGS") != "1",
-                    reason="known engine loss (docs/operator.md); 3 more JVM starts: PLANENGINE_E2E_ENGINE_BUGS=1")
 def test_target_crashing_after_its_first_commit_rolls_back(real_world: World, tmp_path: Path) -> None:
-    """The target commits output, then dies; the old engine restarts from the snapshot taken before.
+    """The target commits output past the upgrade snapshot S, then dies (SIGKILL of its process group); the
+    rollback forks the target's newest checkpoint with the target's CLI, the old engine's ``check
+    --snapshot`` accepts it, and the old engine resumes from it: every row and window exactly once.
 
-    Observed (2026-11-22): the target committed batch 21 (228 rows) before dying; the rolled-back run
-    re-planned batch 21 with every file that had arrived since, Spark's file sink skipped it as already
-    committed, and 204 rows were lost. Reported as xfail with that evidence."""
+    Before this protocol the old engine restarted from S, re-planned the target's batch ids with all input
+    since, and Spark's file sink skipped them as committed (2026-11-22: 204 of 726 rows lost)."""
     world = real_world
     root = tmp_path / "root-l"
     world.start_operator()
@@ -231,11 +230,22 @@ def test_target_crashing_after_its_first_commit_rolls_back(real_world: World, tm
         status = world.wait_status("l", lambda s: s.get("phase") == "RolledBack", "phase RolledBack", timeout=JVM)
     runs = _runs(world, root, 3)
     assert [r["engine"] for r in runs] == ["0.1", "0.1-crashes-late", "0.1"], runs
-    target_run = runs[1]["runId"]
-    snapshot = status["upgrade"]["snapshot"]
+    target_run, rollback_run = runs[1]["runId"], status["runId"]
+    assert rollback_run == runs[2]["runId"] != first["runId"]
+    upgrade_snapshot = json.loads((root / "runs" / target_run / "run.json").read_text())["fromSnapshot"]
+    used = status["upgrade"]["snapshot"]
+    assert used and upgrade_snapshot and used != upgrade_snapshot
+    assert runs[2]["fromSnapshot"].endswith(used)
+    manifest = json.loads((root / "snapshots" / used / "manifest.json").read_text())
+    assert manifest["runId"] == target_run  # the fork of the target's state
     uid = sink_uid(root, world.sink("l"))
-    last = snapshot_last_batch(root, snapshot, uid)
-    assert [b for b in commit_times(root, target_run, uid) if b > last], "the target committed nothing"
+    past = [b for b in commit_times(root, target_run, uid) if b > snapshot_last_batch(root, upgrade_snapshot, uid)]
+    assert past, "the target committed nothing past the upgrade snapshot"
+    assert snapshot_last_batch(root, used, uid) >= max(past)
+    checks = world.calls(root, "check")
+    assert [c["engine"] for c in checks] == ["0.1-crashes-late", "0.1"], checks  # 0.1 checked the fork
     _still_committing(world, "l")
-    assert status["runId"] != first["runId"]
-    _exactly_once_or_known_engine_loss(world, "l", root, snapshot, status["runId"])
+    world.assert_exactly_once("l", timeout=JVM)
+    world.assert_windows_exactly_once("l")
+    print(f"\nreal engine: target committed batches {past} past {upgrade_snapshot}, rolled back from the fork "
+          f"{used}; {len(world.input_rows('l'))} rows exactly once")

@@ -27,6 +27,9 @@ from planengine_operator import metrics
 Key = tuple[str, str]
 
 
+PAUSING_STEPS = ("RolledBack", "Failed")
+
+
 class Fleet:
     def __init__(self, default_engine: str, max_concurrent: int) -> None:
         self.default_engine = default_engine
@@ -56,11 +59,16 @@ class Fleet:
         in_flight = (status.get("operation") or {}).get("type") == "Upgrade"
         (self._upgrading.add if follows and in_flight else self._upgrading.discard)(key)
         was_paused = self.paused
-        rolled_back = follows and upgrade.get("step") == "RolledBack" and upgrade.get("to") == self.default_engine
+        # An upgrade to the default that stopped a job and did not land pauses the rollout: rolled back, or
+        # failed (rollback blocked or disabled). A refused one (check exit 4, standby failed) stopped nothing
+        # and may be about this job's plan, so it does not (docs/operator.md, "Pause").
+        rolled_back = (follows and upgrade.get("step") in PAUSING_STEPS
+                       and upgrade.get("to") == self.default_engine)
         (self._rolled_back.add if rolled_back else self._rolled_back.discard)(key)
         if announce and rolled_back and not was_paused:
             self._announcements[key] = (
-                f"fleet rollout to engine {self.default_engine} paused: this job's upgrade rolled back "
+                f"fleet rollout to engine {self.default_engine} paused: this job's upgrade ended "
+                f"{upgrade.get('step')} "
                 f"({upgrade.get('message') or 'stability gate failed'}); jobs that follow the default stay on "
                 "their engine. Resume with a new defaultEngineVersion (operator restart) or pin this job's "
                 "spec.engineVersion"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from collections import Counter
@@ -186,21 +187,34 @@ def all_rows(sources: Iterable[str], phases: int = 2) -> dict[str, list[Row]]:
 
 # --- sinks ------------------------------------------------------------------------------------------------
 def committed_records(sink: Path) -> list[Row]:
-    """The records of a filesystem sink's committed files (Spark's ``_spark_metadata`` log), read without Spark:
-    files a failed batch left behind are not in the log and are not counted."""
+    """The records of a filesystem sink's committed files (Spark's ``_spark_metadata`` log), read without Spark,
+    in commit order: files a failed batch left behind are not in the log and are not counted.
+
+    Order matters to a changelog: a key's ``-U`` of batch 2 must come after its ``+U`` of batch 0. The log's
+    files are named by batch id (``N``; every tenth one ``N.compact``, holding all entries up to N in order);
+    within one batch a key's rows are in one file (the sink's input is partitioned by key)."""
     log = sink / "_spark_metadata"
     if not log.is_dir():
         return []
-    paths: set[str] = set()
+    batches: dict[int, Path] = {}
+    compact = -1
     for entry in log.iterdir():
-        if entry.name.startswith(".") or entry.name.endswith(".tmp"):
-            continue
-        for line in entry.read_text(encoding="utf-8").splitlines()[1:]:  # first line: log version "v1"
+        name = entry.name.removesuffix(".compact")
+        if entry.name.startswith(".") or not name.isdigit():
+            continue  # checksums (.N.crc) and temporary files
+        batches[int(name)] = entry
+        if entry.name.endswith(".compact"):
+            compact = max(compact, int(name))
+    paths: list[str] = []
+    for batch in sorted(b for b in batches if b >= compact):
+        added = []
+        for line in batches[batch].read_text(encoding="utf-8").splitlines()[1:]:  # first line: log version "v1"
             item = json.loads(line)
             if item.get("action", "add") == "add":
-                paths.add(item["path"])
+                added.append(item["path"])
+        paths += added if batch == compact else sorted(added)
     records = []
-    for p in sorted(paths):
+    for p in dict.fromkeys(paths):
         local = Path(p.removeprefix("file://").removeprefix("file:"))
         records += [json.loads(line) for line in local.read_text(encoding="utf-8").splitlines() if line.strip()]
     return records
@@ -234,8 +248,16 @@ class Result:
         return json.loads(self.stdout.strip().splitlines()[-1])
 
     def error(self) -> str:
-        """The most telling line of a failure: the last exception message on stderr."""
+        """The most telling line of a failure: the CLI's own error, else the Python exception that ended the
+        run (a top-level ``…Error: …`` line, not the JVM's stack or py4j listener noise logged after it), else
+        the last line mentioning an error."""
         lines = [ln for ln in self.stderr.splitlines() if ln.strip()]
+        for ln in reversed(lines):
+            if ln.startswith("planengine: error:"):
+                return ln.strip()
+        for ln in reversed(lines):
+            if re.match(r"[A-Za-z_][\w.]*(Error|Exception): ", ln) and not ln.startswith("py4j."):
+                return ln.strip()
         for ln in reversed(lines):
             if "Error" in ln or "Exception" in ln or "error:" in ln:
                 return ln.strip()
@@ -244,12 +266,13 @@ class Result:
 
 # Spark waits a fixed 10 s for a new (non-daemon) Python worker to connect back, and transformWithState's
 # pre-init worker is one: on a loaded machine (several JVMs on 2 cores) several TWS queries starting at once
-# can miss it, and the run fails before those queries commit anything. The callers retry such a run from a
-# clean state (docs/engines.md, "Known runtime issues").
-TRANSIENT = "Python worker failed to connect back"
+# can miss it, and the run fails before those queries commit anything; the other way round, that worker's own
+# connection to the JVM times out (CANNOT_OPEN_SOCKET, seen at load 30 on 2 cores). The callers retry such a
+# run from a clean state (docs/engines.md, "Known runtime issues").
+TRANSIENT = ("Python worker failed to connect back", "[CANNOT_OPEN_SOCKET]")
 
 
-def engine(binary: Path, *args: str, timeout: float = 420) -> Result:
+def engine(binary: Path, *args: str, timeout: float = 900) -> Result:
     env = {**os.environ, "PLANENGINE_PROGRESS": "0"}
     for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV", "PLANENGINE_RUN_ID"):
         env.pop(key, None)  # each engine uses its own interpreter (the session sets it from sys.executable)
@@ -259,7 +282,7 @@ def engine(binary: Path, *args: str, timeout: float = 420) -> Result:
 
 
 def transient(result: Result) -> bool:
-    return result.returncode != 0 and TRANSIENT in result.stderr
+    return result.returncode != 0 and any(marker in result.stderr for marker in TRANSIENT)
 
 
 def latest_snapshot(root: Path) -> Path:

@@ -47,7 +47,10 @@ SPARK_VERSION = serde.SPARK_VERSION
 DRIVER_FILE = "driver.json"
 # Failures of Spark's Python worker plumbing, not of the query: a Python worker that could not start in time
 # on an overloaded machine. Restarting the query from its checkpoint is safe (exactly-once resumes).
-TRANSIENT_FAILURES = ("Python worker failed to connect back", "Timed out while waiting for the Python worker")
+# Start-up races of Spark's Python workers under load (hard-coded 10 s connect-back; socket not yet open):
+# the query restarts from its checkpoint, which replays exactly the planned batch.
+TRANSIENT_FAILURES = ("Python worker failed to connect back", "Timed out while waiting for the Python worker",
+                      "CANNOT_OPEN_SOCKET")
 MAX_TRANSIENT_RESTARTS = 5
 
 

@@ -51,7 +51,29 @@ def _compare_values(a: Any, b: Any, ascending: bool, nulls_first: bool) -> int:
     return c if ascending else -c
 
 
-class RankProcessor(ChangelogProcessor):
+class OrderedRowsProcessor(ChangelogProcessor):
+    """Rows kept in one value state in a Flink sort order (``order``: (field, ascending, nulls_first)).
+
+    Shared by the Top-N and the full sort, which store their rows the same way (``[[seq, row], ...]``), so
+    both compare rows with Flink's null ordering through one comparator.
+    """
+
+    order: tuple[tuple[int, bool, bool], ...]
+    state_name: str
+
+    def open(self, handle: Any) -> None:
+        self.state = handle.getValueState(self.state_name, RANKED_SCHEMA)
+        self._key = functools.cmp_to_key(self._compare)
+
+    def _compare(self, x: tuple[Any, ...], y: tuple[Any, ...]) -> int:
+        for f, asc, nf in self.order:
+            c = _compare_values(x[f], y[f], asc, nf)
+            if c:
+                return c
+        return 0
+
+
+class RankProcessor(OrderedRowsProcessor):
     def __init__(self, *, in_columns: Sequence[str], in_types: Sequence[DataType], in_updating: bool,
                  out_types: Sequence[DataType], order: Sequence[tuple[int, bool, bool]], rank_type: str,
                  rank_start: int, rank_end: int, output_rank_number: bool, generate_update_before: bool,
@@ -65,16 +87,6 @@ class RankProcessor(ChangelogProcessor):
         self.generate_update_before = generate_update_before
         self.state_name = state_name
 
-    def open(self, handle: Any) -> None:
-        self.state = handle.getValueState(self.state_name, RANKED_SCHEMA)
-        self._key = functools.cmp_to_key(self._compare)
-
-    def _compare(self, x: tuple[Any, ...], y: tuple[Any, ...]) -> int:
-        for f, asc, nf in self.order:
-            c = _compare_values(x[f], y[f], asc, nf)
-            if c:
-                return c
-        return 0
 
     def _sort_key(self, entry: list[Any]) -> tuple[Any, int]:
         return (self._key(entry[1]), entry[0])
@@ -223,7 +235,7 @@ def is_full_sort(node: Any) -> bool:
     return node.limit >= UNBOUNDED_FETCH
 
 
-class FullSortProcessor(ChangelogProcessor):
+class FullSortProcessor(OrderedRowsProcessor):
     """Flink's ``StreamSortOperator``: buffer the whole input, emit it sorted once, at the end of input.
 
     A sort of an unbounded stream has no earlier moment at which any row's position is final, so (like
@@ -241,16 +253,6 @@ class FullSortProcessor(ChangelogProcessor):
         self.offset = offset
         self.state_name = state_name
 
-    def open(self, handle: Any) -> None:
-        self.state = handle.getValueState(self.state_name, RANKED_SCHEMA)
-        self._key = functools.cmp_to_key(self._compare)
-
-    def _compare(self, x: tuple[Any, ...], y: tuple[Any, ...]) -> int:
-        for f, asc, nf in self.order:
-            c = _compare_values(x[f], y[f], asc, nf)
-            if c:
-                return c
-        return 0
 
     def process(self, key: tuple[Any, ...], records: list[Record]) -> list[Record]:
         stored = self.state.get() if self.state.exists() else None

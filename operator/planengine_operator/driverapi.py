@@ -31,17 +31,7 @@ async def get_status(base_url: str, timeout: float = 3.0) -> dict[str, Any] | No
 
 async def stop(base_url: str, *, snapshot: bool, drain: bool = False, timeout: float = 120.0) -> dict[str, Any]:
     """``POST /v1/stop``: stop at a batch boundary, answer the snapshot id (as ``"snapshot"``), exit 0."""
-    try:
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
-            session.post(f"{base_url}/v1/stop", json={"snapshot": snapshot, "drain": drain}) as rsp,
-        ):
-            body = await rsp.text()
-            if rsp.status != 200:
-                raise DriverApiError(f"POST /v1/stop answered {rsp.status}: {body[:500]}")
-            answer = json.loads(body) if body.strip() else {}
-    except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
-        raise DriverApiError(f"POST /v1/stop failed: {exc}") from exc
+    answer = await _post(base_url, "/v1/stop", {"snapshot": snapshot, "drain": drain}, timeout)
     # The engine answers {"stopped": true, "snapshotId": id} (planengine/runtime/status_server.py); callers read
     # "snapshot". An answer without an id is a stop without a snapshot (or none was possible).
     if isinstance(answer, dict) and answer.get("snapshot") is None:
@@ -54,17 +44,7 @@ async def start(base_url: str, *, from_snapshot: str | None, timeout: float = 12
 
     Answers ``{"started": true, "runId": ...}``; asking again with the same snapshot answers the same run,
     so an operator that restarted mid-step may repeat it."""
-    try:
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
-            session.post(f"{base_url}/v1/start", json={"fromSnapshot": from_snapshot}) as rsp,
-        ):
-            body = await rsp.text()
-            if rsp.status != 200:
-                raise DriverApiError(f"POST /v1/start answered {rsp.status}: {body[:500]}")
-            answer = json.loads(body) if body.strip() else {}
-    except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
-        raise DriverApiError(f"POST /v1/start failed: {exc}") from exc
+    answer = await _post(base_url, "/v1/start", {"fromSnapshot": from_snapshot}, timeout)
     if not isinstance(answer, dict) or not answer.get("started"):
         raise DriverApiError(f"POST /v1/start did not start the driver: {answer!r}")
     return answer
@@ -86,3 +66,18 @@ def summarize(status: dict[str, Any]) -> tuple[int, str | None, str | None]:
         if query.get("exception") and exception is None:
             exception = f"{query.get('uid')}: {query['exception']}"
     return batches, exception, status.get("runId")
+
+
+async def _post(base_url: str, path: str, payload: dict[str, Any], timeout: float) -> Any:
+    """POST JSON to the driver; any transport, status or decoding failure is a :class:`DriverApiError`."""
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
+            session.post(f"{base_url}{path}", json=payload) as rsp,
+        ):
+            body = await rsp.text()
+            if rsp.status != 200:
+                raise DriverApiError(f"POST {path} answered {rsp.status}: {body[:500]}")
+            return json.loads(body) if body.strip() else {}
+    except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
+        raise DriverApiError(f"POST {path} failed: {exc}") from exc

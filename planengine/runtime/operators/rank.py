@@ -72,6 +72,13 @@ class OrderedRowsProcessor(ChangelogProcessor):
                 return c
         return 0
 
+    def _load(self) -> tuple[list[list[Any]], int]:
+        """The stored ``[[seq, row], ...]`` and the next sequence number (empty once expired by TTL)."""
+        stored = self.state.get() if self.state.exists() else None
+        if stored is None or self.expired(stored[2]):
+            return [], 0
+        return [[e[0], tuple(e[1])] for e in decode(stored[0])], int(stored[1])
+
 
 class RankProcessor(OrderedRowsProcessor):
     def __init__(self, *, in_columns: Sequence[str], in_types: Sequence[DataType], in_updating: bool,
@@ -159,12 +166,7 @@ class RankProcessor(OrderedRowsProcessor):
         return entries[:keep]
 
     def process(self, key: tuple[Any, ...], records: list[Record]) -> list[Record]:
-        stored = self.state.get() if self.state.exists() else None
-        if stored is not None and not self.expired(stored[2]):
-            entries = [[e[0], tuple(e[1])] for e in decode(stored[0])]
-            seq = int(stored[1])
-        else:
-            entries, seq = [], 0
+        entries, seq = self._load()
         keys = [self._sort_key(e) for e in entries]
         out: list[Record] = []
         top = self._top(entries)
@@ -193,7 +195,7 @@ class RankProcessor(OrderedRowsProcessor):
         if records:
             if entries:
                 self.state.update((encode(entries), seq, self.now))
-            elif stored is not None:
+            elif self.state.exists():
                 self.state.clear()
         return out
 
@@ -253,14 +255,8 @@ class FullSortProcessor(OrderedRowsProcessor):
         self.offset = offset
         self.state_name = state_name
 
-
     def process(self, key: tuple[Any, ...], records: list[Record]) -> list[Record]:
-        stored = self.state.get() if self.state.exists() else None
-        if stored is not None and not self.expired(stored[2]):
-            entries = [[e[0], tuple(e[1])] for e in decode(stored[0])]
-            seq = int(stored[1])
-        else:
-            entries, seq = [], 0
+        entries, seq = self._load()
         keys = [(self._key(e[1]), e[0]) for e in entries]
         out: list[Record] = []
         # The marker may share a micro-batch with the last rows (two sources in one query); those rows were
@@ -288,7 +284,7 @@ class FullSortProcessor(OrderedRowsProcessor):
         if records:
             if entries:
                 self.state.update((encode(entries), seq, self.now))
-            elif stored is not None:
+            elif self.state.exists():
                 self.state.clear()
         return out
 

@@ -10,6 +10,13 @@ owner-reference cascading deletion, list and watch streams (``?watch=true&resour
 field selectors, and ``meta.k8s.io`` Tables with a CRD's printer columns. Custom resources come from CRD
 objects (preloaded from YAML or created through the API). Anything else (``/version``, and any
 reaction a test declares on the ``kmock`` handler) falls through to kmock.
+
+Writes are admitted as the API server admits them (``schema.py``, ``cel.py``, ``meta.py``): a custom
+resource is pruned to its CRD's structural schema, defaulted, validated against the openAPIV3Schema and its
+CEL rules (422 ``Invalid`` with ``details.causes``); built-in kinds get their names, labels and OpenAPI
+schema checked; ``?fieldValidation=Strict|Warn|Ignore`` decides whether an unknown field is an error, a
+``Warning`` header or silently dropped; an update of a custom resource without ``metadata.resourceVersion``
+is refused, a stale one is a 409.
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ import kmock
 import yaml
 from aiohttp import web
 
+from tests.operator.kapi import meta, schema
+from tests.operator.kapi.errors import ApiError, FieldError, bad_request, invalid
+
 BUILTIN = [  # (group, version, plural, kind, namespaced, short names)
     ("", "v1", "namespaces", "Namespace", False, ["ns"]),
     ("", "v1", "pods", "Pod", True, ["po"]),
@@ -41,17 +51,6 @@ BUILTIN = [  # (group, version, plural, kind, namespaced, short names)
     ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, ["crd"]),
 ]
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
-
-
-class ApiError(Exception):
-    def __init__(self, code: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.code, self.reason, self.message = code, reason, message
-
-    def response(self) -> web.Response:
-        return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                                  "message": self.message, "reason": self.reason, "code": self.code},
-                                 status=self.code)
 
 
 @dataclasses.dataclass
@@ -65,6 +64,7 @@ class Resource:
     categories: list[str] = dataclasses.field(default_factory=list)
     status_subresource: bool = False
     columns: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    schema: dict[str, Any] | None = None  # a custom resource's openAPIV3Schema
 
     @property
     def api_version(self) -> str:
@@ -118,6 +118,26 @@ def json_patch(doc: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]
         except (KeyError, IndexError, ValueError, TypeError) as exc:
             raise ApiError(422, "Invalid", f"JSON patch {op}: {exc!r}") from exc
     return doc
+
+
+def _with_warnings(response: web.Response, warnings: list[str]) -> web.Response:
+    """``Warning: 299 - "..."`` headers, which kubectl prints as ``Warning: ...``."""
+    for text in warnings:
+        response.headers.add("Warning", f"299 - {json.dumps(text)}")
+    return response
+
+
+def _drop_path(obj: Any, path: str) -> bool:
+    """Remove the field at a dotted path with ``[i]`` indexes (an unknown field of a built-in kind)."""
+    parts = [int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", path)]
+    parent = obj
+    try:
+        for part in parts[:-1]:
+            parent = parent[part]
+        del parent[parts[-1]]
+    except (KeyError, IndexError, TypeError):
+        return False
+    return True
 
 
 def _split_selector(text: str) -> list[str]:
@@ -212,6 +232,7 @@ class KubeApi:
                     spec.get("scope", "Namespaced") == "Namespaced", list(spec["names"].get("shortNames") or []),
                     list(spec["names"].get("categories") or []), "status" in (version.get("subresources") or {}),
                     list(version.get("additionalPrinterColumns") or []),
+                    (version.get("schema") or {}).get("openAPIV3Schema"),
                 )
 
     def load_crds(self, paths: Iterable[str | Path]) -> None:
@@ -220,7 +241,45 @@ class KubeApi:
                 if doc and doc.get("kind") == "CustomResourceDefinition":
                     self._create(self.resources[("apiextensions.k8s.io", "customresourcedefinitions")], None, doc)
 
-    def _create(self, res: Resource, namespace: str | None, body: dict[str, Any]) -> dict[str, Any]:
+    def _admit(self, res: Resource, obj: dict[str, Any], old: dict[str, Any] | None, *,
+               field_validation: str = "Ignore", warnings: list[str] | None = None) -> None:
+        """Prune, default and validate ``obj`` in place as the API server would; 400/422 on a bad object."""
+        unknown: list[str] = []
+        if res.schema is not None:
+            unknown = schema.prune(obj, res.schema, root=True)
+        elif res.group == "" or res.kind in meta.SCHEMA_CHECKED:
+            for _ in range(50):  # kubernetes-validate names one unknown field at a time
+                found = meta.unknown_builtin_fields(res.kind, obj)
+                if not found or not _drop_path(obj, found[0]):
+                    break
+                unknown += found
+        if unknown and field_validation == "Strict":
+            raise bad_request("strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown))
+        if unknown and field_validation != "Ignore" and warnings is not None:
+            warnings += [f'unknown field "{p}"' for p in unknown]
+        errors: list[FieldError] = []
+        md, old_md = obj.get("metadata") or {}, (old or {}).get("metadata") or {}
+        if old is None:
+            errors += meta.metadata_errors(res.kind, md)
+        elif (md.get("labels"), md.get("annotations")) != (old_md.get("labels"), old_md.get("annotations")):
+            errors += [e for e in meta.metadata_errors(res.kind, md) if e.field != "metadata.name"]
+        if res.schema is not None:
+            schema.apply_defaults(obj, res.schema)
+            body = {k: v for k, v in obj.items() if k != "metadata"}
+            before = {k: v for k, v in old.items() if k != "metadata"} if old is not None else schema.MISSING
+            errors += schema.validate(body, res.schema, old=before)
+        else:
+            errors += meta.builtin_errors(res.kind, obj)
+        if res.plural == "customresourcedefinitions":
+            for version in (obj.get("spec") or {}).get("versions") or []:
+                found = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+                errors += [dataclasses.replace(e, field=f"spec.validation.openAPIV3Schema{e.field}")
+                           for e in schema.compile_rules(found)]
+        if errors:
+            raise invalid(res.kind, res.group, str(md.get("name") or ""), errors)
+
+    def _create(self, res: Resource, namespace: str | None, body: dict[str, Any], *,
+                field_validation: str = "Ignore", warnings: list[str] | None = None) -> dict[str, Any]:
         md = body.setdefault("metadata", {})
         while not md.get("name") and md.get("generateName"):
             candidate = md["generateName"] + uuid.uuid4().hex[:5]
@@ -235,6 +294,7 @@ class KubeApi:
         if res.status_subresource:
             body.pop("status", None)
         body.update(apiVersion=res.api_version, kind=res.kind)
+        self._admit(res, body, None, field_validation=field_validation, warnings=warnings)
         md.update(uid=str(uuid.uuid4()), resourceVersion=self._next_rv(), creationTimestamp=now_iso(), generation=1)
         md.pop("deletionTimestamp", None)
         if res.namespaced:
@@ -246,7 +306,8 @@ class KubeApi:
         return body
 
     def _write(self, res: Resource, key: tuple[str, str, str, str], new: dict[str, Any],
-               subresource: str | None) -> dict[str, Any]:
+               subresource: str | None, *, field_validation: str = "Ignore",
+               warnings: list[str] | None = None) -> dict[str, Any]:
         old = self.objects[key]
         if subresource == "status":
             new = {**old, "status": new.get("status")}
@@ -264,6 +325,9 @@ class KubeApi:
                 md.pop(field, None)
         new.update(apiVersion=old["apiVersion"], kind=old["kind"])
         md["resourceVersion"] = old["metadata"]["resourceVersion"]
+        new = copy.deepcopy(new)
+        self._admit(res, new, old, field_validation=field_validation, warnings=warnings)
+        md = new["metadata"]
         if new == old:
             return old  # a no-op write: no new resourceVersion, no watch event (like the API server)
         spec_keys = set(new) | set(old)
@@ -362,10 +426,17 @@ class KubeApi:
                 return web.json_response(self._table(res, items))
             return web.json_response({"apiVersion": res.api_version, "kind": f"{res.kind}List",
                                       "metadata": {"resourceVersion": str(self.rv)}, "items": items})
+        field_validation = request.query.get("fieldValidation") or "Warn"
+        if field_validation not in ("Strict", "Warn", "Ignore"):
+            raise bad_request(f"fieldValidation: Unsupported value: {field_validation!r}: supported values: "
+                              '"Ignore", "Strict", "Warn"')
+        warnings: list[str] = []
         if request.method == "POST" and name is None:
             if "protobuf" in request.content_type:
                 raise ApiError(415, "UnsupportedMediaType", "send JSON: the emulator speaks no protobuf")
-            return web.json_response(self._create(res, namespace, await request.json()), status=201)
+            created = self._create(res, namespace, await request.json(), field_validation=field_validation,
+                                   warnings=warnings)
+            return _with_warnings(web.json_response(created, status=201), warnings)
         if name is None:
             raise ApiError(405, "MethodNotAllowed", f"{request.method} needs an object name")
         if key not in self.objects:
@@ -379,26 +450,36 @@ class KubeApi:
             return web.json_response(self._delete(res, key))
         body = json.loads(await request.text() or "null")
         if request.method == "PUT":
-            self._precondition(old, body)
-            return web.json_response(self._write(res, key, body, subresource))
+            if res.schema is not None and not ((body or {}).get("metadata") or {}).get("resourceVersion"):
+                raise invalid(res.kind, res.group, name, [FieldError(
+                    "Invalid", "metadata.resourceVersion", "must be specified for an update", 0)])
+            self._precondition(res, old, body)
+            written = self._write(res, key, body, subresource, field_validation=field_validation, warnings=warnings)
+            return _with_warnings(web.json_response(written), warnings)
         if request.method == "PATCH":
             ctype = request.content_type
             if ctype == "application/json-patch+json":
                 new = json_patch(old, body)
             elif ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
-                self._precondition(old, body)
+                self._precondition(res, old, body)
                 new = merge_patch(old, body)
             else:
                 raise ApiError(415, "UnsupportedMediaType", f"patch type {ctype} is not supported")
-            return web.json_response(self._write(res, key, new, subresource))
+            written = self._write(res, key, new, subresource, field_validation=field_validation, warnings=warnings)
+            return _with_warnings(web.json_response(written), warnings)
         raise ApiError(405, "MethodNotAllowed", f"{request.method} is not supported")
 
     @staticmethod
-    def _precondition(old: dict[str, Any], body: Any) -> None:
+    def _precondition(res: Resource, old: dict[str, Any], body: Any) -> None:
+        """Optimistic concurrency: a write naming another resourceVersion than the stored one is a 409."""
         wanted = ((body or {}).get("metadata") or {}).get("resourceVersion") if isinstance(body, dict) else None
         if wanted and wanted != old["metadata"]["resourceVersion"]:
-            raise ApiError(409, "Conflict", "the object has been modified; please apply your changes to the "
-                                            "latest version and try again")
+            qualified = f"{res.plural}.{res.group}" if res.group else res.plural
+            name = old["metadata"]["name"]
+            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {qualified} "{name}": the object has '
+                                            "been modified; please apply your changes to the latest version and try "
+                                            "again",
+                           {"name": old["metadata"]["name"], "group": res.group, "kind": res.plural})
 
     async def _watch(self, request: web.Request, res: Resource, namespace: str | None) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
@@ -501,7 +582,7 @@ class RunningApi:
         self.api.load_crds(self._crds)
         self._stop = asyncio.Event()
         async with self.api.kmock:
-            app = web.Application(middlewares=[self.api.middleware])
+            app = web.Application(middlewares=[self.api.middleware], client_max_size=3 * 1024 * 1024)  # the API server's limit
             kmock_handler = self.api.kmock
 
             async def fall_through(request: web.Request) -> web.StreamResponse:

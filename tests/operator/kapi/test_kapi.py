@@ -50,7 +50,7 @@ def test_create_update_status_generation_and_conflicts(api):
                                          "spec": {"plan": {"sql": "x"}}, "status": {"phase": "ignored"}})
     assert code == 201 and job["metadata"]["generation"] == 1 and job["metadata"]["uid"]
     assert "status" not in job  # the status subresource owns it
-    assert call(api, "POST", JOBS, {"metadata": {"name": "g"}, "spec": {}})[0] == 409
+    assert call(api, "POST", JOBS, {"metadata": {"name": "g"}, "spec": {"plan": {"sql": "x"}}})[0] == 409
     rv = job["metadata"]["resourceVersion"]
     code, job = call(api, "PATCH", f"{JOBS}/g/status", {"status": {"phase": "Running"}},
                      "application/merge-patch+json")
@@ -65,16 +65,18 @@ def test_create_update_status_generation_and_conflicts(api):
     stale = [{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
              {"op": "add", "path": "/metadata/finalizers", "value": ["x"]}]
     assert call(api, "PATCH", f"{JOBS}/g", stale, "application/json-patch+json")[0] == 422
-    put = {**same, "spec": {"plan": {"sql": "y"}}}
+    put = {**same, "spec": {"plan": {"sql": "y"}}}  # defaults come back: upgradeMode, state
     put["metadata"] = {**same["metadata"], "resourceVersion": rv}
     assert call(api, "PUT", f"{JOBS}/g", put)[0] == 409
     put["metadata"]["resourceVersion"] = same["metadata"]["resourceVersion"]
     code, job = call(api, "PUT", f"{JOBS}/g", put)
-    assert code == 200 and job["spec"] == {"plan": {"sql": "y"}} and job["metadata"]["generation"] == 3
+    assert code == 200 and job["metadata"]["generation"] == 3
+    assert job["spec"] == {"plan": {"sql": "y"}, "upgradeMode": "snapshot", "state": "running"}
 
 
 def test_finalizers_delay_deletion_and_owners_cascade(api):
-    _, owner = call(api, "POST", JOBS, {"metadata": {"name": "o", "finalizers": ["f"]}, "spec": {}})
+    _, owner = call(api, "POST", JOBS, {"metadata": {"name": "o", "finalizers": ["f"]},
+                                        "spec": {"plan": {"sql": "x"}}})
     ref = {"apiVersion": "planengine.io/v1alpha1", "kind": "SparkPlanJob", "name": "o",
            "uid": owner["metadata"]["uid"]}
     call(api, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "o-plan",

@@ -110,6 +110,12 @@ class Operation(_Model):
     planFile: str | None = None
     attempt: int | None = None
     message: str | None = None
+    standby: Literal["ready", "unsupported", "lost"] | None = None
+    stateless: bool | None = None
+    cause: str | None = None
+    targetEngine: str | None = None
+    targetRunId: str | None = None
+    upgradeSnapshot: str | None = None
 
 
 class UpgradeRecord(_Model):

@@ -28,7 +28,8 @@ count side effects: checks, snapshots, driver starts.
 Knobs (put them before the command, in the operator's ``localCommand`` for an engine version):
 ``--engine-version V``, ``--check-exit N``, ``--check-snapshot-exit N`` (the exit code of ``check`` when it
 is given ``--snapshot``: this engine cannot read that state), ``--crash-after-batches N`` (exit 1 after N
-committed batches of a run that started from a snapshot: a target that commits output, then dies),
+committed batches of a run that started from a snapshot: a target that commits output, then dies;
+``--crash-without-snapshot`` applies it to runs started without one too, as a stateless upgrade's target),
 ``--files-per-batch all`` (a batch takes every pending input file, as Spark's file source plans it, instead
 of one: re-planning a batch id later then sees other input, and the sink skips the id as committed),
 ``--batch-interval S``.
@@ -272,7 +273,8 @@ class Driver:
                 time.sleep(0.3)  # let the HTTP answer leave before the process exits
                 return 0
             progressed = self.one_batch()
-            if crash_after and self.args.from_snapshot and self.batches_this_run >= crash_after:
+            from_state = self.args.from_snapshot or self.knobs.crash_without_snapshot
+            if crash_after and from_state and self.batches_this_run >= crash_after:
                 print("crash-after-batches: simulated crash", file=sys.stderr)
                 os._exit(1)
             if not progressed and self.args.until_idle:
@@ -292,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     knobs_parser.add_argument("--check-exit", type=int, default=0)
     knobs_parser.add_argument("--check-snapshot-exit", type=int, default=None)
     knobs_parser.add_argument("--crash-after-batches", type=int, default=0)
+    knobs_parser.add_argument("--crash-without-snapshot", action="store_true")
     knobs_parser.add_argument("--files-per-batch", choices=("one", "all"), default="one")
     knobs_parser.add_argument("--batch-interval", type=float, default=0.2)
     knobs, rest = knobs_parser.parse_known_args(argv)

@@ -582,7 +582,8 @@ class RunningApi:
         self.api.load_crds(self._crds)
         self._stop = asyncio.Event()
         async with self.api.kmock:
-            app = web.Application(middlewares=[self.api.middleware], client_max_size=3 * 1024 * 1024)  # the API server's limit
+            # Bodies up to the API server's 3 MiB request limit (aiohttp's default is 1 MiB).
+            app = web.Application(middlewares=[self.api.middleware], client_max_size=3 * 1024 * 1024)
             kmock_handler = self.api.kmock
 
             async def fall_through(request: web.Request) -> web.StreamResponse:

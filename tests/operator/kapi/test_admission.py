@@ -168,7 +168,8 @@ def test_defaults_fill_absent_fields_and_nested_defaults(api):
     ({"tags": ["a", "b", "c"]}, "spec.tags", "FieldValueTooMany", "must have at most 2 items"),
     ({"tags": [""]}, "spec.tags[0]", "FieldValueInvalid", "should be at least 1 chars long"),
     ({"when": "yesterday"}, "spec.when", "FieldValueInvalid", 'must be of type date-time: "yesterday"'),
-    ({"ports": [{"name": "a"}, {"name": "a"}]}, "spec.ports[1]", "FieldValueDuplicate", 'Duplicate value: {"name":"a"}'),
+    ({"ports": [{"name": "a"}, {"name": "a"}]}, "spec.ports[1]", "FieldValueDuplicate",
+     'Duplicate value: {"name":"a"}'),
     ({"ports": [{"number": 1}]}, "spec.ports[0].name", "FieldValueRequired", "Required value"),
     ({"labels": {"a": 1}}, "spec.labels[a]", "FieldValueTypeInvalid", "must be of type string"),
 ])

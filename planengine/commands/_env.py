@@ -16,6 +16,34 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
                         help="session option, e.g. -D table.plan.compile.catalog-objects=SCHEMA; repeatable")
 
 
+def add_spark_conf_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--conf", dest="spark_conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="Spark setting for this driver, e.g. --conf spark.master=k8s://https://kubernetes."
+                             "default.svc:443 or --conf spark.executor.instances=4; repeatable; beats "
+                             "PLANENGINE_SPARK_MASTER and PLANENGINE_SPARK_CONF")
+
+
+def spark_conf_from_args(args: argparse.Namespace) -> dict[str, str]:
+    """``--conf KEY=VALUE`` pairs (``spark.*`` keys only), applied to the SparkSession this command creates."""
+    conf: dict[str, str] = {}
+    for item in getattr(args, "spark_conf", None) or []:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key.startswith("spark.") or key == "spark.":
+            raise UserError(f"--conf {item!r} is not a Spark setting KEY=VALUE with a spark.* key",
+                            hint="e.g. --conf spark.executor.instances=4 (plan options go to -D KEY=VALUE)")
+        conf[key] = value.strip()
+    from planengine.runtime.session import FIXED_CONF, set_cli_conf
+
+    fixed = sorted(k for k in conf if k in FIXED_CONF and conf[k] != FIXED_CONF[k])
+    if fixed:
+        raise UserError(f"--conf cannot change {', '.join(fixed)}: the engine fixes "
+                        f"{', '.join(f'{k}={FIXED_CONF[k]}' for k in fixed)} because checkpoints depend on it",
+                        hint="remove the setting")
+    set_cli_conf(conf)
+    return conf
+
+
 def session(args: argparse.Namespace) -> TableEnvironment:
     config = {}
     for item in args.options:

@@ -1,9 +1,11 @@
-"""``planengine check --plan P [--snapshot S] [--json]``: can this engine restore the plan (and state)?
+"""``planengine check --plan P [--snapshot S] [--json] [--conf KEY=VALUE]...``: can this engine restore the
+plan (and state)?
 
 Exit 0 compatible, 3 needs migration, 4 incompatible; ``--json`` says why. Judged from the plan's JSON
 alone, before anything starts. With ``--snapshot`` also the snapshot's Spark state layout against the one
 this engine creates for the plan, which costs a SparkSession and one batch per query over empty input in a
-temporary directory (``planengine.runtime.state_check``); nothing of the job is touched.
+temporary directory (``planengine.runtime.state_check``); nothing of the job is touched. ``--conf`` sets
+Spark settings of that session, as for ``run``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from planengine.commands._env import read_text
+from planengine.commands._env import add_spark_conf_argument, read_text, spark_conf_from_args
 from planengine.plan.compiled_plan import CompiledPlan
 
 
@@ -20,10 +22,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--plan", required=True)
     p.add_argument("--snapshot", help="a snapshot directory whose state must also be restorable")
     p.add_argument("--json", action="store_true")
+    add_spark_conf_argument(p)
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    spark_conf_from_args(args)
     plan = CompiledPlan.from_json(read_text(args.plan))
     report = plan.check()
     _check_runtime_support(plan.data, report)

@@ -1,5 +1,5 @@
 """``planengine run (--script FILE | --plan P) --job-root DIR [--from-snapshot S] [--until-idle] [--drain]
-[--status-port N] [--standby [--no-warm-up]]``: compile-or-restore, then run (DESIGN §6).
+[--status-port N] [--standby [--no-warm-up]] [--conf KEY=VALUE]...``: compile-or-restore, then run (DESIGN §6).
 
 Compile-and-execute semantics: when ``<job root>/plan.json`` exists it is the plan in force and is
 restored, never re-planned (a script's DDL still runs first, so temporary objects exist). Otherwise the
@@ -19,8 +19,16 @@ import json
 import os
 import sys
 
-from planengine.commands._env import add_session_arguments, read_text, session
+from planengine.commands._env import (
+    add_session_arguments,
+    add_spark_conf_argument,
+    read_text,
+    session,
+    spark_conf_from_args,
+)
 from planengine.errors import UserError
+from planengine.plan.serde import MAX_PARALLELISM
+from planengine.runtime.session import SHUFFLE_PARTITIONS_KEY
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -39,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
                    help="with --standby: skip the warm-up query (faster to Standby, slower first batch)")
     add_session_arguments(p)
+    add_spark_conf_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -48,6 +57,9 @@ def load_or_compile(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from planengine.runtime.jobroot import JobRoot
 
     env = session(args)
+    partitions = spark_conf_from_args(args).get(SHUFFLE_PARTITIONS_KEY)
+    if partitions is not None:  # the Spark spelling of the max parallelism a new plan records
+        env.config.setdefault(MAX_PARALLELISM, partitions)
     root = JobRoot(args.job_root)
     if args.script:
         inserts = split_program(env, read_text(args.script), args.script)
@@ -71,11 +83,24 @@ def load_or_compile(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return env, root, given
 
 
+def warn_ignored_partitions(args: argparse.Namespace, plan_config: dict[str, str]) -> None:
+    """A ``--conf spark.sql.shuffle.partitions`` the plan in force overrides is said, not silently dropped."""
+    from planengine.runtime.session import cli_conf, plan_shuffle_partitions
+
+    asked = cli_conf().get(SHUFFLE_PARTITIONS_KEY)
+    kept = plan_shuffle_partitions(plan_config)
+    if asked is not None and asked.strip() != str(kept):
+        print(f"[planengine] --conf {SHUFFLE_PARTITIONS_KEY}={asked} ignored: the plan runs with {kept} shuffle "
+              f"partitions ({MAX_PARALLELISM}, fixed when it was compiled, because its state is split that way)",
+              file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("PLANENGINE_PROGRESS", "1")
     if args.standby:
         return run_standby(args)
     env, root, plan = load_or_compile(args)
+    warn_ignored_partitions(args, dict(plan.data.get("config") or {}))
     from planengine.runtime.executor import execute_compiled_plan
 
     result = execute_compiled_plan(plan, env, job_root=str(root.path), from_snapshot=args.from_snapshot,
@@ -97,7 +122,9 @@ def run_standby(args: argparse.Namespace) -> int:
     from planengine.runtime.standby import run_standby as serve
 
     env = session(args)
+    spark_conf_from_args(args)
     plan = CompiledPlan.from_json(read_text(args.plan), env)
+    warn_ignored_partitions(args, dict(plan.data.get("config") or {}))
     result = serve(plan, env, job_root=args.job_root, status_port=args.status_port, drain=args.drain,
                    warm_up=args.warm_up)
     if result is None:

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from planengine.connectors.changelog import ChangelogMode
-from planengine.errors import PlanError
+from planengine.errors import PlanError, UserError
 from planengine.exec import base as B
 from planengine.exec.nodes import Sink
 from planengine.planner.expressions import input_row, writing_function_classes
@@ -49,6 +49,28 @@ OPTION_DEFAULTS: dict[str, str] = {
 }
 # Session options recorded in the plan envelope because they shape the topology or its semantics.
 TOPOLOGY_PREFIXES = ("table.exec.", "table.optimizer.", "table.local-time-zone")
+# The job's max parallelism (Flink's name): Spark's shuffle partitions, i.e. how many partitions every state
+# store has, which a checkpoint fixes for good. Recorded only when set, so a plan compiled without it keeps
+# its bytes and runs with the legacy 2 (``runtime.session``).
+MAX_PARALLELISM = "pipeline.max-parallelism"
+
+
+def max_parallelism(config: dict[str, str]) -> str | None:
+    """The validated ``pipeline.max-parallelism`` of a session, or None when it is not set.
+
+    >>> max_parallelism({"pipeline.max-parallelism": " 8 "}), max_parallelism({})
+    ('8', None)
+    """
+    value = config.get(MAX_PARALLELISM)
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text.isdigit() or not 1 <= int(text) <= 32768:
+        raise UserError(f"{MAX_PARALLELISM} must be a whole number from 1 to 32768, got {value!r}",
+                        hint="it is the number of Spark shuffle (and state) partitions, fixed for the life of the "
+                             "job's state: e.g. SET 'pipeline.max-parallelism' = '8' (about the total executor "
+                             "cores the job may ever use)")
+    return str(int(text))
 
 
 _MINI_BATCH_DETAILS = ("table.exec.mini-batch.allow-latency", "table.exec.mini-batch.size")
@@ -104,6 +126,9 @@ def write_plan(sinks: list[Sink], config: dict[str, str]) -> dict[str, Any]:
     from planengine.planner.final_rewrites import infer_trigger_interval
 
     topology_config = {k: v for k, v in sorted(mask_options(config).items()) if k.startswith(TOPOLOGY_PREFIXES)}
+    recorded_parallelism = max_parallelism(config)
+    if recorded_parallelism is not None:
+        topology_config[MAX_PARALLELISM] = recorded_parallelism
     topology_config["pipeline.trigger-interval"] = infer_trigger_interval(config)
     body: dict[str, Any] = {
         "formatVersion": PLAN_FORMAT_VERSION,

@@ -206,7 +206,10 @@ class Job:
 
     # -- lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:
+        from planengine.runtime.session import use_plan_partitions
+
         fencing.acquire_run_lock(self.job_root, self.run.run_id)
+        use_plan_partitions(self.spark, dict(self.plan.data.get("config") or {}))
         self._listener = _ProgressListener(self)
         self.spark.streams.addListener(self._listener)
         for spec in self._specs:  # channel producers were registered before their consumers' sinks

@@ -1,11 +1,20 @@
 """The driver's one SparkSession (DESIGN §6: one SparkSession per driver).
 
-Settings that Spark freezes into a checkpoint must never depend on the plan or the machine: the shuffle
-partition count (``SHUFFLE_PARTITIONS``) and the state store provider are constants here, so a snapshot
-taken on one machine restores on another. Everything else may be tuned per deployment:
+Settings that Spark freezes into a checkpoint must never depend on the machine a run lands on:
+
+* the state store provider and the session time zone are constants here (``FIXED_CONF``);
+* the shuffle partition count is the job's **max parallelism**: decided once, when the plan is compiled
+  (``pipeline.max-parallelism``, recorded in the plan's ``config``), and applied by :func:`use_plan_partitions`
+  before a run starts its queries. A plan that records none ran with ``LEGACY_SHUFFLE_PARTITIONS`` (2) before
+  the number was recorded, so it keeps 2. Spark itself keeps a restored query on its checkpoint's number
+  (the offset log records it); the plan's number makes fresh queries (a new run without a snapshot, a
+  stateless upgrade, ``check``'s state probe) agree with it whatever the executors of the day.
+
+Everything else may be tuned per deployment, later sources winning:
 
 * ``PLANENGINE_SPARK_MASTER`` (default ``local[2]``);
 * ``PLANENGINE_SPARK_CONF``: extra ``key=value`` pairs separated by newlines or ``;``;
+* ``--conf key=value`` of ``planengine run`` / ``check`` (:func:`set_cli_conf`; ``spark.master`` among them);
 * ``PLANENGINE_LOG_LEVEL`` for Spark's own logs (default ``ERROR``).
 """
 
@@ -16,19 +25,22 @@ import sys
 import threading
 from typing import Any
 
-# Fixed in every checkpoint: changing it later breaks state restore, so it is not a plan option.
-SHUFFLE_PARTITIONS = 2
+# The shuffle partitions of a plan that records no max parallelism (every plan compiled before it was recorded).
+LEGACY_SHUFFLE_PARTITIONS = 2
+# The plan option (Flink's name) that fixes the shuffle partitions, i.e. the number of state partitions.
+MAX_PARALLELISM = "pipeline.max-parallelism"
+SHUFFLE_PARTITIONS_KEY = "spark.sql.shuffle.partitions"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
-# Checkpoint-relevant settings: never overridden by PLANENGINE_SPARK_CONF.
+# Checkpoint-relevant settings: never overridden by PLANENGINE_SPARK_CONF or --conf.
 FIXED_CONF: dict[str, str] = {
-    "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
     # transformWithState needs RocksDB; every stateful operator uses it so checkpoints are uniform.
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
     "spark.sql.session.timeZone": "UTC",
 }
 
 DEFAULT_CONF: dict[str, str] = {
+    SHUFFLE_PARTITIONS_KEY: str(LEGACY_SHUFFLE_PARTITIONS),  # every run sets its plan's number before it starts
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.adaptive.enabled": "false",  # AQE is off for streaming anyway; keep batch plans the same
@@ -48,18 +60,48 @@ DEFAULT_CONF: dict[str, str] = {
 
 _lock = threading.Lock()
 _spark: Any = None
+_cli_conf: dict[str, str] = {}
+
+
+def set_cli_conf(conf: dict[str, str]) -> None:
+    """Spark settings of the command line (``--conf``), applied when the session is created."""
+    _cli_conf.clear()
+    _cli_conf.update(conf)
+
+
+def cli_conf() -> dict[str, str]:
+    return dict(_cli_conf)
 
 
 def spark_conf() -> dict[str, str]:
-    """The effective configuration: defaults, then the environment's extras, then the fixed settings."""
+    """The effective configuration: defaults, the environment's extras, ``--conf``, then the fixed settings."""
     conf = dict(DEFAULT_CONF)
     extra = os.environ.get("PLANENGINE_SPARK_CONF", "")
     for item in extra.replace(";", "\n").splitlines():
         if "=" in item:
             key, value = item.split("=", 1)
             conf[key.strip()] = value.strip()
+    conf.update(_cli_conf)
     conf.update(FIXED_CONF)
     return conf
+
+
+def plan_shuffle_partitions(plan_config: dict[str, Any]) -> int:
+    """The shuffle partitions a plan runs with: its recorded max parallelism, else the legacy 2.
+
+    >>> plan_shuffle_partitions({"pipeline.max-parallelism": "8"}), plan_shuffle_partitions({})
+    (8, 2)
+    """
+    recorded = plan_config.get(MAX_PARALLELISM)
+    return int(recorded) if recorded is not None else LEGACY_SHUFFLE_PARTITIONS
+
+
+def use_plan_partitions(spark: Any, plan_config: dict[str, Any]) -> int:
+    """Set the session's shuffle partitions to the plan's before its queries start (each query copies the
+    session's settings when it starts); returns the number."""
+    partitions = plan_shuffle_partitions(plan_config)
+    spark.conf.set(SHUFFLE_PARTITIONS_KEY, str(partitions))
+    return partitions
 
 
 def get_spark() -> Any:
@@ -73,7 +115,7 @@ def get_spark() -> Any:
         from pyspark.sql import SparkSession
 
         builder = SparkSession.builder.master(os.environ.get("PLANENGINE_SPARK_MASTER", "local[2]")).appName(
-            "planengine")
+            "planengine")  # a spark.master in the conf (--conf, PLANENGINE_SPARK_CONF) wins
         for key, value in spark_conf().items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()

@@ -47,17 +47,24 @@ def test_run_until_idle_then_restore_plan(tmp_path: Path, spark) -> None:
     script.write_text(SCRIPT.replace("{dir}", str(tmp_path)))
     add_rows(tmp_path, "one", [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}])
     root = tmp_path / "root"
-    first = cli("run", "--script", str(script), "--job-root", str(root), "--until-idle")
+    first = cli("run", "--script", str(script), "--job-root", str(root), "--until-idle",
+                "--conf", "spark.sql.shuffle.partitions=3", "--conf", "spark.master=local[1]")
     assert first.returncode == 0, first.stderr[-3000:]
     summary = json.loads(first.stdout.strip().splitlines()[-1])
     assert summary["snapshot"].startswith("s-")
     assert (root / "plan.json").is_file()
     assert sink_rows(tmp_path) == [2]
+    # --conf reached Spark and, compiling here, became the plan's max parallelism
+    assert json.loads((root / "plan.json").read_text())["config"]["pipeline.max-parallelism"] == "3"
+    assert offsets_conf(root)["spark.sql.shuffle.partitions"] == "3"
 
     add_rows(tmp_path, "two", [{"a": 3, "b": "z"}])
-    second = cli("run", "--plan", str(root / "plan.json"), "--job-root", str(root), "--until-idle")
+    second = cli("run", "--plan", str(root / "plan.json"), "--job-root", str(root), "--until-idle",
+                 "--conf", "spark.sql.shuffle.partitions=5")
     assert second.returncode == 0, second.stderr[-3000:]
     assert sink_rows(tmp_path) == [2, 3]  # continued: nothing lost, nothing twice
+    assert "spark.sql.shuffle.partitions=5 ignored: the plan runs with 3" in second.stderr
+    assert offsets_conf(root)["spark.sql.shuffle.partitions"] == "3"
 
     listing = cli("snapshots", "list", "--job-root", str(root))
     assert listing.returncode == 0
@@ -70,6 +77,26 @@ def test_run_until_idle_then_restore_plan(tmp_path: Path, spark) -> None:
     refused = cli("run", "--plan", str(other), "--job-root", str(root), "--until-idle")
     assert refused.returncode == 2
     assert "already runs plan" in refused.stderr
+
+
+def offsets_conf(root: Path) -> dict:
+    """The SQL settings Spark recorded in the newest offset log entry of the newest run."""
+    newest = max((root / "runs").glob("*/checkpoints/*/offsets/[0-9]*"), key=lambda p: p.stat().st_mtime)
+    return json.loads(newest.read_text().splitlines()[1])["conf"]
+
+
+def test_spark_conf_on_the_command_line_reaches_spark(tmp_path: Path) -> None:
+    """``--conf spark.master=...`` is Spark's master (Spark itself rejects this one); bad --conf is exit 2."""
+    script = tmp_path / "job.sql"
+    script.write_text(SCRIPT.replace("{dir}", str(tmp_path)))
+    bad_master = cli("run", "--script", str(script), "--job-root", str(tmp_path / "root"), "--until-idle",
+                     "--conf", "spark.master=nowhere://cluster")
+    assert bad_master.returncode != 0, bad_master.stderr[-2000:]
+    assert "Master must either be yarn or start with spark, k8s, or local" in bad_master.stderr  # Spark's words
+    not_spark = cli("check", "--plan", str(script), "--conf", "executor.instances=2")
+    assert not_spark.returncode == 2 and "spark.* key" in not_spark.stderr, not_spark.stderr
+    fixed = cli("check", "--plan", str(script), "--conf", "spark.sql.session.timeZone=CET")
+    assert fixed.returncode == 2 and "checkpoints depend on it" in fixed.stderr, fixed.stderr
 
 
 def test_sigterm_stops_with_snapshot_and_status_api(tmp_path: Path, spark) -> None:

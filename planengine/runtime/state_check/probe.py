@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planengine.runtime.session import use_plan_partitions
 from planengine.runtime.state_check.layout import read_layout
 
 SCAN = "stream-exec-table-source-scan"
@@ -71,9 +72,11 @@ def expected_layouts(plan: Any, env: Any, spark: Any, restored_conf: dict[str, s
     tmp = Path(tempfile.mkdtemp(prefix="planengine-check-"))
     try:
         result = ProbeResult()
+        spark = spark.newSession()  # its own SQL settings: the driver's session stays as it was
         if restored_conf is not None:
-            spark = spark.newSession()
             _apply_restored_conf(spark, restored_conf, result.notes)
+        else:  # fresh queries: the partitions the plan records (a restored query keeps its checkpoint's)
+            use_plan_partitions(spark, dict(plan.data.get("config") or {}))
         queries = _translate(plan, env, spark, tmp, result.notes)
         for query in queries:
             checkpoint = tmp / "checkpoints" / query.uid

@@ -7,14 +7,23 @@
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 ARG ENGINE_BASE_IMAGE=debian:bookworm-slim
 
-# --- builder: the planengine wheel ------------------------------------------------------------------
+# --- builder: the planengine wheel, with the JVM operator library compiled in --------------------------
+# planengine-jvm (planengine/runtime/jvm/java) is compiled with the JDK against pyspark's own jars, for the
+# pyspark version the `spark` extra pins (read from pyproject.toml), and shipped inside the wheel.
 FROM ${PYTHON_IMAGE} AS builder
 WORKDIR /src
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jdk-headless \
+ && rm -rf /var/lib/apt/lists/*
 RUN pip install --no-cache-dir --disable-pip-version-check "build>=1.2"
 COPY pyproject.toml README.md ./
 COPY planengine ./planengine
 COPY operator ./operator
-RUN python -m build --wheel --outdir /dist . && ls /dist/planengine-*.whl
+RUN pyspark="$(python -c 'import re, tomllib; print(next(r for r in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["spark"] if re.match(r"pyspark\b", r)))')" \
+ && pip install --no-cache-dir --disable-pip-version-check "$pyspark" \
+ && PYTHONPATH=/src python -m planengine.runtime.jvm.build \
+ && python -m build --wheel --outdir /dist . && ls /dist/planengine-*.whl \
+ && python -m zipfile -l /dist/planengine-*.whl | grep -q 'planengine/runtime/jvm/jars/planengine-jvm-spark'
 
 # --- kafka-jars: Spark's Kafka connector for Spark 4.3 / Scala 2.13 -----------------------------------
 # The connector jars are not in pyspark's wheel. kafka-clients and commons-pool2 are taken at the versions

@@ -5,9 +5,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv run test lint conformance benchmarks clean
+.PHONY: venv jvm run test lint conformance benchmarks clean
 
-venv: $(STAMP)
+venv: $(STAMP) jvm
 
 # Idempotent: re-runs only when pyproject.toml changes (or the venv is missing).
 $(STAMP): pyproject.toml
@@ -15,6 +15,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[spark,operator,dev]'
 	touch $(STAMP)
+
+# The JVM operator library, compiled against this venv's PySpark jars (needs a JDK 17; no-op when up to date:
+# the jar's stamp covers the Java sources and the Spark version). docs/jvm-operators.md.
+jvm: $(STAMP)
+	$(BIN)/python -m planengine.runtime.jvm.build --quiet
 
 run: venv
 	$(BIN)/python -m examples.clicks.main

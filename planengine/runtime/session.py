@@ -16,6 +16,8 @@ Everything else may be tuned per deployment, later sources winning:
 * ``PLANENGINE_SPARK_CONF``: extra ``key=value`` pairs separated by newlines or ``;``;
 * ``--conf key=value`` of ``planengine run`` / ``check`` (:func:`set_cli_conf`; ``spark.master`` among them);
 * ``PLANENGINE_LOG_LEVEL`` for Spark's own logs (default ``ERROR``).
+
+The JVM operator library's jar (``planengine.runtime.jvm``) is appended to ``spark.jars``.
 """
 
 from __future__ import annotations
@@ -114,9 +116,11 @@ def get_spark() -> Any:
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         from pyspark.sql import SparkSession
 
+        from planengine.runtime.jvm import session_conf
+
         builder = SparkSession.builder.master(os.environ.get("PLANENGINE_SPARK_MASTER", "local[2]")).appName(
             "planengine")  # a spark.master in the conf (--conf, PLANENGINE_SPARK_CONF) wins
-        for key, value in spark_conf().items():
+        for key, value in session_conf(spark_conf()).items():  # + the JVM operator library's jar
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel(os.environ.get("PLANENGINE_LOG_LEVEL", "ERROR"))

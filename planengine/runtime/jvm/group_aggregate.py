@@ -1,0 +1,95 @@
+"""``stream-exec-group-aggregate`` on the JVM (``io.planengine.jvm.ops.aggregate``).
+
+The node's spec is handed over as JSON: grouping positions, aggregate calls (function name and version,
+argument and FILTER positions, DISTINCT, result type as a Spark type, literal operands), the output's Spark
+types and the flags (``needRetraction``, ``generateUpdateBefore``, mini-batch, state TTL, state names). The
+input columns are first cast to the Spark types of the node's input fields where they differ, so the
+JVM's arithmetic follows the plan's types, not whatever an upstream expression happened to produce.
+
+``refusal`` says why a node cannot run here (a Python aggregate function, a function without a JVM
+accumulator); it reads only the plan, so the strategy of a restored plan never changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planengine.runtime.jvm import run_operator
+from planengine.runtime.stream import ROWKIND, Stream
+from planengine.types import DataType
+
+# (name, version) of the built-in aggregates with a JVM accumulator (io.planengine.jvm.agg.AggregateFunctions).
+# Frozen for stream-exec-group-aggregate_3: adding one changes which plans run on the JVM, so a new entry
+# needs a new node version.
+JVM_AGGREGATES = frozenset((name, 1) for name in (
+    "COUNT", "SUM", "SUM0", "$SUM0", "AVG", "MIN", "MAX", "FIRST_VALUE", "LAST_VALUE", "LISTAGG", "COLLECT",
+    "STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP", "STDDEV", "VARIANCE", "BOOL_AND", "BOOL_OR"))
+
+
+def refusal(node: Any) -> str | None:
+    """Why ``node`` cannot run on the JVM group aggregate, or None. A pure function of the plan."""
+    for call in node.aggregates:
+        if call.user_function is not None:
+            return f"{call}: a Python aggregate function"
+        key = (str(call.function).upper(), call.version or 1)
+        if key not in JVM_AGGREGATES:
+            return f"{call}: {key[0]} version {key[1]} has no JVM accumulator"
+    return None
+
+
+def _spark_type(t: DataType) -> str:
+    from planengine.functions.spark_types import render_spark_type
+
+    return render_spark_type(t)
+
+
+def typed_input(stream: Stream, types: list[DataType]) -> Any:
+    """The stream's DataFrame with each field cast to the Spark type of its plan type where it differs."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import _parse_datatype_string
+
+    df = stream.df
+    columns = []
+    for c, t in zip(stream.columns, types, strict=True):
+        want = _parse_datatype_string(_spark_type(t))
+        have = df.schema[c].dataType
+        columns.append(F.col(f"`{c}`") if have == want else F.col(f"`{c}`").cast(want).alias(c))
+    if stream.updating:
+        columns.append(F.col(ROWKIND))
+    return df.select(*columns)
+
+
+def spec(node: Any, stream: Stream, ctx: Any) -> dict[str, Any]:
+    """The JSON spec ``GroupAggregate.apply`` reads (see its Javadoc)."""
+    calls = []
+    for call in node.aggregates:
+        calls.append({
+            "function": str(call.function).upper(),
+            "version": call.version or 1,
+            "args": list(call.args),
+            "filterArg": call.filter_arg,
+            "distinct": bool(call.distinct),
+            "resultType": _spark_type(call.type),
+            "constants": [None if c.value is None else str(c.value) for c in call.constants],
+        })
+    return {
+        "grouping": list(node.grouping),
+        "aggCalls": calls,
+        "outputTypes": [_spark_type(t) for t in node.field_types],
+        "needRetraction": bool(node.need_retraction),
+        "inputUpdating": bool(stream.updating),
+        "generateUpdateBefore": bool(node.generate_update_before),
+        "miniBatch": str(ctx.option(node, "table.exec.mini-batch.enabled", "false")).lower() == "true",
+        "stateTtlMs": int(ctx.state_ttl_ms(node)),
+        "stateNames": list(type(node).STATE_NAMES),
+    }
+
+
+def jvm_group_aggregate(stream: Stream, node: Any, ctx: Any) -> Stream:
+    """The node on the JVM processor: columns ``f0..fn`` (keys, then aggregates) and ``_rowkind``."""
+    in_types = node.inputs[0].field_types if node.inputs else None
+    if in_types is None:
+        raise ValueError("group aggregate needs its input node's types")
+    out = run_operator(typed_input(stream, list(in_types)), "groupAggregate", spec(node, stream, ctx))
+    props = {**stream.properties, "stateful": True}
+    return Stream(df=out, fields=tuple(node.field_names), updating=True, rowtime=None, properties=props)

@@ -1,0 +1,39 @@
+package io.planengine.jvm;
+
+import io.planengine.jvm.ops.aggregate.GroupAggregate;
+import io.planengine.jvm.ops.probe.KeyedRowCount;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.Properties;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+
+/**
+ * The entry points the engine calls through the session's Py4J gateway: each takes the input Dataset and
+ * the node's spec as JSON and returns the operator's output Dataset. One static method per operator
+ * family; the family's code lives in its own package under {@code ops}.
+ */
+public final class Operators {
+  private Operators() {}
+
+  /** {@code sparkVersion=...} and {@code sourceDigest=...} of this jar, as the build wrote them. */
+  public static String buildInfo() throws IOException {
+    Properties p = new Properties();
+    try (InputStream in = Operators.class.getResourceAsStream("build-info.properties")) {
+      if (in != null) {
+        p.load(in);
+      }
+    }
+    return "sparkVersion=" + p.getProperty("sparkVersion", "?") + "\nsourceDigest="
+        + p.getProperty("sourceDigest", "?") + "\nruntimeSparkVersion=" + org.apache.spark.package$.MODULE$.SPARK_VERSION();
+  }
+
+  public static Dataset<Row> groupAggregate(Dataset<Row> input, String spec) {
+    return GroupAggregate.apply(input, spec);
+  }
+
+  /** Diagnostic: counts rows per key (proves the library loads and a processor keeps state). */
+  public static Dataset<Row> keyedRowCount(Dataset<Row> input, String spec) {
+    return KeyedRowCount.apply(input, spec);
+  }
+}

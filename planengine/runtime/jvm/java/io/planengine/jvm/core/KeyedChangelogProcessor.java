@@ -1,0 +1,90 @@
+package io.planengine.jvm.core;
+
+import io.planengine.jvm.spec.Spec;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.streaming.ExpiredTimerInfo;
+import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.streaming.StatefulProcessorHandle;
+import org.apache.spark.sql.streaming.StatefulProcessorWithInitialState;
+import org.apache.spark.sql.streaming.TimeMode;
+import org.apache.spark.sql.streaming.TimerValues;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * The base of every keyed changelog operator: a {@code transformWithState} processor over rows grouped by
+ * key, reading the hidden {@code _rowkind} column and emitting a changelog.
+ *
+ * <p>A subclass gets its node's plan spec (JSON, parsed in {@link #open}), opens its named state variables
+ * there, and implements {@link #process} for one key's rows of a micro-batch. Spark groups a micro-batch by
+ * key with a stable sort, so a key's rows arrive in the order the input partition produced them.
+ *
+ * <p>State TTL: Spark only expires state variables in {@code ProcessingTime} mode, which never goes idle (a
+ * run {@code --until-idle} would not end). Operators therefore keep their state's last write time (wall clock,
+ * ms) in the state value and treat an older value as absent ({@link #expired}), Flink's
+ * {@code NeverReturnExpired} visibility with {@code OnCreateAndWrite} updates, as the Python operators do.
+ *
+ * <p>Migration: {@link #handleInitialState} receives one row per key of the state a previous operator
+ * version kept (read with Spark's state data source and converted by the engine); operators that can be
+ * migrated to override it.
+ */
+public abstract class KeyedChangelogProcessor
+    extends StatefulProcessorWithInitialState<Row, Row, Row, Row> {
+  private static final long serialVersionUID = 1L;
+
+  private final String specJson;
+  private final StructType inputSchema;
+  private final boolean outputKind;
+  private transient Emitter emitter;
+  private transient int kindIndex;
+  /** Wall-clock time of the current call (ms), for state TTL. */
+  protected transient long now;
+
+  protected KeyedChangelogProcessor(String specJson, StructType inputSchema, boolean outputKind) {
+    this.specJson = specJson;
+    this.inputSchema = inputSchema;
+    this.outputKind = outputKind;
+  }
+
+  @Override
+  public final void init(OutputMode outputMode, TimeMode timeMode) {
+    emitter = new Emitter(outputKind);
+    kindIndex = Layout.kindIndex(inputSchema);
+    open(Spec.parse(specJson), inputSchema, getHandle());
+  }
+
+  @Override
+  public final scala.collection.Iterator<Row> handleInputRows(
+      Row key, scala.collection.Iterator<Row> rows, TimerValues timerValues) {
+    now = System.currentTimeMillis();
+    process(key, new ChangelogInput(rows, kindIndex), emitter);
+    return emitter.drain();
+  }
+
+  @Override
+  public final scala.collection.Iterator<Row> handleExpiredTimer(
+      Row key, TimerValues timerValues, ExpiredTimerInfo expiredTimerInfo) {
+    now = System.currentTimeMillis();
+    onTimer(key, timerValues, expiredTimerInfo.getExpiryTimeInMs(), emitter);
+    return emitter.drain();
+  }
+
+  @Override
+  public void handleInitialState(Row key, Row initialState, TimerValues timerValues) {
+    throw new UnsupportedOperationException(
+        getClass().getSimpleName() + " cannot start from another operator's state");
+  }
+
+  /** Parse the node spec and open the named state variables. */
+  protected abstract void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle);
+
+  /** One key's rows of a micro-batch; emit the changelog they cause. */
+  protected abstract void process(Row key, ChangelogInput input, Emitter out);
+
+  /** An event-time or processing-time timer of {@code key} fired. */
+  protected void onTimer(Row key, TimerValues timerValues, long expiryMs, Emitter out) {}
+
+  /** Whether state last written at {@code writtenMs} has outlived {@code ttlMs} (0 = never expires). */
+  protected final boolean expired(long ttlMs, long writtenMs) {
+    return ttlMs > 0 && now - writtenMs > ttlMs;
+  }
+}

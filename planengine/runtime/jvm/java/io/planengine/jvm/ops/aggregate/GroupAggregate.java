@@ -1,0 +1,45 @@
+package io.planengine.jvm.ops.aggregate;
+
+import io.planengine.jvm.core.Keyed;
+import io.planengine.jvm.core.Layout;
+import io.planengine.jvm.spec.Spec;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.streaming.TimeMode;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * {@code stream-exec-group-aggregate} on the JVM: the input grouped by the grouping fields, one
+ * {@link GroupAggregateProcessor} per key, output {@code f0..fn ++ _rowkind}.
+ *
+ * <p>Spec: {@code grouping} (input positions), {@code aggCalls} ({@link io.planengine.jvm.agg.AggCall}),
+ * {@code outputTypes} (Spark DDL per output field), {@code needRetraction}, {@code inputUpdating},
+ * {@code generateUpdateBefore}, {@code miniBatch}, {@code stateTtlMs}, {@code stateNames}
+ * ({@code [accumulators, distinctValues]}).
+ */
+public final class GroupAggregate {
+  private GroupAggregate() {}
+
+  public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
+    Spec spec = Spec.parse(specJson);
+    StructType schema = input.schema();
+    boolean updating = Layout.kindIndex(schema) >= 0;
+    if (updating != spec.bool("inputUpdating", false)) {
+      throw spec.error("inputUpdating", "says " + spec.bool("inputUpdating", false) + " but the input "
+          + (updating ? "has" : "has no") + " _rowkind column");
+    }
+    GroupAggregateProcessor.functions(spec, schema); // fails here, on the driver, for a bad spec
+    List<DataType> types = new ArrayList<>();
+    for (Spec t : spec.list("outputTypes")) {
+      types.add(DataType.fromDDL(t.json().asText()));
+    }
+    StructType out = io.planengine.jvm.core.Keyed.outputSchema(types, true);
+    return Keyed.by(input, spec.ints("grouping")).transformWithState(
+        new GroupAggregateProcessor(specJson, schema), TimeMode.None(), OutputMode.Append(), Encoders.row(out));
+  }
+}

@@ -1,0 +1,286 @@
+package io.planengine.jvm.ops.aggregate;
+
+import io.planengine.jvm.agg.AggCall;
+import io.planengine.jvm.agg.Accumulator;
+import io.planengine.jvm.agg.AggregateFunction;
+import io.planengine.jvm.agg.AggregateFunctions;
+import io.planengine.jvm.agg.ValueBag;
+import io.planengine.jvm.core.ChangelogInput;
+import io.planengine.jvm.core.Emitter;
+import io.planengine.jvm.core.KeyedChangelogProcessor;
+import io.planengine.jvm.core.RowKind;
+import io.planengine.jvm.core.Values;
+import io.planengine.jvm.spec.Spec;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.streaming.MapState;
+import org.apache.spark.sql.streaming.StatefulProcessorHandle;
+import org.apache.spark.sql.streaming.TTLConfig;
+import org.apache.spark.sql.streaming.ValueState;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Flink's {@code GroupAggFunction} (and {@code MiniBatchGroupAggFunction}) on the JVM.
+ *
+ * <p>State per group key:
+ *
+ * <ul>
+ *   <li>{@code accumulators}: ValueState {@code (records BIGINT, written BIGINT, a0 STRUCT<..>, a1 ...)}:
+ *       accumulated minus retracted rows (0 deletes the group), the last write time (state TTL) and each
+ *       aggregate's accumulator in its function's typed layout;
+ *   <li>{@code distinctValues}: MapState {@code (agg INT, v<i> .., v<j> ..) -> BIGINT}, opened only when a
+ *       DISTINCT aggregate or a MIN/MAX under retraction needs a value multiset (see {@link Bags}).
+ * </ul>
+ *
+ * <p>Emission per record (Flink without mini-batch): a group's first row {@code +I}; a changed result
+ * {@code -U old} (when {@code generateUpdateBefore}) and {@code +U new}; the last row retracted {@code -D
+ * old}; an unchanged result nothing, unless state TTL is on (Flink then re-emits so downstream TTL is
+ * refreshed). A retraction for a group without state is ignored. With mini-batch the key's rows of a
+ * micro-batch fold into one change, as Flink does per bundle.
+ */
+public final class GroupAggregateProcessor extends KeyedChangelogProcessor {
+  private static final long serialVersionUID = 1L;
+  private static final Object SKIP = new Object();
+
+  private transient Bound[] aggs;
+  private transient int keyCount;
+  private transient boolean generateUpdateBefore;
+  private transient boolean miniBatch;
+  private transient long ttlMs;
+  private transient ValueState<Row> accState;
+  private transient Bags bags;
+
+  public GroupAggregateProcessor(String specJson, StructType inputSchema) {
+    super(specJson, inputSchema, true);
+  }
+
+  /** An aggregate with where its argument comes from and its bag slot (-1 = none). */
+  static final class Bound {
+    final AggregateFunction function;
+    final int[] args;
+    final int filter;
+    final boolean countStar;
+    final int slot;
+
+    Bound(AggregateFunction function, int slot) {
+      AggCall call = function.call();
+      this.function = function;
+      // LISTAGG's second operand is its separator literal, never a value to aggregate.
+      this.args = call.name.equals("LISTAGG") && call.args.length > 1
+          ? new int[] {call.args[0]} : call.args;
+      this.filter = call.filterArg;
+      this.countStar = call.name.equals("COUNT") && call.args.length == 0;
+      this.slot = slot;
+    }
+
+    Object argument(Row row) {
+      if (filter >= 0 && !Boolean.TRUE.equals(row.get(filter))) {
+        return SKIP; // FILTER (WHERE ...): only rows where the condition is TRUE
+      }
+      if (countStar) {
+        return Boolean.TRUE;
+      }
+      if (args.length == 1) {
+        Object v = row.get(args[0]);
+        return v == null ? SKIP : v;
+      }
+      Object[] vs = new Object[args.length];
+      for (int i = 0; i < args.length; i++) {
+        vs[i] = row.get(args[i]);
+        if (vs[i] == null) {
+          return SKIP;
+        }
+      }
+      return RowFactory.create(vs);
+    }
+  }
+
+  /** The functions of a spec, validated: used on the driver (to fail before the query starts) and here. */
+  static List<AggregateFunction> functions(Spec spec, StructType input) {
+    boolean retraction = spec.bool("needRetraction", false) || spec.bool("inputUpdating", false);
+    List<AggregateFunction> out = new ArrayList<>();
+    for (Spec call : spec.list("aggCalls")) {
+      out.add(AggregateFunctions.create(AggCall.parse(call, input), retraction));
+    }
+    return out;
+  }
+
+  /** The {@code accumulators} value layout. */
+  static StructType accumulatorsType(List<AggregateFunction> functions) {
+    StructType t = new StructType().add("records", DataTypes.LongType, false)
+        .add("written", DataTypes.LongType, false);
+    for (int i = 0; i < functions.size(); i++) {
+      t = t.add("a" + i, functions.get(i).accumulatorType(), false);
+    }
+    return t;
+  }
+
+  @Override
+  protected void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle) {
+    List<AggregateFunction> functions = functions(spec, inputSchema);
+    keyCount = spec.ints("grouping").length;
+    generateUpdateBefore = spec.bool("generateUpdateBefore", true);
+    miniBatch = spec.bool("miniBatch", false);
+    ttlMs = spec.longValue("stateTtlMs", 0L);
+    List<String> names = spec.strings("stateNames");
+    List<DataType> slotTypes = new ArrayList<>();
+    List<Integer> slotAggs = new ArrayList<>();
+    aggs = new Bound[functions.size()];
+    for (int i = 0; i < aggs.length; i++) {
+      AggregateFunction f = functions.get(i);
+      int slot = -1;
+      if (f.usesBag()) {
+        slot = slotTypes.size();
+        slotTypes.add(f.bagValueType());
+        slotAggs.add(i);
+      }
+      aggs[i] = new Bound(f, slot);
+    }
+    accState = handle.getValueState(names.get(0), Encoders.row(accumulatorsType(functions)), TTLConfig.NONE());
+    if (!slotTypes.isEmpty()) {
+      MapState<Row, Long> map = handle.getMapState(names.get(1), Encoders.row(Bags.keyType(slotAggs, slotTypes)),
+          Encoders.LONG(), TTLConfig.NONE());
+      bags = new Bags(map, slotTypes.size());
+    }
+  }
+
+  @Override
+  protected void process(Row key, ChangelogInput input, Emitter out) {
+    if (bags != null) {
+      bags.reset();
+    }
+    Row stored = accState.get();
+    boolean hadState = stored != null;
+    if (stored != null && expired(ttlMs, stored.getLong(1))) {
+      stored = null;
+      if (bags != null) {
+        bags.clear();
+      }
+    }
+    long records = stored == null ? 0L : stored.getLong(0);
+    Accumulator[] accs = stored == null ? null : restore(stored);
+    Object[] prev = accs == null ? null : result(key, accs);
+    Object[] before = prev;
+    boolean touched = false;
+    while (input.next()) {
+      boolean accumulate = input.kind().isAccumulate();
+      if (!accumulate && records <= 0) {
+        continue; // a retraction for a group we do not know: Flink ignores it
+      }
+      boolean firstRow = accs == null;
+      if (firstRow) {
+        accs = create();
+      }
+      Row row = input.row();
+      for (int i = 0; i < aggs.length; i++) {
+        Object v = aggs[i].argument(row);
+        if (v == SKIP) {
+          continue;
+        }
+        if (accumulate) {
+          accs[i].accumulate(v);
+        } else {
+          accs[i].retract(v);
+        }
+      }
+      records += accumulate ? 1 : -1;
+      touched = true;
+      if (miniBatch) {
+        continue;
+      }
+      if (records > 0) {
+        Object[] now = result(key, accs);
+        emitChange(out, firstRow ? null : prev, now);
+        prev = now;
+      } else {
+        out.emit(RowKind.DELETE, prev);
+        prev = null;
+        accs = null;
+        if (bags != null) {
+          bags.clear();
+        }
+      }
+    }
+    if (miniBatch && touched) {
+      if (records > 0) {
+        emitChange(out, before, result(key, accs));
+      } else if (before != null) {
+        out.emit(RowKind.DELETE, before);
+      }
+    }
+    if (accs == null || records <= 0) {
+      if (hadState || touched) {
+        accState.clear();
+        if (bags != null) {
+          bags.clear();
+          bags.flush();
+        }
+      }
+      return;
+    }
+    accState.update(save(records, accs));
+    if (bags != null) {
+      bags.flush();
+    }
+  }
+
+  private void emitChange(Emitter out, Object[] prev, Object[] now) {
+    if (prev == null) {
+      out.emit(RowKind.INSERT, now);
+      return;
+    }
+    if (ttlMs <= 0 && Values.equalRows(prev, now)) {
+      return;
+    }
+    if (generateUpdateBefore) {
+      out.emit(RowKind.UPDATE_BEFORE, prev);
+    }
+    out.emit(RowKind.UPDATE_AFTER, now);
+  }
+
+  private ValueBag bag(int i) {
+    return aggs[i].slot < 0 ? null : bags.bag(i, aggs[i].slot);
+  }
+
+  private Accumulator[] create() {
+    Accumulator[] accs = new Accumulator[aggs.length];
+    for (int i = 0; i < aggs.length; i++) {
+      accs[i] = aggs[i].function.create(bag(i));
+    }
+    return accs;
+  }
+
+  private Accumulator[] restore(Row stored) {
+    Accumulator[] accs = new Accumulator[aggs.length];
+    for (int i = 0; i < aggs.length; i++) {
+      accs[i] = aggs[i].function.restore(stored.getStruct(2 + i), bag(i));
+    }
+    return accs;
+  }
+
+  private Row save(long records, Accumulator[] accs) {
+    Object[] fields = new Object[2 + accs.length];
+    fields[0] = records;
+    fields[1] = now;
+    for (int i = 0; i < accs.length; i++) {
+      fields[2 + i] = accs[i].save();
+    }
+    return RowFactory.create(fields);
+  }
+
+  private Object[] result(Row key, Accumulator[] accs) {
+    Object[] out = new Object[keyCount + accs.length];
+    for (int i = 0; i < keyCount; i++) {
+      out[i] = key.get(i);
+    }
+    for (int i = 0; i < accs.length; i++) {
+      out[keyCount + i] = accs[i].value();
+    }
+    return out;
+  }
+}

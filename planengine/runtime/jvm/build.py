@@ -14,7 +14,7 @@ stamp beside it: the SHA-256 of the sources and that version. A jar is reused on
 two venvs sharing one editable checkout therefore keep two jars side by side. Jars are written to the
 package's ``jars/`` directory (shipped in the wheel: ``[tool.hatch.build.targets.wheel] artifacts``) or, when
 that is read-only (an installed wheel run by another user), to ``$PLANENGINE_JVM_CACHE`` (default
-``~/.cache/planengine/jvm``). Concurrent builders serialise on a lock file; the jar appears by atomic rename.
+``~/.cache/planengine/jvm``). Concurrent builders serialise on ``.build/lock``; the jar appears by atomic rename.
 """
 
 from __future__ import annotations
@@ -147,16 +147,18 @@ def ensure_jar(target: Target | None = None, *, force: bool = False, log=None) -
             f"the JVM operator library for Spark {target.spark_version} is not built for this installation and "
             f"cannot be built here: no `javac` in {where}", hint=REMEDY)
     directory = _writable_dir()
-    with open(directory / ".build.lock", "w") as lock:
+    work = directory / ".build"  # lock and scratch space, never shipped (pyproject: wheel exclude)
+    work.mkdir(exist_ok=True)
+    with open(work / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not force:
             jar = find_jar(target)
             if jar is not None:
                 return jar
-        return _build(target, javac, directory, log)
+        return _build(target, javac, directory, work, log)
 
 
-def _build(target: Target, javac: str, directory: Path, log) -> Path:  # type: ignore[no-untyped-def]
+def _build(target: Target, javac: str, directory: Path, work: Path, log) -> Path:  # type: ignore[no-untyped-def]
     digest = source_digest(target)
     if not target.jars_dir.is_dir():
         raise JvmLibraryUnavailable(f"PySpark's jars directory {target.jars_dir} does not exist",
@@ -168,7 +170,7 @@ def _build(target: Target, javac: str, directory: Path, log) -> Path:  # type: i
         raise JvmLibraryUnavailable(f"`jar` not found next to {javac}", hint=REMEDY)
     if log:
         log(f"planengine-jvm: compiling {len(source_files())} Java sources against Spark {target.spark_version}")
-    with tempfile.TemporaryDirectory(prefix="planengine-jvm-", dir=directory) as tmp:
+    with tempfile.TemporaryDirectory(prefix="planengine-jvm-", dir=work) as tmp:
         classes = Path(tmp) / "classes"
         classes.mkdir()
         (Path(tmp) / "sources.txt").write_text("\n".join(str(p) for p in source_files()) + "\n")

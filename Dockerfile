@@ -21,7 +21,7 @@ COPY planengine ./planengine
 COPY operator ./operator
 RUN pyspark="$(python -c 'import re, tomllib; print(next(r for r in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["spark"] if re.match(r"pyspark\b", r)))')" \
  && pip install --no-cache-dir --disable-pip-version-check "$pyspark" \
- && PYTHONPATH=/src python -m planengine.runtime.jvm.build \
+ && PYTHONPATH=/src python -m planengine.runtime.jvm \
  && python -m build --wheel --outdir /dist . && ls /dist/planengine-*.whl \
  && python -m zipfile -l /dist/planengine-*.whl | grep -q 'planengine/runtime/jvm/jars/planengine-jvm-spark'
 

@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 # The JVM operator library, compiled against this venv's PySpark jars (needs a JDK 17; no-op when up to date:
 # the jar's stamp covers the Java sources and the Spark version). docs/jvm-operators.md.
 jvm: $(STAMP)
-	$(BIN)/python -m planengine.runtime.jvm.build --quiet
+	$(BIN)/python -m planengine.runtime.jvm --quiet
 
 run: venv
 	$(BIN)/python -m examples.clicks.main

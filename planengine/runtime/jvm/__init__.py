@@ -63,7 +63,7 @@ def operators(spark: Any) -> Any:
         raise JvmLibraryUnavailable(
             f"the JVM operator library ({OPERATORS_CLASS}) is not on this SparkSession's classpath",
             hint="start the session with planengine.runtime.session.get_spark() (it adds the jar to spark.jars), "
-                 "or add the jar printed by `python -m planengine.runtime.jvm.build` to spark.jars")
+                 "or add the jar printed by `python -m planengine.runtime.jvm` to spark.jars")
     return cls
 
 

@@ -1,11 +1,11 @@
 """Build the JVM operator library (``planengine-jvm``) against the installed PySpark's own jars.
 
-    python -m planengine.runtime.jvm.build [--force] [--quiet]
+    python -m planengine.runtime.jvm [--force] [--quiet]
 
 The Java 17 sources under ``planengine/runtime/jvm/java/`` are compiled with the JDK's ``javac`` against
 ``pyspark/jars/*`` of the interpreter running this module (no Maven, nothing downloaded), so each engine venv
-builds its own jar: ``.venv/bin/python -m planengine.runtime.jvm.build`` for Spark 4.3,
-``.venv-spark42/bin/python -m planengine.runtime.jvm.build`` for the second engine on Spark 4.2. ``make venv``
+builds its own jar: ``.venv/bin/python -m planengine.runtime.jvm`` for Spark 4.3,
+``.venv-spark42/bin/python -m planengine.runtime.jvm`` for the second engine on Spark 4.2. ``make venv``
 runs it; the session (``planengine.runtime.session``) calls ``ensure_jar`` before starting the JVM, so an
 editable checkout whose Java sources changed gets a fresh jar on its next start.
 
@@ -37,7 +37,7 @@ SOURCES = HERE / "java"
 PACKAGE_JARS = HERE / "jars"
 JAVA_RELEASE = "17"
 REMEDY = ("install a JDK 17 (Debian/Ubuntu: `apt-get install openjdk-17-jdk-headless`; or point JAVA_HOME at "
-          "a JDK), then run `make venv` or `python -m planengine.runtime.jvm.build` with the engine's Python")
+          "a JDK), then run `make venv` or `python -m planengine.runtime.jvm` with the engine's Python")
 
 
 class JvmLibraryUnavailable(PlanEngineError):

@@ -39,7 +39,7 @@ want="$want pyproject=$(sha256sum "$repo/pyproject.toml" | cut -c1-16)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$venv/bin/planengine" ]; then
   # The JVM operator library for pyspark $SPARK42, compiled against that venv's own jars (a no-op when
   # its stamp matches the Java sources; rebuilt after they change).
-  "$venv/bin/python" -m planengine.runtime.jvm.build --quiet
+  "$venv/bin/python" -m planengine.runtime.jvm --quiet
   exit 0
 fi
 
@@ -78,6 +78,6 @@ if [ "$got" != "$SPARK42" ]; then
   exit 1
 fi
 "$venv/bin/python" -c 'import planengine.cli' || { echo "30-second-engine: planengine does not import" >&2; exit 1; }
-"$venv/bin/python" -m planengine.runtime.jvm.build --quiet
+"$venv/bin/python" -m planengine.runtime.jvm --quiet
 printf '%s' "$want" >"$stamp"
 echo "30-second-engine: done in $(( $(date +%s) - start ))s"

@@ -38,15 +38,15 @@ def main() -> None:
     from pyspark.sql import functions as F
     from pyspark.sql.streaming import StatefulProcessor
 
-    from planengine import types as T
-    from planengine.connectors.changelog import ALL
     from planengine.exec import nodes as X
-    from planengine.planner.logical import AggregateCall
+    from planengine.ir import types as T
+    from planengine.ir.aggregates import AggregateCall
+    from planengine.ir.changelog import ALL
+    from planengine.ir.types import parse_type
     from planengine.runtime.context import TranslationContext
     from planengine.runtime.operators.group_aggregate import group_aggregate
     from planengine.runtime.session import get_spark
     from planengine.runtime.stream import Stream
-    from planengine.types import parse_type
 
     spark = get_spark()
     root = Path(tempfile.mkdtemp(prefix="bench-tws-"))

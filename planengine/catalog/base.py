@@ -24,7 +24,7 @@ from planengine.catalog.objects import (
     ObjectIdentifier,
 )
 from planengine.errors import CatalogError
-from planengine.types import quote_identifier
+from planengine.ir.types import quote_identifier
 
 ObjectPath = tuple[str, str]  # (database, name)
 ObjectKind = Literal["table", "view", "function"]

@@ -24,8 +24,8 @@ from planengine.catalog.objects import CatalogDatabase, CatalogFunction, Catalog
 from planengine.catalog.secret_options import resolve_value
 from planengine.catalog.yaml_io import FlowList, LineMapping
 from planengine.errors import CatalogError, SourceLocation, ValidationError
-from planengine.schema import Column, PrimaryKey, ResolvedSchema, WatermarkSpec
-from planengine.types import DataType, TimeAttribute, parse_type
+from planengine.ir.schema import Column, PrimaryKey, ResolvedSchema, WatermarkSpec
+from planengine.ir.types import DataType, TimeAttribute, parse_type
 
 TABLE_KEYS = ("kind", "name", "comment", "columns", "watermark", "primaryKey", "primaryKeyName",
               "partitionedBy", "options")

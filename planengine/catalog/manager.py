@@ -39,7 +39,7 @@ from planengine.catalog.objects import (
     ObjectIdentifier,
 )
 from planengine.errors import CatalogError
-from planengine.types import quote_identifier
+from planengine.ir.types import quote_identifier
 
 IdentifierLike = ObjectIdentifier | Sequence[str] | str  # a full identifier, or name parts as written
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from planengine.catalog.objects import ObjectIdentifier
 from planengine.errors import CatalogError
-from planengine.types import quote_identifier
+from planengine.ir.types import quote_identifier
 
 _LISTING_LIMIT = 20
 

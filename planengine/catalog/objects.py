@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from planengine.schema import ResolvedSchema
-from planengine.types import quote_identifier
+from planengine.ir.schema import ResolvedSchema
+from planengine.ir.types import quote_identifier
 
 DEFAULT_CATALOG = "default_catalog"
 DEFAULT_DATABASE = "default_database"
@@ -91,6 +91,24 @@ class CatalogTable:
             partition_keys=tuple(data.get("partitionKeys", [])),
             comment=data.get("comment"),
         )
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A resolved table as a scan or sink sees it."""
+
+    identifier: ObjectIdentifier
+    table: CatalogTable
+    temporary: bool = False
+    # /*+ OPTIONS(...) */ dynamic options merged over the catalog options
+    hint_options: tuple[tuple[str, str], ...] = ()
+    inline: bool = False  # an anonymous/inline table, always written in full
+
+    @property
+    def options(self) -> dict[str, str]:
+        merged = self.table.options_dict
+        merged.update(dict(self.hint_options))
+        return merged
 
 
 @dataclass(frozen=True)

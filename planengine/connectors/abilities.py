@@ -11,8 +11,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from planengine.planner.expressions import Expr
-from planengine.types import DataType
+from planengine.ir.expressions import Expr
+from planengine.ir.types import DataType
 
 
 @dataclass(frozen=True)

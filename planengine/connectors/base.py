@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from planengine.connectors.changelog import ChangelogMode
+from planengine.ir.changelog import ChangelogMode
 
 _RUNTIME_NOTE = "is implemented by the Spark runtime (planengine.runtime); this planner-side provider only declares it"
 

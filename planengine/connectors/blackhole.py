@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from planengine.connectors.base import DynamicTableSink, SinkContext, SinkRuntimeProvider
-from planengine.connectors.changelog import ChangelogMode, RowKind
 from planengine.connectors.factories import DynamicTableSinkFactory, FactoryContext
 from planengine.connectors.helper import TableFactoryHelper
+from planengine.ir.changelog import ChangelogMode, RowKind
 
 
 class BlackHoleRuntimeProvider(SinkRuntimeProvider):

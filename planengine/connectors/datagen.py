@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from planengine.connectors.base import ScanContext, ScanRuntimeProvider, ScanTableSource
-from planengine.connectors.changelog import INSERT_ONLY, ChangelogMode
 from planengine.connectors.factories import DynamicTableSourceFactory, FactoryContext
 from planengine.connectors.helper import TableFactoryHelper
 from planengine.connectors.options import (
@@ -33,8 +32,9 @@ from planengine.connectors.options import (
     positive,
 )
 from planengine.connectors.projection import ProducedRow, TopLevelProjection
-from planengine.schema import Column, ResolvedSchema
-from planengine.types import BINARY_STRING, CHARACTER, DataType, Kind
+from planengine.ir.changelog import INSERT_ONLY, ChangelogMode
+from planengine.ir.schema import Column, ResolvedSchema
+from planengine.ir.types import BINARY_STRING, CHARACTER, DataType, Kind
 
 ROWS_PER_SECOND = int_option("rows-per-second", default=10000, type_=positive(INT),
                              description="Rows generated per second (across the whole source).")

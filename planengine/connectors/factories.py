@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from planengine.catalog.objects import CatalogTable, ObjectIdentifier
 from planengine.connectors.base import DecodingFormat, DynamicTableSink, DynamicTableSource, EncodingFormat
 from planengine.connectors.options import ConfigOption
-from planengine.schema import ResolvedSchema
+from planengine.ir.schema import ResolvedSchema
 
 
 @dataclass(frozen=True)

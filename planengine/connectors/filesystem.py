@@ -38,7 +38,6 @@ from planengine.connectors.base import (
     SinkContext,
     SinkRuntimeProvider,
 )
-from planengine.connectors.changelog import ChangelogMode
 from planengine.connectors.factories import DynamicTableSinkFactory, DynamicTableSourceFactory, FactoryContext
 from planengine.connectors.helper import TableFactoryHelper
 from planengine.connectors.options import (
@@ -52,8 +51,9 @@ from planengine.connectors.options import (
 from planengine.connectors.projection import ProducedRow, TopLevelProjection
 from planengine.connectors.source_changelog import CHANGELOG_MODE, resolve_source_changelog_mode
 from planengine.errors import ValidationError
-from planengine.planner.expressions import Expr, input_refs
-from planengine.schema import ResolvedSchema
+from planengine.ir.changelog import ChangelogMode
+from planengine.ir.expressions import Expr, input_refs
+from planengine.ir.schema import ResolvedSchema
 
 PATH = string_option("path", description="Directory (or file) to read or write: a local path or a URI.")
 FORMAT = string_option("format", description="File format: json, csv, parquet, debezium-json or changelog-json.")

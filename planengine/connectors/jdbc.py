@@ -25,7 +25,6 @@ from planengine.connectors.base import (
     SinkContext,
     SinkRuntimeProvider,
 )
-from planengine.connectors.changelog import INSERT_ONLY, UPSERT, ChangelogMode
 from planengine.connectors.factories import DynamicTableSinkFactory, DynamicTableSourceFactory, FactoryContext
 from planengine.connectors.helper import TableFactoryHelper
 from planengine.connectors.jdbc_sql import (
@@ -54,8 +53,9 @@ from planengine.connectors.options import (
 )
 from planengine.connectors.projection import ProducedRow, TopLevelProjection
 from planengine.errors import ValidationError
-from planengine.planner.expressions import Expr, input_refs, remap_inputs
-from planengine.schema import ResolvedSchema
+from planengine.ir.changelog import INSERT_ONLY, UPSERT, ChangelogMode
+from planengine.ir.expressions import Expr, input_refs, remap_inputs
+from planengine.ir.schema import ResolvedSchema
 
 
 def _postgres_url(text: str) -> str:

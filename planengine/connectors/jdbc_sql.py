@@ -5,8 +5,8 @@ are written live next to the code that accepts them; the runtime only executes t
 always parameters (``%s``, psycopg style), never inlined, so literals cannot inject SQL; identifiers are
 double-quoted with ``"`` doubled and ``%`` escaped for psycopg.
 
->>> from planengine import types as T
->>> from planengine.planner.expressions import Call, FunctionRef, InputRef, Literal
+>>> from planengine.ir import types as T
+>>> from planengine.ir.expressions import Call, FunctionRef, InputRef, Literal
 >>> gt = Call(FunctionRef(">"), (InputRef(0, T.INT), Literal(5, T.INT)), T.BOOLEAN)
 >>> isnull = Call(FunctionRef("IS NULL"), (InputRef(1, T.STRING),), T.BOOLEAN)
 >>> render_postgres_where([gt, isnull], ["a", "b"])
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.planner.expressions import Call, Expr, InputRef, Literal
-from planengine.types import Kind
+from planengine.ir.expressions import Call, Expr, InputRef, Literal
+from planengine.ir.types import Kind
 
 COMPARISONS = {"=": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 NULL_TESTS = {"IS NULL": "IS NULL", "IS NOT NULL": "IS NOT NULL"}

@@ -30,7 +30,6 @@ from planengine.connectors.base import (
     SinkContext,
     SinkRuntimeProvider,
 )
-from planengine.connectors.changelog import UPSERT, ChangelogMode
 from planengine.connectors.factories import DynamicTableSinkFactory, DynamicTableSourceFactory, FactoryContext
 from planengine.connectors.helper import TableFactoryHelper
 from planengine.connectors.options import (
@@ -46,8 +45,9 @@ from planengine.connectors.options import (
 from planengine.connectors.projection import ProducedRow, TopLevelProjection
 from planengine.connectors.source_changelog import CHANGELOG_MODE, resolve_source_changelog_mode
 from planengine.errors import OptionError, ValidationError
-from planengine.schema import ResolvedSchema
-from planengine.types import BIGINT, BYTES, INT, STRING, DataType, map_, timestamp_ltz
+from planengine.ir.changelog import UPSERT, ChangelogMode
+from planengine.ir.schema import ResolvedSchema
+from planengine.ir.types import BIGINT, BYTES, INT, STRING, DataType, map_, timestamp_ltz
 
 TOPIC = list_option("topic", description="Topic(s) to read ('a;b'), or the one topic to write.")
 TOPIC_PATTERN = string_option("topic-pattern", description="Regular expression of topics to read.")

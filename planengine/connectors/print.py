@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.connectors.base import DynamicTableSink, SinkContext, SinkRuntimeProvider
-from planengine.connectors.changelog import ChangelogMode
 from planengine.connectors.factories import DynamicTableSinkFactory, FactoryContext
 from planengine.connectors.helper import TableFactoryHelper
 from planengine.connectors.options import ConfigOption, ValidatedOptions, bool_option, string_option
+from planengine.ir.changelog import ChangelogMode
 
 PRINT_IDENTIFIER = string_option("print-identifier", description="Prefix of every printed line.")
 STANDARD_ERROR = bool_option("standard-error", default=False, description="Print to stderr instead of stdout.")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from planengine.connectors.abilities import SupportsProjectionPushDown
 from planengine.errors import ValidationError
-from planengine.types import DataType
+from planengine.ir.types import DataType
 
 
 @dataclass

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from planengine.catalog.objects import ObjectIdentifier
 from planengine.connectors.base import DecodingFormat
-from planengine.connectors.changelog import ChangelogMode
 from planengine.connectors.options import ConfigOption, OptionType, option
 from planengine.errors import OptionError, ValidationError
-from planengine.schema import ResolvedSchema
+from planengine.ir.changelog import ChangelogMode
+from planengine.ir.schema import ResolvedSchema
 
 
 def _parse_mode(text: str) -> ChangelogMode:

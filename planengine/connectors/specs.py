@@ -6,7 +6,7 @@ order, so the restored topology is exactly the compiled one even if the connecto
 changed) abilities. JSON is declarative: ``{"type": "ProjectPushDown", ...}``, no class or module names,
 fixed key order.
 
->>> from planengine import types as T
+>>> from planengine.ir import types as T
 >>> spec = ProjectPushDownSpec(((0,), (2,)), T.row(("a", T.INT), ("c", T.STRING)))
 >>> spec.to_json()
 {'type': 'ProjectPushDown', 'projectedFields': [[0], [2]], 'producedType': 'ROW<`a` INT, `c` STRING>'}
@@ -34,8 +34,8 @@ from planengine.connectors.abilities import (
     WatermarkStrategy,
 )
 from planengine.errors import PlanIncompatible
-from planengine.planner.expressions import Expr
-from planengine.types import DataType, parse_type
+from planengine.ir.expressions import Expr
+from planengine.ir.types import DataType, parse_type
 
 
 def _describe(target: object) -> str:

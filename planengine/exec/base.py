@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from planengine.connectors.changelog import INSERT_ONLY, ChangelogMode
 from planengine.errors import InternalError
-from planengine.types import DataType, parse_type
+from planengine.ir.changelog import INSERT_ONLY, ChangelogMode
+from planengine.ir.types import DataType, parse_type
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,10 @@ from planengine.exec.base import (
     optional,
     tuple_of,
 )
-from planengine.planner.expressions import Expr, Literal
-from planengine.planner.logical import AggregateCall, GroupWindow, OverFrame, SortKey, WindowSpec
+from planengine.ir.aggregates import AggregateCall
+from planengine.ir.expressions import Expr, Literal
+from planengine.ir.sorting import SortKey
+from planengine.ir.windows import GroupWindow, OverFrame, WindowSpec
 
 EXPR = Codec(lambda e: e.to_json(), Expr.from_json)
 OPT_EXPR = optional(EXPR)
@@ -202,7 +204,7 @@ class GroupWindowAggregate(ExecNode):
                    "timeType": None if w.time_type is None else str(w.time_type)},
         lambda d: GroupWindow(WindowSpec.from_json(d["spec"]), tuple(tuple(p) for p in d["properties"]),
                               None if d.get("timeType") is None else __import__(
-                                  "planengine.types", fromlist=["parse_type"]).parse_type(d["timeType"]))))
+                                  "planengine.ir.types", fromlist=["parse_type"]).parse_type(d["timeType"]))))
 
 
 @exec_node(_meta("over-aggregate", consumed=(STATE_TTL,), operators=("over-aggregate",)))

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from planengine.connectors.changelog import ALL
 from planengine.connectors.factories import FactoryContext
 from planengine.connectors.options import ConfigOption, bool_option
 from planengine.errors import OptionError
 from planengine.formats.common import BuiltinFormatFactory
 from planengine.formats.json import TIMESTAMP_FORMAT_STANDARD
+from planengine.ir.changelog import ALL
 
 OP_FIELD = "op"
 

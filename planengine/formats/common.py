@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from planengine.connectors.base import DecodingFormat, EncodingFormat
-from planengine.connectors.changelog import INSERT_ONLY, ChangelogMode
 from planengine.connectors.factories import DecodingFormatFactory, EncodingFormatFactory, FactoryContext
+from planengine.ir.changelog import INSERT_ONLY, ChangelogMode
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from planengine.connectors.factories import FactoryContext
 from planengine.connectors.options import ConfigOption, OptionType, bool_option, option, string_option
 from planengine.errors import OptionError
 from planengine.formats.common import BuiltinFormatFactory
-from planengine.types import Kind
+from planengine.ir.types import Kind
 
 
 def _single_char(text: str) -> str:

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from planengine.connectors.changelog import ALL
 from planengine.connectors.options import ConfigOption, bool_option
 from planengine.formats.common import BuiltinFormatFactory
 from planengine.formats.json import TIMESTAMP_FORMAT_STANDARD
+from planengine.ir.changelog import ALL
 
 SCHEMA_INCLUDE = bool_option(
     "schema-include", default=False,

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.types import BIGINT, BOOLEAN, BYTES, DATE, DOUBLE, STRING, DataType, parse_type, timestamp
-from planengine.types import decimal as decimal_type
+from planengine.ir.types import BIGINT, BOOLEAN, BYTES, DATE, DOUBLE, STRING, DataType, parse_type, timestamp
+from planengine.ir.types import decimal as decimal_type
 
 _ANNOTATIONS: dict[Any, DataType] = {
     int: BIGINT, float: DOUBLE, str: STRING, bool: BOOLEAN, bytes: BYTES, dt.date: DATE,

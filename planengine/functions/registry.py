@@ -18,7 +18,7 @@ from typing import Any
 from sqlglot import exp
 
 from planengine.errors import ValidationError
-from planengine.types import DataType
+from planengine.ir.types import DataType
 
 
 class FunctionKind(StrEnum):

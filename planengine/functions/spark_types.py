@@ -5,7 +5,7 @@ Spark result to the Flink type) and the runtime's expression renderer need it. T
 Flink ``TIMESTAMP`` has no zone, which is Spark's ``TIMESTAMP_NTZ``; Flink ``TIMESTAMP_LTZ`` is an
 instant shown in the session zone, which is Spark's plain ``TIMESTAMP``.
 
->>> from planengine.types import parse_type
+>>> from planengine.ir.types import parse_type
 >>> render_spark_type(parse_type("ROW<`a` TIMESTAMP(3), `b` MAP<STRING, DECIMAL(10, 2)>>"))
 'STRUCT<`a`: TIMESTAMP_NTZ, `b`: MAP<STRING, DECIMAL(10,2)>>'
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from planengine.errors import ValidationError
-from planengine.types import DataType, Kind
+from planengine.ir.types import DataType, Kind
 
 _SIMPLE = {
     Kind.BOOLEAN: "BOOLEAN",

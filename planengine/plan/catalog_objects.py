@@ -26,7 +26,7 @@ from typing import Any
 
 from planengine.catalog.objects import CatalogTable, ObjectIdentifier
 from planengine.errors import PlanIncompatible, ValidationError
-from planengine.schema import ResolvedSchema
+from planengine.ir.schema import ResolvedSchema
 
 log = logging.getLogger("planengine.restore")
 
@@ -154,8 +154,8 @@ def encode_table(spec: Any) -> dict[str, Any]:
 
 # --- reading -------------------------------------------------------------------------------------------------
 def decode_table(data: dict[str, Any]) -> Any:
+    from planengine.catalog.objects import TableRef
     from planengine.exec.nodes import TableSpec
-    from planengine.planner.logical import TableRef
 
     identifier_text = data["identifier"]
     identifier = ObjectIdentifier.parse(identifier_text)

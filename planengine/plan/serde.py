@@ -12,12 +12,12 @@ import hashlib
 import json
 from typing import Any
 
-from planengine.connectors.changelog import ChangelogMode
 from planengine.errors import PlanError, UserError
 from planengine.exec import base as B
 from planengine.exec.nodes import Sink
-from planengine.planner.expressions import input_row, writing_function_classes
-from planengine.types import parse_type
+from planengine.ir.changelog import ChangelogMode
+from planengine.ir.expressions import input_row, writing_function_classes
+from planengine.ir.types import parse_type
 from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION
 
 

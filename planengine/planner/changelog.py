@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from planengine.connectors.changelog import ALL, INSERT_ONLY, ChangelogMode, RowKind
 from planengine.errors import UnsupportedQueryError
 from planengine.exec import nodes as X
 from planengine.exec.base import ExecNode, InputProperty, StateDeclaration, rebuild
-from planengine.planner.expressions import InputRef
+from planengine.ir.changelog import ALL, INSERT_ONLY, ChangelogMode, RowKind
+from planengine.ir.expressions import InputRef
 
 BEFORE_AND_AFTER = "BEFORE_AND_AFTER"
 ONLY_UPDATE_AFTER = "ONLY_UPDATE_AFTER"

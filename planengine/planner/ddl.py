@@ -11,11 +11,11 @@ from sqlglot import exp
 from planengine.catalog.objects import CatalogTable, CatalogView
 from planengine.errors import ValidationError
 from planengine.functions.registry import FunctionRegistry
-from planengine.planner.expressions import InputRef
+from planengine.ir.expressions import InputRef
+from planengine.ir.schema import Column, PrimaryKey, ResolvedSchema, WatermarkSpec
+from planengine.ir.types import Kind, RowField, TimeAttribute, parse_type
 from planengine.planner.rex_converter import convert_expression
-from planengine.schema import Column, PrimaryKey, ResolvedSchema, WatermarkSpec
 from planengine.sql import statements as S
-from planengine.types import Kind, RowField, TimeAttribute, parse_type
 
 
 class _ColumnScope:

@@ -11,8 +11,8 @@ from dataclasses import replace
 
 from planengine.exec import nodes as X
 from planengine.exec.base import ExecNode, rebuild
-from planengine.planner.expressions import Call, FunctionRef, InputRef, substitute
-from planengine.types import BOOLEAN
+from planengine.ir.expressions import Call, FunctionRef, InputRef, substitute
+from planengine.ir.types import BOOLEAN
 
 
 def merge_exec_calcs(sinks: list[X.Sink]) -> list[X.Sink]:

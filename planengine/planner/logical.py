@@ -10,15 +10,17 @@ Every node has ``inputs`` and ``row_type`` (a ROW type; field names are the outp
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
-from planengine.catalog.objects import CatalogTable, ObjectIdentifier
+from planengine.catalog.objects import TableRef
 from planengine.errors import InternalError
-from planengine.planner.expressions import Expr, InputRef, Literal
-from planengine.types import BIGINT, DataType, RowField, row
+from planengine.ir.aggregates import AggregateCall
+from planengine.ir.expressions import Expr, InputRef
+from planengine.ir.sorting import SortKey
+from planengine.ir.types import DataType, RowField, row
+from planengine.ir.windows import GroupWindow, OverFrame, WindowSpec
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,23 +104,6 @@ class RowPreservingNode(UnaryNode):
         return self.input.row_type
 
 
-@dataclass(frozen=True)
-class TableRef:
-    """A resolved table as a scan or sink sees it."""
-
-    identifier: ObjectIdentifier
-    table: CatalogTable
-    temporary: bool = False
-    # /*+ OPTIONS(...) */ dynamic options merged over the catalog options
-    hint_options: tuple[tuple[str, str], ...] = ()
-    inline: bool = False  # an anonymous/inline table, always written in full
-
-    @property
-    def options(self) -> dict[str, str]:
-        merged = self.table.options_dict
-        merged.update(dict(self.hint_options))
-        return merged
-
 
 @dataclass(frozen=True, eq=False)
 class LogicalScan(LogicalNode):
@@ -198,66 +183,6 @@ class LogicalCalc(UnaryNode):
         return terms
 
 
-@dataclass(frozen=True)
-class AggregateCall:
-    function: str  # built-in name (COUNT, SUM, …) or a user function identifier
-    version: int | None
-    args: tuple[int, ...]  # input field indices
-    type: DataType
-    name: str
-    distinct: bool = False
-    filter_arg: int | None = None  # index of a BOOLEAN input field (FILTER (WHERE …))
-    approximate: bool = False
-    # Extra literal arguments, e.g. LISTAGG's separator
-    constants: tuple[Literal, ...] = ()
-    # A user-defined (Python) aggregate: its identifier and class, instead of a built-in name + version.
-    user_function: Any = None  # planengine.planner.expressions.FunctionRef
-
-    @property
-    def is_user_defined(self) -> bool:
-        return self.user_function is not None
-
-    def __str__(self) -> str:
-        inner = ("DISTINCT " if self.distinct else "") + ", ".join(f"${a}" for a in self.args)
-        text = f"{self.function}({inner or ('*' if self.function == 'COUNT' else '')})"
-        if self.filter_arg is not None:
-            text += f" FILTER ${self.filter_arg}"
-        return text
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name}
-        out["function"] = self.user_function.to_json() if self.user_function is not None else self.function
-        if self.version is not None:
-            out["version"] = self.version
-        out["argList"] = list(self.args)
-        if self.filter_arg is not None:
-            out["filterArg"] = self.filter_arg
-        out["distinct"] = self.distinct
-        if self.constants:
-            out["constants"] = [c.to_json() for c in self.constants]
-        out["type"] = str(self.type)
-        return out
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> AggregateCall:
-        from planengine.planner.expressions import Expr as _Expr
-        from planengine.planner.expressions import FunctionRef
-        from planengine.types import parse_type
-
-        constants = tuple(_Expr.from_json(c) for c in data.get("constants", []))
-        user = FunctionRef.from_json(data["function"]) if isinstance(data["function"], dict) else None
-        return AggregateCall(
-            user_function=user,
-            function=user.name if user is not None else data["function"],
-            version=data.get("version"),
-            args=tuple(data["argList"]),
-            type=parse_type(data["type"]),
-            name=data["name"],
-            distinct=data.get("distinct", False),
-            filter_arg=data.get("filterArg"),
-            constants=constants,  # type: ignore[arg-type]
-        )
-
 
 @dataclass(frozen=True, eq=False)
 class LogicalAggregate(UnaryNode):
@@ -288,88 +213,6 @@ class LogicalAggregate(UnaryNode):
         return terms
 
 
-@dataclass(frozen=True)
-class WindowSpec:
-    """A windowing strategy: TUMBLE, HOP, CUMULATE or SESSION over a time attribute."""
-
-    kind: str  # TUMBLE | HOP | CUMULATE | SESSION
-    time_field: int  # index in the input row
-    size: dt.timedelta | None = None  # TUMBLE/HOP/CUMULATE (max size for CUMULATE)
-    slide: dt.timedelta | None = None  # HOP
-    step: dt.timedelta | None = None  # CUMULATE
-    gap: dt.timedelta | None = None  # SESSION
-    offset: dt.timedelta | None = None
-    partition_keys: tuple[int, ...] = ()  # SESSION ... PARTITION BY
-    is_rowtime: bool = True
-
-    def __str__(self) -> str:
-        def ms(d: dt.timedelta | None) -> str:
-            return f"{int(d / dt.timedelta(milliseconds=1))} ms" if d is not None else ""
-
-        parts = [f"time_col=[${self.time_field}]"]
-        for label, value in (("size", self.size), ("slide", self.slide), ("step", self.step), ("gap", self.gap),
-                             ("offset", self.offset)):
-            if value is not None:
-                parts.append(f"{label}=[{ms(value)}]")
-        if self.partition_keys:
-            parts.append("partition=[" + ", ".join(f"${k}" for k in self.partition_keys) + "]")
-        return f"{self.kind}({', '.join(parts)})"
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"strategy": self.kind, "timeAttributeIndex": self.time_field,
-                               "isRowtime": self.is_rowtime}
-        for key, value in (("size", self.size), ("slide", self.slide), ("step", self.step), ("gap", self.gap),
-                           ("offset", self.offset)):
-            if value is not None:
-                out[key] = f"PT{value.total_seconds():g}S"
-        if self.partition_keys:
-            out["partitionKeys"] = list(self.partition_keys)
-        return out
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> WindowSpec:
-        def dur(key: str) -> dt.timedelta | None:
-            v = data.get(key)
-            return None if v is None else dt.timedelta(seconds=float(v[2:-1]))
-
-        return WindowSpec(
-            kind=data["strategy"],
-            time_field=data["timeAttributeIndex"],
-            size=dur("size"),
-            slide=dur("slide"),
-            step=dur("step"),
-            gap=dur("gap"),
-            offset=dur("offset"),
-            partition_keys=tuple(data.get("partitionKeys", [])),
-            is_rowtime=data.get("isRowtime", True),
-        )
-
-
-@dataclass(frozen=True)
-class GroupWindow:
-    """Legacy group window (GROUP BY TUMBLE/HOP/SESSION(ts, …)) with the properties SELECT asks for."""
-
-    spec: WindowSpec
-    # (name, property) pairs, property in start|end|rowtime|proctime
-    properties: tuple[tuple[str, str], ...] = ()
-    time_type: DataType | None = None
-
-    def property_fields(self) -> list[tuple[str, DataType]]:
-        from planengine.types import timestamp, timestamp_ltz
-
-        base = self.time_type or timestamp(3)
-        plain = (timestamp_ltz(3) if base.kind.value == "TIMESTAMP_LTZ" else timestamp(3)).with_nullable(False)
-        out = []
-        for name, prop in self.properties:
-            if prop == "rowtime" or prop == "proctime":
-                out.append((name, base.with_nullable(False)))
-            else:
-                out.append((name, plain))
-        return out
-
-    def __str__(self) -> str:
-        props = ", ".join(f"{p}={n}" for n, p in self.properties)
-        return f"{self.spec}" + (f", properties=[{props}]" if props else "")
 
 
 @dataclass(frozen=True, eq=False)
@@ -382,7 +225,7 @@ class LogicalWindowTableFunction(UnaryNode):
 
     @cached_property
     def row_type(self) -> DataType:  # type: ignore[override]
-        from planengine.types import TimeAttribute, timestamp, timestamp_ltz
+        from planengine.ir.types import TimeAttribute, timestamp, timestamp_ltz
 
         time_type = self.input.row_type.fields[self.window.time_field].type
         plain = timestamp_ltz(3) if time_type.kind.value == "TIMESTAMP_LTZ" else timestamp(3)
@@ -462,7 +305,7 @@ class LogicalCorrelate(UnaryNode):
 
     def element_fields(self) -> list[RowField]:
         t = self.unnest.type
-        from planengine.types import Kind
+        from planengine.ir.types import Kind
 
         if self.table_function:
             types = [f.type for f in t.fields] if t.kind is Kind.ROW else [t]
@@ -473,7 +316,7 @@ class LogicalCorrelate(UnaryNode):
         else:
             types = [t.element]
         if self.with_ordinality:
-            from planengine.types import INT
+            from planengine.ir.types import INT
 
             types.append(INT.with_nullable(False))
         out = []
@@ -505,7 +348,7 @@ class LogicalUnion(LogicalNode):
 
     @property
     def row_type(self) -> DataType:
-        from planengine.types import common_type
+        from planengine.ir.types import common_type
 
         first = self.union_inputs[0].row_type
         out = []
@@ -518,60 +361,6 @@ class LogicalUnion(LogicalNode):
         return f"all=[{self.all}], union=[{', '.join(self.field_names)}]"
 
 
-@dataclass(frozen=True)
-class SortKey:
-    field: int
-    ascending: bool = True
-    nulls_first: bool | None = None
-
-    def __str__(self) -> str:
-        return f"${self.field} {'ASC' if self.ascending else 'DESC'}"
-
-    def to_json(self) -> dict[str, Any]:
-        nulls_first = self.ascending if self.nulls_first is None else self.nulls_first
-        return {"index": self.field, "isAscending": self.ascending, "nullIsLast": not nulls_first}
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> SortKey:
-        return SortKey(data["index"], data["isAscending"], not data["nullIsLast"])
-
-
-@dataclass(frozen=True)
-class OverFrame:
-    mode: str  # ROWS | RANGE
-    lower: int | dt.timedelta | None  # None = UNBOUNDED PRECEDING; 0 = CURRENT ROW; n rows or interval preceding
-    upper: int | None = 0  # only CURRENT ROW supported for streaming
-
-    def __str__(self) -> str:
-        if self.lower is None:
-            low = "UNBOUNDED PRECEDING"
-        elif isinstance(self.lower, dt.timedelta):
-            low = f"{int(self.lower / dt.timedelta(milliseconds=1))} ms PRECEDING"
-        elif self.lower == 0:
-            low = "CURRENT ROW"
-        else:
-            low = f"{self.lower} PRECEDING"
-        return f"{self.mode} BETWEEN {low} AND CURRENT ROW"
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"mode": self.mode}
-        if isinstance(self.lower, dt.timedelta):
-            out["lowerMillis"] = int(self.lower / dt.timedelta(milliseconds=1))
-        elif self.lower is not None:
-            out["lowerRows"] = self.lower
-        else:
-            out["lowerUnbounded"] = True
-        return out
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> OverFrame:
-        if "lowerMillis" in data:
-            lower: int | dt.timedelta | None = dt.timedelta(milliseconds=data["lowerMillis"])
-        elif "lowerRows" in data:
-            lower = data["lowerRows"]
-        else:
-            lower = None
-        return OverFrame(data["mode"], lower)
 
 
 @dataclass(frozen=True, eq=False)
@@ -634,8 +423,6 @@ class LogicalSink(RowPreservingNode):
     def explain_terms(self) -> str:
         return f"table=[{self.table.identifier}], fields=[{', '.join(self.input.field_names)}]"
 
-
-COUNT_STAR_TYPE = BIGINT.with_nullable(False)
 
 
 def node_fields(node: LogicalNode) -> dict[str, Any]:

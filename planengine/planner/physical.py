@@ -14,6 +14,7 @@ import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
 
+from planengine.catalog.objects import TableRef
 from planengine.connectors import base as conn
 from planengine.connectors.discovery import create_table_sink, create_table_source
 from planengine.connectors.factories import FactoryContext
@@ -21,8 +22,8 @@ from planengine.errors import UnsupportedQueryError, ValidationError
 from planengine.exec import nodes as X
 from planengine.exec.base import ExecNode, InputProperty, StateDeclaration
 from planengine.functions.registry import FunctionRegistry
-from planengine.planner import logical as L
-from planengine.planner.expressions import (
+from planengine.ir.aggregates import AggregateCall
+from planengine.ir.expressions import (
     Call,
     Expr,
     InputRef,
@@ -31,8 +32,10 @@ from planengine.planner.expressions import (
     input_refs,
     remap_inputs,
 )
+from planengine.ir.types import DataType, RowField, TimeAttribute, row
+from planengine.ir.windows import WindowSpec
+from planengine.planner import logical as L
 from planengine.planner.rex_converter import convert_expression
-from planengine.types import DataType, RowField, TimeAttribute, row
 
 _RANK_FUNCTIONS = ("ROW_NUMBER", "RANK", "DENSE_RANK")
 
@@ -129,11 +132,11 @@ class PhysicalConverter:
                                                                  f", watermark=[{wm}])")
         return scan
 
-    def create_source(self, ref: L.TableRef) -> conn.DynamicTableSource:
+    def create_source(self, ref: TableRef) -> conn.DynamicTableSource:
         ctx = FactoryContext(ref.identifier, ref.table.with_options(ref.options), self.ctx.config, ref.temporary)
         return create_table_source(ctx)
 
-    def create_sink(self, ref: L.TableRef) -> conn.DynamicTableSink:
+    def create_sink(self, ref: TableRef) -> conn.DynamicTableSink:
         ctx = FactoryContext(ref.identifier, ref.table.with_options(ref.options), self.ctx.config, ref.temporary)
         return create_table_sink(ctx)
 
@@ -235,7 +238,7 @@ class PhysicalConverter:
         position = {old: new for new, old in enumerate(others)}
         grouping = tuple(position[k] for p, k in enumerate(node.group_keys) if p not in key_targets)
         aggs = tuple(_remap_agg(a, position) for a in node.aggregates)
-        window = L.WindowSpec(tvf.window.kind, len(exprs) - 1, tvf.window.size, tvf.window.slide, tvf.window.step,
+        window = WindowSpec(tvf.window.kind, len(exprs) - 1, tvf.window.size, tvf.window.slide, tvf.window.step,
                               tvf.window.gap, tvf.window.offset,
                               tuple(partition_keys), tvf.window.is_rowtime)
         tvf_fields = tvf.row_type.fields
@@ -542,7 +545,7 @@ def _unique(names: list[str]) -> list[str]:
     return out
 
 
-def _remap_agg(a: L.AggregateCall, position: dict[int, int]) -> L.AggregateCall:
+def _remap_agg(a: AggregateCall, position: dict[int, int]) -> AggregateCall:
     return dataclasses.replace(a, args=tuple(position[x] for x in a.args),
                                filter_arg=None if a.filter_arg is None else position[a.filter_arg])
 
@@ -585,7 +588,7 @@ def _rank_bounds(condition: Expr, rank_field: int) -> tuple[int, int, Expr | Non
         return None
     remaining = None
     if rest:
-        from planengine.types import BOOLEAN
+        from planengine.ir.types import BOOLEAN
 
         remaining = rest[0] if len(rest) == 1 else Call(
             rest_fn("AND"), tuple(rest), BOOLEAN.with_nullable(any(r.type.nullable for r in rest)))
@@ -593,7 +596,7 @@ def _rank_bounds(condition: Expr, rank_field: int) -> tuple[int, int, Expr | Non
 
 
 def rest_fn(name: str):  # type: ignore[no-untyped-def]
-    from planengine.planner.expressions import FunctionRef
+    from planengine.ir.expressions import FunctionRef
 
     return FunctionRef(name, 1)
 
@@ -609,7 +612,7 @@ def _window_source(node: L.LogicalNode, keys: tuple[int, ...]) -> tuple[int, int
     return None
 
 
-def _window_spec_of(node: L.LogicalNode) -> L.WindowSpec | None:
+def _window_spec_of(node: L.LogicalNode) -> WindowSpec | None:
     while True:
         if isinstance(node, L.LogicalWindowTableFunction):
             return node.window
@@ -643,7 +646,7 @@ def _split_equi(condition: Expr | None, nl: int) -> tuple[tuple[int, ...], tuple
         rest.append(c)
     remaining = None
     if rest:
-        from planengine.types import BOOLEAN
+        from planengine.ir.types import BOOLEAN
 
         remaining = rest[0] if len(rest) == 1 else Call(rest_fn("AND"), tuple(rest),
                                                          BOOLEAN.with_nullable(any(r.type.nullable for r in rest)))
@@ -716,7 +719,7 @@ def _interval_bounds(condition: Expr | None, left: L.LogicalNode, right: L.Logic
         return None
     remaining = None
     if rest:
-        from planengine.types import BOOLEAN
+        from planengine.ir.types import BOOLEAN
 
         remaining = rest[0] if len(rest) == 1 else Call(rest_fn("AND"), tuple(rest),
                                                          BOOLEAN.with_nullable(any(r.type.nullable for r in rest)))

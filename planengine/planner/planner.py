@@ -11,20 +11,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planengine.catalog.objects import CatalogTable
+from planengine.catalog.objects import CatalogTable, TableRef
 from planengine.errors import UnsupportedQueryError, UserError, ValidationError
 from planengine.exec import nodes as X
 from planengine.functions.registry import FunctionRegistry
+from planengine.ir.expressions import Expr, InputRef, Literal
+from planengine.ir.types import common_type
 from planengine.planner import logical as L
 from planengine.planner.changelog import infer_changelog
 from planengine.planner.convert import PlannerContext, QueryConverter, cast_to
-from planengine.planner.expressions import Expr, InputRef, Literal
 from planengine.planner.final_rewrites import insert_exchanges, merge_exec_calcs
 from planengine.planner.physical import PhysicalContext, PhysicalConverter
 from planengine.planner.programs import TraceStep, explain_dag, optimize
 from planengine.planner.rules.context import RuleContext
 from planengine.sql import statements as S
-from planengine.types import common_type
 
 
 @dataclass
@@ -110,7 +110,7 @@ class Planner:
         names = tuple(c.name for c in persisted)
         calc = L.LogicalCalc(node, tuple(exprs), names)
         hint = tuple(sorted(dict(insert.options_hint).items()))
-        ref = L.TableRef(identifier, table, entry.is_temporary, hint)
+        ref = TableRef(identifier, table, entry.is_temporary, hint)
         return L.LogicalSink(calc, ref, insert.overwrite, insert.static_partition)
 
     def _assign(self, src: Expr, target, name, identifier, insert) -> Expr:  # type: ignore[no-untyped-def]
@@ -142,7 +142,7 @@ def rebase(location, base):  # type: ignore[no-untyped-def]
 
 
 def _string_type():  # type: ignore[no-untyped-def]
-    from planengine.types import STRING
+    from planengine.ir.types import STRING
 
     return STRING.with_nullable(False)
 

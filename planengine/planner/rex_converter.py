@@ -23,8 +23,8 @@ from sqlglot import exp
 
 from planengine.errors import SourceLocation, ValidationError
 from planengine.functions.registry import NO_LITERAL, CallContext, FunctionKind, FunctionRegistry, default_registry
-from planengine.planner.expressions import Call, Expr, FieldAccess, FunctionRef, Literal
-from planengine.types import (
+from planengine.ir.expressions import Call, Expr, FieldAccess, FunctionRef, Literal
+from planengine.ir.types import (
     BOOLEAN,
     CHARACTER,
     DATE,
@@ -42,7 +42,7 @@ from planengine.types import (
     timestamp,
     timestamp_ltz,
 )
-from planengine.types import (
+from planengine.ir.types import (
     decimal as decimal_type,
 )
 

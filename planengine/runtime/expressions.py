@@ -5,8 +5,8 @@ Stateless exec nodes hand their expressions to ``render_spark_sql`` and use the 
 Spark-dialect sqlglot tree; this module only renders the leaves (input references by column name,
 literals with their exact Spark type) and walks the tree, then lets sqlglot print it.
 
->>> from planengine import types as T
->>> from planengine.planner.expressions import Call, FunctionRef, InputRef, Literal
+>>> from planengine.ir import types as T
+>>> from planengine.ir.expressions import Call, FunctionRef, InputRef, Literal
 >>> e = Call(FunctionRef("/", 1), (InputRef(0, T.INT), Literal(2, T.INT.with_nullable(False))), T.INT)
 >>> render_spark_sql(e, ["qty"])
 'CAST(`qty` DIV 2 AS INT)'
@@ -24,8 +24,8 @@ from sqlglot import exp
 from planengine.errors import ValidationError
 from planengine.functions.registry import NO_LITERAL, FunctionRegistry, RenderContext, default_registry
 from planengine.functions.spark_types import render_spark_type, spark_data_type
-from planengine.planner.expressions import Call, CorrelatedRef, Expr, FieldAccess, InputRef, Literal
-from planengine.types import DataType, Kind
+from planengine.ir.expressions import Call, CorrelatedRef, Expr, FieldAccess, InputRef, Literal
+from planengine.ir.types import DataType, Kind
 
 __all__ = ["render_spark_expression", "render_spark_sql", "render_spark_type"]
 

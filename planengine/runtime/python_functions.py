@@ -14,8 +14,8 @@ from typing import Any
 from planengine.errors import PlanIncompatible
 from planengine.functions import python_udf
 from planengine.functions.spark_types import render_spark_type
-from planengine.planner.expressions import Call, Expr, FunctionRef
-from planengine.types import DataType, Kind, array
+from planengine.ir.expressions import Call, Expr, FunctionRef
+from planengine.ir.types import DataType, Kind, array
 
 TABLE_FUNCTION_PREFIX = "__table_fn_"
 
@@ -59,7 +59,7 @@ def table_function_udf_name(ref: FunctionRef) -> str:
 
 def produced_row_type(result: DataType) -> DataType:
     """What a table function's UDF returns: an array of its rows (single values become one-field rows)."""
-    from planengine.types import row
+    from planengine.ir.types import row
 
     element = result if result.kind is Kind.ROW else row(("f0", result))
     return array(element)

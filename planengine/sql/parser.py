@@ -658,7 +658,7 @@ class FlinkParser(BaseParser):
         return self._parse(type(self)._parse_assignment, raw_tokens, sql)[0]
 
     def parse_type(self, raw_tokens: list[Token], sql: str) -> exp.Expression | None:
-        """Parse exactly one type, ``NOT NULL`` included (``planengine.types`` builds on this)."""
+        """Parse exactly one type, ``NOT NULL`` included (``planengine.ir.types`` builds on this)."""
         return self._parse(type(self)._parse_type_statement, raw_tokens, sql)[0]
 
     def _parse_type_statement(self) -> exp.Expression | None:

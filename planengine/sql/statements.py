@@ -29,7 +29,7 @@ class Statement:
 class ColumnDef:
     name: str
     # Physical and metadata columns: the Flink type as written, e.g. "DECIMAL(10, 2) NOT NULL",
-    # "ROW<a INT, b STRING>"; parsed by planengine.types.parse_type. None for computed columns.
+    # "ROW<a INT, b STRING>"; parsed by planengine.ir.types.parse_type. None for computed columns.
     type_text: str | None
     # Computed column `c AS expr`: the expression (Flink dialect). None for physical columns.
     expression: exp.Expression | None = None

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from planengine.ir.types import DataType
 from planengine.testing.flink_rows import format_fields, parse_row
-from planengine.types import DataType
 
 ADDS = ("+I", "+U")
 REMOVES = ("-U", "-D")

@@ -22,7 +22,7 @@ import re
 import struct
 from typing import Any
 
-from planengine.types import DataType, Kind
+from planengine.ir.types import DataType, Kind
 
 ROW_KINDS = ("+I", "-U", "+U", "-D")
 _ROW_RE = re.compile(r"^\s*([+-][IUD])\[(.*)\]\s*$", re.S)

@@ -21,9 +21,9 @@ from typing import Any
 
 import yaml
 
+from planengine.ir.types import DataType, Kind
 from planengine.testing.changelog import ChangelogRow
 from planengine.testing.flink_rows import parse_timestamp
-from planengine.types import DataType, Kind
 
 # Flink TestValues options with no semantic meaning for a filesystem table (README "Option meanings").
 DROPPED_OPTIONS = frozenset({"key-only-deletes", "lookup", "filterable-fields", "enable-watermark-push-down",

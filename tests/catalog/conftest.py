@@ -7,8 +7,8 @@ import pytest
 from planengine.catalog.file_catalog import FileCatalog
 from planengine.catalog.memory import InMemoryCatalog
 from planengine.catalog.objects import CatalogFunction, CatalogTable, CatalogView
-from planengine.schema import Column, PrimaryKey, ResolvedSchema, WatermarkSpec
-from planengine.types import parse_type
+from planengine.ir.schema import Column, PrimaryKey, ResolvedSchema, WatermarkSpec
+from planengine.ir.types import parse_type
 
 
 def make_table(options: dict[str, str] | None = None, comment: str | None = None) -> CatalogTable:

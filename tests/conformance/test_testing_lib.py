@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from planengine.ir.types import parse_type
 from planengine.testing.changelog import ChangelogRow, committed_files, materialize, read_changelog_json
 from planengine.testing.flink_rows import format_row, format_value, java_double, java_float, parse_row
 from planengine.testing.programs import Program, TableSpec, expected_rows, json_lines
-from planengine.types import parse_type
 
 T = parse_type
 

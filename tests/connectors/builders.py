@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from planengine import types as T
 from planengine.catalog.objects import CatalogTable, ObjectIdentifier
 from planengine.connectors.factories import FactoryContext
-from planengine.planner.expressions import Call, Expr, FunctionRef, InputRef, Literal
-from planengine.schema import Column, PrimaryKey, ResolvedSchema
+from planengine.ir import types as T
+from planengine.ir.expressions import Call, Expr, FunctionRef, InputRef, Literal
+from planengine.ir.schema import Column, PrimaryKey, ResolvedSchema
 
 IDENTIFIER = ObjectIdentifier("cat", "db", "t")
 

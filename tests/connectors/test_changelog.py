@@ -1,7 +1,7 @@
 import pytest
 
-from planengine.connectors.changelog import ALL, INSERT_ONLY, UPSERT, ChangelogMode, RowKind
 from planengine.errors import ValidationError
+from planengine.ir.changelog import ALL, INSERT_ONLY, UPSERT, ChangelogMode, RowKind
 
 
 @pytest.mark.parametrize(("text", "expected"), [

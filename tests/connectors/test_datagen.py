@@ -2,12 +2,12 @@ import re
 
 import pytest
 
-from planengine import types as T
 from planengine.connectors.base import ScanContext
-from planengine.connectors.changelog import INSERT_ONLY
 from planengine.connectors.datagen import FieldGenerator
 from planengine.connectors.discovery import create_table_source
 from planengine.errors import OptionError
+from planengine.ir import types as T
+from planengine.ir.changelog import INSERT_ONLY
 from tests.connectors.builders import build_ctx
 
 COLUMNS = [("id", "BIGINT"), ("name", "STRING"), ("price", "DOUBLE"), ("ts", "TIMESTAMP(3)")]

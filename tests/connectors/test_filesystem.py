@@ -1,10 +1,10 @@
 import pytest
 
-from planengine import types as T
 from planengine.connectors.base import ScanContext, SinkContext
-from planengine.connectors.changelog import ALL, INSERT_ONLY, UPSERT
 from planengine.connectors.discovery import create_table_sink, create_table_source
 from planengine.errors import OptionError, ValidationError
+from planengine.ir import types as T
+from planengine.ir.changelog import ALL, INSERT_ONLY, UPSERT
 from tests.connectors.builders import build_ctx, call, lit, ref
 
 COLUMNS = [("a", "INT"), ("b", "STRING"), ("dt", "STRING")]

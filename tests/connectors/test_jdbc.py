@@ -4,9 +4,7 @@ import re
 
 import pytest
 
-from planengine import types as T
 from planengine.connectors.base import LookupContext, ScanContext
-from planengine.connectors.changelog import ALL, INSERT_ONLY, UPSERT
 from planengine.connectors.discovery import create_table_sink, create_table_source
 from planengine.connectors.jdbc_sql import (
     is_pushable,
@@ -17,7 +15,9 @@ from planengine.connectors.jdbc_sql import (
     render_postgres_where,
 )
 from planengine.errors import OptionError
-from planengine.planner.expressions import Call, FieldAccess, FunctionRef
+from planengine.ir import types as T
+from planengine.ir.changelog import ALL, INSERT_ONLY, UPSERT
+from planengine.ir.expressions import Call, FieldAccess, FunctionRef
 from tests.connectors.builders import build_ctx, call, lit, ref
 
 COLUMNS = [("id", "BIGINT"), ("name", "STRING"), ("price", "DECIMAL(10, 2)"), ("ts", "TIMESTAMP(3)")]

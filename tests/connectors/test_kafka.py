@@ -2,13 +2,13 @@ import re
 
 import pytest
 
-from planengine import types as T
 from planengine.connectors.abilities import WatermarkStrategy
 from planengine.connectors.base import ScanContext
-from planengine.connectors.changelog import ALL, INSERT_ONLY, UPSERT, ChangelogMode
 from planengine.connectors.discovery import create_table_sink, create_table_source
 from planengine.connectors.kafka_translation import to_spark_kafka_options, to_spark_kafka_sink_options
 from planengine.errors import OptionError, ValidationError
+from planengine.ir import types as T
+from planengine.ir.changelog import ALL, INSERT_ONLY, UPSERT, ChangelogMode
 from tests.connectors.builders import build_ctx, ref
 
 COLUMNS = [("id", "BIGINT"), ("name", "STRING"), ("ts", "TIMESTAMP(3)")]

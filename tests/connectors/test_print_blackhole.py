@@ -1,9 +1,9 @@
 import pytest
 
 from planengine.connectors.base import SinkContext
-from planengine.connectors.changelog import ALL, INSERT_ONLY, UPSERT
 from planengine.connectors.discovery import create_table_sink
 from planengine.errors import OptionError
+from planengine.ir.changelog import ALL, INSERT_ONLY, UPSERT
 from tests.connectors.builders import build_ctx
 
 

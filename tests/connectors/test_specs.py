@@ -3,7 +3,6 @@ import json
 
 import pytest
 
-from planengine import types as T
 from planengine.connectors.discovery import create_table_sink, create_table_source
 from planengine.connectors.restore import restore_table_source
 from planengine.connectors.specs import (
@@ -23,7 +22,8 @@ from planengine.connectors.specs import (
     specs_to_json,
 )
 from planengine.errors import PlanIncompatible
-from planengine.planner.expressions import Call, FunctionRef
+from planengine.ir import types as T
+from planengine.ir.expressions import Call, FunctionRef
 from tests.connectors.builders import build_ctx, call, lit, ref
 
 ROW = T.row(("a", T.INT), ("dt", T.STRING))

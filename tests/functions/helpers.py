@@ -7,10 +7,10 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from planengine.errors import ValidationError
-from planengine.planner.expressions import Expr, InputRef
+from planengine.ir.expressions import Expr, InputRef
+from planengine.ir.types import DataType, parse_type
 from planengine.planner.rex_converter import convert_expression
 from planengine.sql import parse_expression
-from planengine.types import DataType, parse_type
 
 # The input row every converter and evaluation test reads from: name -> Flink type.
 COLUMNS: dict[str, str] = {

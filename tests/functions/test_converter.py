@@ -11,9 +11,9 @@ from sqlglot import exp
 
 from planengine.errors import ValidationError
 from planengine.functions.registry import default_registry
-from planengine.planner.expressions import Call, Expr, FunctionRef, InputRef, Literal
+from planengine.ir.expressions import Call, Expr, FunctionRef, InputRef, Literal
+from planengine.ir.types import INT, parse_type
 from planengine.planner.rex_converter import convert_expression, fold_constant
-from planengine.types import INT, parse_type
 from tests.functions.helpers import RowScope, convert, parse
 
 # (SQL, str(expr), str(type))

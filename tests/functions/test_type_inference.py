@@ -6,7 +6,7 @@ import pytest
 
 from planengine.errors import ValidationError
 from planengine.functions.registry import NO_LITERAL, CallContext, default_registry
-from planengine.types import parse_type
+from planengine.ir.types import parse_type
 
 # (function, operand types, literals per operand or None, target type or None, expected result)
 INFERENCE = [

@@ -195,8 +195,8 @@ def test_changelog_is_plus_i_then_plus_u_across_a_restart(tmp_path: Path, spark:
 
 
 def test_keyed_blackhole_drops_update_before_like_flink() -> None:
-    from planengine.connectors.changelog import ALL, UPSERT
     from planengine.connectors.discovery import create_table_sink
+    from planengine.ir.changelog import ALL, UPSERT
     from tests.connectors.builders import build_ctx
 
     keyed = create_table_sink(build_ctx(options={"connector": "blackhole"}, primary_key=("id",)))

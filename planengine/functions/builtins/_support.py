@@ -22,7 +22,7 @@ from planengine.functions.registry import (
     TypeInference,
 )
 from planengine.functions.spark_types import spark_data_type
-from planengine.types import (
+from planengine.ir.types import (
     BINARY_STRING,
     CHARACTER,
     INTEGRAL,

@@ -21,7 +21,7 @@ from planengine.functions.builtins._support import (
     check_arity,
     expect,
 )
-from planengine.types import BIGINT, BOOLEAN, STRING, DataType, Kind, decimal, multiset
+from planengine.ir.types import BIGINT, BOOLEAN, STRING, DataType, Kind, decimal, multiset
 
 
 def aggregate(registry: FunctionRegistry, name: str, infer: Callable[[CallContext], DataType], *,

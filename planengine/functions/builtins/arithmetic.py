@@ -29,7 +29,7 @@ from planengine.functions.builtins._support import (
     scalar,
     string,
 )
-from planengine.types import (
+from planengine.ir.types import (
     DATETIME,
     DOUBLE,
     FLOAT,

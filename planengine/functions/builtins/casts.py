@@ -23,7 +23,7 @@ from planengine.functions.builtins._support import (
     string,
 )
 from planengine.functions.spark_types import spark_data_type
-from planengine.types import BINARY_STRING, CHARACTER, DATETIME, MAX_LENGTH, STRING, DataType, Kind
+from planengine.ir.types import BINARY_STRING, CHARACTER, DATETIME, MAX_LENGTH, STRING, DataType, Kind
 
 _SCALAR_FAMILIES = {
     "numeric": lambda t: t.is_numeric,

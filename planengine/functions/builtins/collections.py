@@ -26,7 +26,7 @@ from planengine.functions.builtins._support import (
     string,
 )
 from planengine.functions.builtins.conditional import unify
-from planengine.types import INT, DataType, Kind, RowField, array, map_
+from planengine.ir.types import INT, DataType, Kind, RowField, array, map_
 
 
 def _infer_item(ctx: CallContext) -> DataType:

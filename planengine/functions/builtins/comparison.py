@@ -29,7 +29,7 @@ from planengine.functions.builtins._support import (
     scalar,
     string,
 )
-from planengine.types import BOOLEAN, CHARACTER, DataType, Kind
+from planengine.ir.types import BOOLEAN, CHARACTER, DataType, Kind
 
 _TIME_KINDS = (Kind.TIMESTAMP, Kind.TIMESTAMP_LTZ)
 

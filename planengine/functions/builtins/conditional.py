@@ -24,7 +24,7 @@ from planengine.functions.builtins._support import (
     null_if_any_null,
     scalar,
 )
-from planengine.types import DataType, Kind, common_type
+from planengine.ir.types import DataType, Kind, common_type
 
 
 def unify(ctx: CallContext, types: list[DataType], what: str) -> DataType:

@@ -28,7 +28,7 @@ from planengine.functions.builtins._support import (
 )
 from planengine.functions.builtins.casts import can_cast
 from planengine.functions.spark_types import spark_data_type
-from planengine.types import BOOLEAN, CHARACTER, STRING, DataType
+from planengine.ir.types import BOOLEAN, CHARACTER, STRING, DataType
 
 
 def _path(ctx: RenderContext) -> exp.Expression:

@@ -32,7 +32,7 @@ from planengine.functions.builtins._support import (
     string,
 )
 from planengine.functions.builtins.arithmetic import MAX_PRECISION, adjust_precision_scale
-from planengine.types import DATE, DOUBLE, INTEGRAL, DataType, Kind, decimal
+from planengine.ir.types import DATE, DOUBLE, INTEGRAL, DataType, Kind, decimal
 
 TIME_UNITS = ("MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR")
 

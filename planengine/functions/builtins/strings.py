@@ -33,7 +33,7 @@ from planengine.functions.builtins._support import (
 from planengine.functions.builtins._support import (
     string as string_literal,
 )
-from planengine.types import BOOLEAN, INT, MAX_LENGTH, STRING, DataType, Kind, char, varchar
+from planengine.ir.types import BOOLEAN, INT, MAX_LENGTH, STRING, DataType, Kind, char, varchar
 
 
 def _same_as_first(ctx: CallContext) -> DataType:

@@ -33,7 +33,7 @@ from planengine.functions.builtins._support import (
     scalar,
     string,
 )
-from planengine.types import (
+from planengine.ir.types import (
     BIGINT,
     DATE,
     INT,

@@ -15,7 +15,7 @@ from planengine.functions.builtins._support import (
     check_arity,
     expect,
 )
-from planengine.types import BIGINT, DataType, Kind, TimeAttribute, timestamp, timestamp_ltz
+from planengine.ir.types import BIGINT, DataType, Kind, TimeAttribute, timestamp, timestamp_ltz
 
 GROUP_WINDOWS = {"TUMBLE": 2, "HOP": 3, "SESSION": 2}
 

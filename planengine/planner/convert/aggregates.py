@@ -10,6 +10,9 @@ from sqlglot import exp
 
 from planengine.errors import UnsupportedQueryError, ValidationError
 from planengine.functions.registry import NO_LITERAL, CallContext, FunctionKind
+from planengine.ir.aggregates import AggregateCall
+from planengine.ir.expressions import Expr, InputRef, Literal
+from planengine.ir.windows import GroupWindow, WindowSpec
 from planengine.planner import logical as L
 from planengine.planner.convert.scope import Relation, _Scope
 from planengine.planner.convert.support import (
@@ -21,7 +24,6 @@ from planengine.planner.convert.support import (
     _norm,
     _validate_window,
 )
-from planengine.planner.expressions import Expr, InputRef, Literal
 
 
 class AggregateConversion:
@@ -93,7 +95,7 @@ class AggregateConversion:
         group_window = None
         if window_call is not None:
             group_window, _ = self._group_window(window_call, scope, pre_field)
-        aggs: list[L.AggregateCall] = []
+        aggs: list[AggregateCall] = []
         agg_sql: dict[str, int] = {}
         property_sql: dict[str, int] = {}
 
@@ -134,7 +136,7 @@ class AggregateConversion:
                         if key not in property_sql:
                             property_sql[key] = len(props)
                             props.append((f"w${prop}", prop))
-            group_window = L.GroupWindow(group_window.spec, tuple(props), group_window.time_type)
+            group_window = GroupWindow(group_window.spec, tuple(props), group_window.time_type)
 
         pre = L.LogicalCalc(relation.node, tuple(pre_exprs), tuple(_dedupe(pre_names)))
         ttl_ms = self._state_ttl(ttl_hint, relation)
@@ -175,7 +177,7 @@ class AggregateConversion:
             agg_relation, self, special)
 
     def _aggregate_call(self, node: exp.Expression, name: str, filter_expr: exp.Expression | None, scope: _Scope,
-                        pre_field: Callable[[Expr, str], int], ordinal: int) -> L.AggregateCall:
+                        pre_field: Callable[[Expr, str], int], ordinal: int) -> AggregateCall:
         distinct = False
         operands: list[exp.Expression] = []
         this = node.this if "this" in node.args else None
@@ -207,7 +209,7 @@ class AggregateConversion:
         if fn is None and isinstance(node, exp.Anonymous):
             user = self.resolve_user_function(node)
             if user is not None:
-                return L.AggregateCall(user[0].name, None, tuple(args), user[1].result_type, f"EXPR${ordinal}",
+                return AggregateCall(user[0].name, None, tuple(args), user[1].result_type, f"EXPR${ordinal}",
                                        distinct, filter_arg, user_function=user[0])
         if fn is None:
             raise ValidationError(f"unknown aggregate function {name}", location=self.location(node))
@@ -216,7 +218,7 @@ class AggregateConversion:
             result = fn.infer_type(CallContext(name, arg_types, tuple(NO_LITERAL for _ in arg_types)))
         except ValidationError as error:
             raise ValidationError(error.message, location=self.location(node), hint=error.hint) from None
-        return L.AggregateCall(fn.name, fn.version, tuple(args), result, f"EXPR${ordinal}" if True else "",
+        return AggregateCall(fn.name, fn.version, tuple(args), result, f"EXPR${ordinal}" if True else "",
                                distinct, filter_arg, constants=tuple(constants))
 
     def _group_window(self, call: exp.Anonymous, scope: _Scope, pre_field: Callable[[Expr, str], int]):
@@ -233,15 +235,15 @@ class AggregateConversion:
             intervals.append(a.value)
         time_idx = pre_field(time, "$rowtime")
         if kind == "TUMBLE":
-            spec = L.WindowSpec("TUMBLE", time_idx, size=intervals[0],
+            spec = WindowSpec("TUMBLE", time_idx, size=intervals[0],
                                 offset=intervals[1] if len(intervals) > 1 else None, is_rowtime=time.type.is_rowtime)
         elif kind == "HOP":
-            spec = L.WindowSpec("HOP", time_idx, slide=intervals[0], size=intervals[1],
+            spec = WindowSpec("HOP", time_idx, slide=intervals[0], size=intervals[1],
                                 is_rowtime=time.type.is_rowtime)
         else:
-            spec = L.WindowSpec("SESSION", time_idx, gap=intervals[0], is_rowtime=time.type.is_rowtime)
+            spec = WindowSpec("SESSION", time_idx, gap=intervals[0], is_rowtime=time.type.is_rowtime)
         _validate_window(spec, self.location(call))
-        return L.GroupWindow(spec, (), time.type), time_idx
+        return GroupWindow(spec, (), time.type), time_idx
 
     def _state_ttl(self, hint: dict[str, str] | None, relation: Relation) -> int | None:
         if not hint:

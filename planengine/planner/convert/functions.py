@@ -9,10 +9,10 @@ from typing import Any
 from sqlglot import exp
 
 from planengine.errors import UnsupportedQueryError, ValidationError
+from planengine.ir.expressions import Call, Expr, FunctionRef
+from planengine.ir.types import Kind
 from planengine.planner import logical as L
 from planengine.planner.convert.scope import Relation, _Field, _Scope
-from planengine.planner.expressions import Call, Expr, FunctionRef
-from planengine.types import Kind
 
 
 class FunctionConversion:

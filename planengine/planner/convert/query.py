@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from planengine.catalog.objects import CatalogTable, CatalogView, ObjectIdentifier
+from planengine.catalog.objects import CatalogTable, CatalogView, ObjectIdentifier, TableRef
 from planengine.errors import SourceLocation, UnsupportedQueryError, ValidationError
+from planengine.ir.expressions import Call, Expr, InputRef, Literal
+from planengine.ir.sorting import SortKey
+from planengine.ir.types import BIGINT, Kind, RowField, common_type, row
 from planengine.planner import logical as L
 from planengine.planner.convert.aggregates import AggregateConversion
 from planengine.planner.convert.functions import FunctionConversion
@@ -24,11 +27,9 @@ from planengine.planner.convert.support import (
     token_start_column,
 )
 from planengine.planner.convert.windows import WindowConversion
-from planengine.planner.expressions import Call, Expr, InputRef, Literal
 from planengine.planner.rex_converter import convert_expression
 from planengine.sql import accessors
 from planengine.sql.ast import WindowTableFunction
-from planengine.types import BIGINT, Kind, RowField, common_type, row
 
 
 class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, FunctionConversion):
@@ -113,7 +114,7 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
         alias = node.args.get("alias")
         names = [c.name for c in alias.columns] if alias is not None and alias.columns else \
             [f"EXPR${i}" for i in range(width)]
-        from planengine.planner.expressions import input_refs
+        from planengine.ir.expressions import input_refs
         from planengine.planner.rex_converter import fold_constant
 
         out_rows = []
@@ -274,7 +275,7 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
         offset = select.args.get("offset")
         if order is None and limit is None and offset is None:
             return node
-        keys: list[L.SortKey] = []
+        keys: list[SortKey] = []
         if order is not None:
             scope = _Scope(Relation.of(node, None), self)
             for ordered in order.expressions:
@@ -290,7 +291,7 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
                     idx = e.index
                 desc = bool(ordered.args.get("desc"))
                 nulls_first = ordered.args.get("nulls_first")
-                keys.append(L.SortKey(idx, not desc, nulls_first))
+                keys.append(SortKey(idx, not desc, nulls_first))
         fetch = int(limit.expression.this) if limit is not None else None
         skip = int(offset.expression.this) if offset is not None else 0
         return L.LogicalSort(node, tuple(keys), skip, fetch)
@@ -365,7 +366,7 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
                 self.view_stack.pop()
         assert isinstance(obj, CatalogTable)
         hint_options = accessors.table_options_hint(table)
-        ref = L.TableRef(identifier, obj, entry.is_temporary, tuple(sorted(hint_options.items())))
+        ref = TableRef(identifier, obj, entry.is_temporary, tuple(sorted(hint_options.items())))
         return L.LogicalScan(ref)
 
     def _qualify(self, parts: tuple[str, ...], node: exp.Expression) -> ObjectIdentifier:

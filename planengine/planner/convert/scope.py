@@ -11,9 +11,9 @@ from sqlglot import exp
 from planengine.catalog.objects import ObjectIdentifier
 from planengine.errors import SourceLocation, UnsupportedQueryError, ValidationError
 from planengine.functions.registry import FunctionRegistry
+from planengine.ir.expressions import Expr, FieldAccess, FunctionRef, InputRef
+from planengine.ir.types import DataType, Kind
 from planengine.planner import logical as L
-from planengine.planner.expressions import Expr, FieldAccess, FunctionRef, InputRef
-from planengine.types import DataType, Kind
 
 
 class CatalogAccess:

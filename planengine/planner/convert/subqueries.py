@@ -5,6 +5,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from planengine.errors import ValidationError
+from planengine.ir.expressions import Call, Expr, FunctionRef, InputRef
+from planengine.ir.types import BOOLEAN
 from planengine.planner import logical as L
 from planengine.planner.convert.scope import Relation, _Field, _Scope
 from planengine.planner.convert.support import (
@@ -14,8 +16,6 @@ from planengine.planner.convert.support import (
     and_all,
     equals,
 )
-from planengine.planner.expressions import Call, Expr, FunctionRef, InputRef
-from planengine.types import BOOLEAN
 
 
 class SubqueryConversion:

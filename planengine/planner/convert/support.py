@@ -9,9 +9,10 @@ from sqlglot import exp
 
 from planengine.errors import SourceLocation, ValidationError
 from planengine.functions.registry import FunctionRegistry
+from planengine.ir.expressions import Call, Expr, FunctionRef, InputRef, Literal, conjunctions
+from planengine.ir.types import BOOLEAN, DataType, Kind, TimeAttribute, common_type
+from planengine.ir.windows import WindowSpec
 from planengine.planner import logical as L
-from planengine.planner.expressions import Call, Expr, FunctionRef, InputRef, Literal, conjunctions
-from planengine.types import BOOLEAN, DataType, Kind, TimeAttribute, common_type
 
 # sqlglot aggregate classes → built-in aggregate names.
 _AGGREGATES: dict[type[exp.Expression], str] = {
@@ -130,7 +131,7 @@ def _is_subquery_predicate(pred: exp.Expression) -> bool:
     return isinstance(inner, exp.Exists) or (isinstance(inner, exp.In) and inner.args.get("query") is not None)
 
 
-def _validate_window(spec: L.WindowSpec, location: SourceLocation | None) -> None:
+def _validate_window(spec: WindowSpec, location: SourceLocation | None) -> None:
     def positive(value: dt.timedelta | None, label: str) -> None:
         if value is not None and value <= dt.timedelta(0):
             raise ValidationError(f"{spec.kind} {label} must be positive", location=location)

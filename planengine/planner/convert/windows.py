@@ -11,6 +11,11 @@ from sqlglot import exp
 
 from planengine.errors import UnsupportedQueryError, ValidationError
 from planengine.functions.registry import NO_LITERAL, CallContext
+from planengine.ir.aggregates import AggregateCall
+from planengine.ir.expressions import Expr, InputRef, Literal
+from planengine.ir.sorting import SortKey
+from planengine.ir.types import row
+from planengine.ir.windows import OverFrame, WindowSpec
 from planengine.planner import logical as L
 from planengine.planner.convert.scope import Relation, _Field, _Scope
 from planengine.planner.convert.support import (
@@ -21,9 +26,7 @@ from planengine.planner.convert.support import (
     _validate_window,
     _window_key,
 )
-from planengine.planner.expressions import Expr, InputRef, Literal
 from planengine.sql.ast import WindowTableFunction
-from planengine.types import row
 
 
 class WindowConversion:
@@ -57,7 +60,7 @@ class WindowConversion:
             return lit.value
 
         partition_keys = tuple(self._field_index(c, scope) for c in tvf.args.get("partition_by") or [])
-        spec = L.WindowSpec(
+        spec = WindowSpec(
             kind=tvf.kind, time_field=time_ref.index, size=interval("size"), slide=interval("slide"),
             step=interval("step"), gap=interval("gap"), offset=interval("offset"),
             partition_keys=partition_keys, is_rowtime=not time_ref.type.is_proctime,
@@ -95,7 +98,7 @@ class WindowConversion:
             order_keys = []
             order = w0.args.get("order")
             for o in order.expressions if order is not None else []:
-                order_keys.append(L.SortKey(pre_field(self.expr(o.this, scope)), not o.args.get("desc"),
+                order_keys.append(SortKey(pre_field(self.expr(o.this, scope)), not o.args.get("desc"),
                                             o.args.get("nulls_first")))
             calls = []
             for w in group:
@@ -130,7 +133,7 @@ class WindowConversion:
         new_relation = Relation(node, fields_)
         return new_relation, _Scope(new_relation, self, special)
 
-    def _window_call(self, w: exp.Window, scope: _Scope, pre_field: Callable[[Expr], int]) -> L.AggregateCall:
+    def _window_call(self, w: exp.Window, scope: _Scope, pre_field: Callable[[Expr], int]) -> AggregateCall:
         func = w.this
         name = None
         for cls, n in _RANKING.items():
@@ -159,29 +162,29 @@ class WindowConversion:
         if fn is None and isinstance(func, exp.Anonymous):
             user = self.resolve_user_function(func)
             if user is not None:
-                return L.AggregateCall(user[0].name, None, args, user[1].result_type, "", distinct,
+                return AggregateCall(user[0].name, None, args, user[1].result_type, "", distinct,
                                        user_function=user[0])
         if fn is None:
             raise ValidationError(f"unknown window function {name}", location=self.location(w))
         result = fn.infer_type(CallContext(name, tuple(c.type for c in converted),
                                            tuple(c.value if isinstance(c, Literal) else NO_LITERAL
                                                  for c in converted)))
-        return L.AggregateCall(fn.name, fn.version, args, result, "", distinct)
+        return AggregateCall(fn.name, fn.version, args, result, "", distinct)
 
-    def _frame(self, w: exp.Window) -> L.OverFrame:
+    def _frame(self, w: exp.Window) -> OverFrame:
         spec = w.args.get("spec")
         if spec is None:
-            return L.OverFrame("RANGE" if w.args.get("order") else "ROWS", None)
+            return OverFrame("RANGE" if w.args.get("order") else "ROWS", None)
         mode = (spec.args.get("kind") or "ROWS").upper()
         start = spec.args.get("start")
         if isinstance(start, str) and start.upper() == "UNBOUNDED":
-            return L.OverFrame(mode, None)
+            return OverFrame(mode, None)
         if isinstance(start, str) and start.upper() == "CURRENT ROW":
-            return L.OverFrame(mode, 0)
+            return OverFrame(mode, 0)
         empty = _Scope(Relation(L.LogicalValues((), row()), []), self)
         value = self.expr(start, empty) if isinstance(start, exp.Expression) else None
         if isinstance(value, Literal) and isinstance(value.value, dt.timedelta):
-            return L.OverFrame("RANGE", value.value)
+            return OverFrame("RANGE", value.value)
         if isinstance(value, Literal) and isinstance(value.value, int):
-            return L.OverFrame(mode, value.value)
+            return OverFrame(mode, value.value)
         raise UnsupportedQueryError(f"unsupported OVER frame {spec.sql()}", location=self.location(w))

@@ -6,8 +6,8 @@ their engine computed.
 
 from __future__ import annotations
 
+from planengine.ir.expressions import Call, Expr, FieldAccess, Literal
 from planengine.planner import logical as L
-from planengine.planner.expressions import Call, Expr, FieldAccess, Literal
 from planengine.planner.rules.context import RuleContext
 
 

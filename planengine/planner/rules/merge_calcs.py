@@ -1,8 +1,8 @@
 """Merge a Calc into the Calc below it, so each stateless step is one projection plus one filter.
 
->>> from planengine import types as T
+>>> from planengine.ir import types as T
 >>> from planengine.planner import logical as L
->>> from planengine.planner.expressions import InputRef
+>>> from planengine.ir.expressions import InputRef
 >>> from planengine.planner.rules.context import RuleContext
 >>> from planengine.functions.registry import FunctionRegistry
 >>> v = L.LogicalValues((), T.row(("a", T.INT), ("b", T.INT)))
@@ -14,10 +14,10 @@
 
 from __future__ import annotations
 
+from planengine.ir.expressions import Call, FunctionRef, substitute
+from planengine.ir.types import BOOLEAN
 from planengine.planner import logical as L
-from planengine.planner.expressions import Call, FunctionRef, substitute
 from planengine.planner.rules.context import RuleContext
-from planengine.types import BOOLEAN
 
 
 def merge_calcs(node: L.LogicalNode, ctx: RuleContext) -> L.LogicalNode:

@@ -6,10 +6,10 @@ then an interval join), and filters rows before they reach join state.
 
 from __future__ import annotations
 
+from planengine.ir.expressions import Call, Expr, FunctionRef, InputRef, conjunctions, input_refs, remap_inputs
+from planengine.ir.types import BOOLEAN
 from planengine.planner import logical as L
-from planengine.planner.expressions import Call, Expr, FunctionRef, InputRef, conjunctions, input_refs, remap_inputs
 from planengine.planner.rules.context import RuleContext
-from planengine.types import BOOLEAN
 
 
 def push_filter_into_join(node: L.LogicalNode, ctx: RuleContext) -> L.LogicalNode:

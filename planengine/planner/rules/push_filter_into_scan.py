@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from planengine.connectors.abilities import SupportsFilterPushDown
 from planengine.connectors.specs import FilterPushDownSpec
+from planengine.ir.expressions import Call, FunctionRef, conjunctions
+from planengine.ir.types import BOOLEAN
 from planengine.planner import logical as L
-from planengine.planner.expressions import Call, FunctionRef, conjunctions
 from planengine.planner.rules.context import RuleContext
-from planengine.types import BOOLEAN
 
 
 def push_filter_into_scan(node: L.LogicalNode, ctx: RuleContext) -> L.LogicalNode:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from planengine.connectors.abilities import SupportsProjectionPushDown
 from planengine.connectors.specs import ProjectPushDownSpec
+from planengine.ir.expressions import input_refs, remap_inputs
+from planengine.ir.types import RowField, row
 from planengine.planner import logical as L
-from planengine.planner.expressions import input_refs, remap_inputs
 from planengine.planner.rules.context import RuleContext
-from planengine.types import RowField, row
 
 
 def push_projection_into_scan(node: L.LogicalNode, ctx: RuleContext) -> L.LogicalNode:

@@ -1,8 +1,8 @@
 """Drop a Calc that selects every input field in order, under the same names, without a filter.
 
->>> from planengine import types as T
+>>> from planengine.ir import types as T
 >>> from planengine.planner import logical as L
->>> from planengine.planner.expressions import InputRef
+>>> from planengine.ir.expressions import InputRef
 >>> from planengine.planner.rules.context import RuleContext
 >>> from planengine.functions.registry import FunctionRegistry
 >>> v = L.LogicalValues((), T.row(("a", T.INT)))

@@ -7,8 +7,8 @@ MapState, and cache the current extreme in the accumulator so only retracting th
 ``DISTINCT`` wraps any aggregator: the bag counts each distinct value and the inner aggregator sees a value
 only when its count goes 0 → 1 (accumulate) or 1 → 0 (retract).
 
->>> from planengine import types as T
->>> from planengine.planner.logical import AggregateCall
+>>> from planengine.ir import types as T
+>>> from planengine.ir.aggregates import AggregateCall
 >>> avg = make_aggregator(AggregateCall("AVG", 1, (0,), T.INT, "a"), [T.INT], retraction=True).aggregator
 >>> acc = avg.create()
 >>> for v in (1, 2, 4):
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from planengine.errors import ValidationError
+from planengine.ir.types import DataType, Kind
 from planengine.runtime.operators._codec import FLOATING, INTEGRAL, coerce
-from planengine.types import DataType, Kind
 
 
 class ValueBag(Protocol):

@@ -20,10 +20,10 @@ from urllib.parse import urlparse
 
 from planengine.errors import ValidationError
 from planengine.formats.json import DATE_PATTERN, SQL, TIMESTAMP_FORMAT_STANDARD, timestamp_patterns
+from planengine.ir.types import TIMESTAMPS
 from planengine.runtime.connectors import QueryOptions, SourceFrame, sink_writer, source_reader, spark_schema_ddl
 from planengine.runtime.connectors import changelog_format as cf
 from planengine.runtime.stream import APPEND, ROWKIND, output_mode
-from planengine.types import TIMESTAMPS
 
 _SPARK_FORMAT = {"json": "json", "csv": "csv", "parquet": "parquet", "changelog-json": "json",
                  "debezium-json": "json"}

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from planengine.ir.types import DataType
 from planengine.runtime.jvm import run_operator
 from planengine.runtime.stream import ROWKIND, Stream
-from planengine.types import DataType
 
 # (name, version) of the built-in aggregates with a JVM accumulator (io.planengine.jvm.agg.AggregateFunctions).
 # Frozen for stream-exec-group-aggregate_3: adding one changes which plans run on the JVM, so a new entry

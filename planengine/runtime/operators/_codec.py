@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from planengine.types import DataType, Kind
+from planengine.ir.types import DataType, Kind
 
 INTEGRAL = (Kind.TINYINT, Kind.SMALLINT, Kind.INT, Kind.BIGINT)
 FLOATING = (Kind.FLOAT, Kind.DOUBLE)

@@ -3,8 +3,8 @@ conditions). SQL three-valued logic: NULL propagates through comparisons and ari
 Kleene logic; a condition holds only when it is TRUE. Functions outside this subset fail at translation
 time with the function's name, so a plan never starts with a condition it cannot evaluate.
 
->>> from planengine import types as T
->>> from planengine.planner.expressions import Call, FunctionRef, InputRef, Literal
+>>> from planengine.ir import types as T
+>>> from planengine.ir.expressions import Call, FunctionRef, InputRef, Literal
 >>> gt = Call(FunctionRef(">", 1), (InputRef(0, T.BIGINT), InputRef(1, T.BIGINT)), T.BOOLEAN)
 >>> f = compile_condition(gt)
 >>> f((3, 2)), f((1, 2)), f((None, 2))
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.planner.expressions import Call, Expr, FieldAccess, InputRef, Literal
-from planengine.types import Kind
+from planengine.ir.expressions import Call, Expr, FieldAccess, InputRef, Literal
+from planengine.ir.types import Kind
 
 Fn = Callable[[tuple[Any, ...]], Any]
 

@@ -28,9 +28,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
 
+from planengine.ir.types import DataType
 from planengine.runtime.operators._codec import converter, frame_rows, rows_frame
 from planengine.runtime.stream import ROWKIND, Stream, column_names
-from planengine.types import DataType
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = "+I", "-U", "+U", "-D"
 ACCUMULATE = frozenset((INSERT, UPDATE_AFTER))
@@ -156,7 +156,7 @@ def run_keyed(stream: Stream, df: Any, key_columns: Sequence[str], processor: Ch
 
 
 def _string() -> DataType:
-    from planengine.types import STRING
+    from planengine.ir.types import STRING
 
     return STRING
 

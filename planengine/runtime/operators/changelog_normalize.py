@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from planengine.ir.types import DataType
 from planengine.runtime.operators._codec import decode_row, encode
 from planengine.runtime.operators._tws import (
     DELETE,
@@ -26,7 +27,6 @@ from planengine.runtime.operators._tws import (
     Record,
     run_keyed,
 )
-from planengine.types import DataType
 
 ROW_SCHEMA = "row STRING, ts BIGINT"
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from planengine.ir.types import DataType
 from planengine.runtime.operators._codec import decode_row, encode
 from planengine.runtime.operators._tws import (
     INSERT,
@@ -25,7 +26,6 @@ from planengine.runtime.operators._tws import (
     is_accumulate,
     run_keyed,
 )
-from planengine.types import DataType
 
 ROW_SCHEMA = "row STRING, ts BIGINT"
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from planengine.ir.types import DataType
 from planengine.runtime.aggregates.accumulators import SKIP, BoundAggregate, make_aggregator
 from planengine.runtime.operators._codec import decode, encode
 from planengine.runtime.operators._tws import (
@@ -31,7 +32,6 @@ from planengine.runtime.operators._tws import (
     Record,
     is_accumulate,
 )
-from planengine.types import DataType
 
 ACC_SCHEMA = "acc STRING, ts BIGINT"
 BAG_KEY_SCHEMA = "k STRING"

@@ -23,6 +23,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
+from planengine.ir.types import INT, DataType
 from planengine.runtime.operators._codec import decode_row, encode
 from planengine.runtime.operators._pyexpr import compile_condition
 from planengine.runtime.operators._tws import (
@@ -34,7 +35,6 @@ from planengine.runtime.operators._tws import (
     run_keyed,
 )
 from planengine.runtime.stream import ROWKIND
-from planengine.types import INT, DataType
 
 ROW_KEY_SCHEMA = "row STRING"
 ROW_VALUE_SCHEMA = "cnt BIGINT, assoc BIGINT, ts BIGINT"

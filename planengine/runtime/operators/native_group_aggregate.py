@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from planengine.ir.types import CHARACTER, INTEGRAL, DataType, Kind
 from planengine.runtime.stream import OUTPUT_MODE, ROWKIND, UPDATE, Stream, column_name
-from planengine.types import CHARACTER, INTEGRAL, DataType, Kind
 
 _BATCH_TIME = "_bt"
 _FIRST, _LAST = "_bt_first", "_bt_last"

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from planengine.ir.types import DataType
 from planengine.runtime.operators._codec import decode, encode
 from planengine.runtime.operators._tws import (
     DELETE,
@@ -36,7 +37,6 @@ from planengine.runtime.operators._tws import (
     is_accumulate,
     run_keyed,
 )
-from planengine.types import DataType
 
 RANKED_SCHEMA = "rows STRING, seq BIGINT, ts BIGINT"
 COUNT_SCHEMA = "n BIGINT, ts BIGINT"
@@ -292,7 +292,7 @@ class FullSortProcessor(OrderedRowsProcessor):
 def full_sort(stream: Any, df: Any, end_of_input_column: str, node: Any, ctx: Any) -> Any:
     """``stream-exec-sort-limit`` without a fetch: ``df`` is ``stream``'s rows plus a boolean end-of-input
     column (``True`` only on the drain marker, whose data columns are NULL)."""
-    from planengine.types import BOOLEAN
+    from planengine.ir.types import BOOLEAN
 
     types = node.field_types
     processor = FullSortProcessor(

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from planengine.ir.types import DataType
 from planengine.runtime.operators._codec import decode, encode
 from planengine.runtime.operators._tws import (
     DELETE,
@@ -26,7 +27,6 @@ from planengine.runtime.operators._tws import (
     is_accumulate,
     run_keyed,
 )
-from planengine.types import DataType
 
 ROWS_SCHEMA = "rows STRING, ts BIGINT"
 

@@ -10,7 +10,7 @@ Time representation: a rowtime column carries a Spark watermark and is therefore
 ``TIMESTAMP_NTZ``. With the engine's session time zone fixed to UTC both map to the same epoch millis.
 
 >>> from datetime import timedelta as td
->>> from planengine.planner.logical import WindowSpec
+>>> from planengine.ir.windows import WindowSpec
 >>> window_bounds_sql(WindowSpec("TUMBLE", 0, size=td(seconds=5)), "`t`")
 ('(`t` - pmod(`t` - 0, 5000))', None)
 """
@@ -21,7 +21,7 @@ import datetime as dt
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.types import DataType, Kind
+from planengine.ir.types import DataType, Kind
 
 # Spark's metadata key that marks a column as an event-time column with a watermark (EventTimeWatermark).
 WATERMARK_DELAY_KEY = "spark.watermarkDelayMs"

@@ -11,11 +11,11 @@ import shutil
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.planner.expressions import CorrelatedRef, FieldAccess
+from planengine.ir.expressions import CorrelatedRef, FieldAccess
+from planengine.ir.types import Kind
 from planengine.runtime.expressions import render_spark_sql
 from planengine.runtime.stream import ROWKIND, Stream, column_name
 from planengine.runtime.translators import translator
-from planengine.types import Kind
 
 
 def _expr(e: Any, columns: list[str]) -> Any:
@@ -32,7 +32,7 @@ def _keep_rowkind(stream: Stream) -> list[Any]:
 
 @translator("stream-exec-calc", 1)
 def translate_calc(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    from planengine.planner.expressions import InputRef
+    from planengine.ir.expressions import InputRef
 
     inp = inputs[0]
     df = inp.df
@@ -141,7 +141,7 @@ def translate_correlate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     invocation = _uncorrelate(node.invocation)
     if getattr(node, "table_function", False):
         # LATERAL TABLE(f(args)): the registered UDF returns the array of produced rows; explode it like UNNEST.
-        from planengine.planner.expressions import Call, FunctionRef
+        from planengine.ir.expressions import Call, FunctionRef
         from planengine.runtime.python_functions import produced_row_type, table_function_udf_name
 
         invocation = Call(FunctionRef(table_function_udf_name(invocation.function), None, system=True),
@@ -180,7 +180,7 @@ def translate_correlate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
 
 def _uncorrelate(expr: Any) -> Any:
     """UNNEST operands reference the outer row through CORRELATED_REF; here that row is the input itself."""
-    from planengine.planner.expressions import InputRef
+    from planengine.ir.expressions import InputRef
 
     if isinstance(expr, FieldAccess) and isinstance(expr.expr, CorrelatedRef):
         names = expr.expr.type.field_names()

@@ -24,7 +24,7 @@ from typing import Any
 from planengine.connectors.base import LookupContext
 from planengine.connectors.restore import restore_table_source
 from planengine.errors import ValidationError
-from planengine.planner.expressions import Literal
+from planengine.ir.expressions import Literal
 from planengine.runtime.stream import ROWKIND, Stream, column_name
 from planengine.runtime.translators import translator
 from planengine.runtime.translators.source import factory_context

@@ -22,7 +22,7 @@ import tempfile
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.planner.expressions import Call, InputRef, Literal
+from planengine.ir.expressions import Call, InputRef, Literal
 from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
 

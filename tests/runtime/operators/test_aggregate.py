@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from planengine import types as T
-from planengine.connectors.changelog import ALL
 from planengine.exec import nodes as X
-from planengine.planner.logical import AggregateCall
+from planengine.ir import types as T
+from planengine.ir.aggregates import AggregateCall
+from planengine.ir.changelog import ALL
+from planengine.ir.types import parse_type
 from planengine.runtime.context import TranslationContext
 from planengine.runtime.operators.group_aggregate import group_aggregate
-from planengine.types import parse_type
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -176,7 +176,7 @@ def test_global_aggregate_listagg_first_last(spark, feed, runner):
     """No grouping keys (one global group); LISTAGG with a separator, FIRST/LAST_VALUE, SUM0, STDDEV."""
     f = feed("s STRING, v INT")
     sep = AggregateCall("LISTAGG", 1, (0,), T.STRING, "l", constants=(
-        __import__("planengine.planner.expressions", fromlist=["Literal"]).Literal("|", T.STRING),))
+        __import__("planengine.ir.expressions", fromlist=["Literal"]).Literal("|", T.STRING),))
     node = _node("ROW<s STRING, v INT>",
                  "ROW<l STRING, fv STRING, lv STRING, s0 INT NOT NULL, sd DOUBLE>", (),
                  (sep, agg("FIRST_VALUE", (0,), T.STRING), agg("LAST_VALUE", (0,), T.STRING),

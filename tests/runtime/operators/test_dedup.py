@@ -6,10 +6,10 @@ from collections import Counter
 
 import pytest
 
-from planengine.connectors.changelog import ALL, INSERT_ONLY
 from planengine.exec import nodes as X
+from planengine.ir.changelog import ALL, INSERT_ONLY
+from planengine.ir.types import parse_type
 from planengine.runtime.operators.deduplicate import deduplicate
-from planengine.types import parse_type
 from tests.runtime.operators.test_aggregate import batches, flink, input_node, node_ctx
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -11,13 +11,13 @@ from collections import Counter
 
 import pytest
 
-from planengine import types as T
-from planengine.connectors.changelog import ALL
 from planengine.exec import nodes as X
-from planengine.planner.expressions import Literal
-from planengine.planner.logical import AggregateCall
+from planengine.ir import types as T
+from planengine.ir.aggregates import AggregateCall
+from planengine.ir.changelog import ALL
+from planengine.ir.expressions import Literal
+from planengine.ir.types import parse_type
 from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
-from planengine.types import parse_type
 from tests.runtime.operators.test_aggregate import BIGINT_NN, agg, batches, flink, input_node, node_ctx
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

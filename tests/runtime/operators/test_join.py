@@ -7,12 +7,12 @@ from collections import Counter
 
 import pytest
 
-from planengine import types as T
-from planengine.connectors.changelog import ALL, INSERT_ONLY
 from planengine.exec import nodes as X
-from planengine.planner.expressions import Call, FunctionRef, InputRef
+from planengine.ir import types as T
+from planengine.ir.changelog import ALL, INSERT_ONLY
+from planengine.ir.expressions import Call, FunctionRef, InputRef
+from planengine.ir.types import parse_type
 from planengine.runtime.operators.join import join
-from planengine.types import parse_type
 from tests.runtime.operators.test_aggregate import flink, input_node, materialized, node_ctx
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

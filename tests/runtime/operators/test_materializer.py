@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from planengine.exec import nodes as X
+from planengine.ir.types import parse_type
 from planengine.runtime.operators.upsert_materializer import materialize
-from planengine.types import parse_type
 from tests.runtime.operators.test_aggregate import batches, flink, input_node, node_ctx
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

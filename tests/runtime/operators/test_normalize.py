@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from planengine.connectors.changelog import ALL
 from planengine.exec import nodes as X
+from planengine.ir.changelog import ALL
+from planengine.ir.types import parse_type
 from planengine.runtime.operators.changelog_normalize import changelog_normalize
-from planengine.types import parse_type
 from tests.runtime.operators.test_aggregate import batches, flink, input_node, node_ctx
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

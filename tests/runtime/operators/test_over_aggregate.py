@@ -6,8 +6,10 @@ import datetime as dt
 
 import pytest
 
-from planengine import types as T
-from planengine.planner.logical import AggregateCall, OverFrame, SortKey
+from planengine.ir import types as T
+from planengine.ir.aggregates import AggregateCall
+from planengine.ir.sorting import SortKey
+from planengine.ir.windows import OverFrame
 from planengine.runtime.operators.over_aggregate import over_aggregate
 
 FLAKY_IN_FULL_SUITE = ("flaky in the full suite (passes alone): batch/file ordering under a shared "

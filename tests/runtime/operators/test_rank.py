@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from planengine.connectors.changelog import ALL
 from planengine.exec import nodes as X
-from planengine.planner.logical import SortKey
+from planengine.ir.changelog import ALL
+from planengine.ir.sorting import SortKey
+from planengine.ir.types import parse_type
 from planengine.runtime.operators.rank import rank
-from planengine.types import parse_type
 from tests.runtime.operators.test_aggregate import batches, flink, input_node, materialized, node_ctx
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

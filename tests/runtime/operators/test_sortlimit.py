@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from planengine.connectors.changelog import ALL, INSERT_ONLY
 from planengine.exec import nodes as X
-from planengine.planner.logical import SortKey
+from planengine.ir.changelog import ALL, INSERT_ONLY
+from planengine.ir.sorting import SortKey
+from planengine.ir.types import parse_type
 from planengine.runtime.operators.rank import UNBOUNDED_FETCH, full_sort, limit, sort_limit
-from planengine.types import parse_type
 from tests.runtime.operators.test_aggregate import flink, input_node, node_ctx
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planengine.planner.logical import SortKey
+from planengine.ir.sorting import SortKey
 from planengine.runtime.operators.temporal_sort import temporal_sort
 from tests.runtime.operators.conftest import ts
 

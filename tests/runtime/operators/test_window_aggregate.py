@@ -6,8 +6,9 @@ import datetime as dt
 
 import pytest
 
-from planengine import types as T
-from planengine.planner.logical import AggregateCall, WindowSpec
+from planengine.ir import types as T
+from planengine.ir.aggregates import AggregateCall
+from planengine.ir.windows import WindowSpec
 from planengine.runtime.operators.window_aggregate import window_aggregate
 from tests.runtime.operators.conftest import ts
 

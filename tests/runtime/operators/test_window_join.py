@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from planengine import types as T
-from planengine.planner.logical import WindowSpec
+from planengine.ir import types as T
+from planengine.ir.windows import WindowSpec
 from planengine.runtime.operators.window_join import window_join
 from planengine.runtime.operators.window_table_function import window_table_function
 from tests.runtime.operators.conftest import ts

@@ -5,8 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from planengine import types as T
-from planengine.planner.logical import AggregateCall, SortKey, WindowSpec
+from planengine.ir import types as T
+from planengine.ir.aggregates import AggregateCall
+from planengine.ir.sorting import SortKey
+from planengine.ir.windows import WindowSpec
 from planengine.runtime.operators.window_aggregate import window_aggregate
 from planengine.runtime.operators.window_rank import window_rank
 from planengine.runtime.operators.window_table_function import window_table_function

@@ -5,7 +5,7 @@ Four shapes cover everything (DESIGN §3): ``InputRef`` (a field of the input ro
 ``FieldAccess`` / ``CorrelatedRef`` for nested rows and UNNEST. They are frozen so rules can share and
 compare them, and their JSON form is declarative: no class names, only data.
 
->>> from planengine import types as T
+>>> from planengine.ir import types as T
 >>> e = Call(FunctionRef("+", 1), (InputRef(0, T.INT), Literal(1, T.INT.with_nullable(False))), T.INT)
 >>> Expr.from_json(e.to_json()) == e
 True
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from planengine.types import DataType, Kind, parse_type
+from planengine.ir.types import DataType, Kind, parse_type
 
 # The field types of the input row(s) an expression is read against, while a plan node is written or read.
 # An INPUT_REF whose type equals its input field's type is written without a type (it is implied).

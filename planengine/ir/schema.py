@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from planengine.types import DataType, RowField, parse_type, row
+from planengine.ir.types import DataType, RowField, parse_type, row
 
 ColumnKind = Literal["physical", "computed", "metadata"]
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from planengine_operator import metrics
+from planengine_operator.models import JobStatus
 
 Key = tuple[str, str]
 
@@ -40,36 +41,35 @@ class Fleet:
         self._announcements: dict[Key, str] = {}  # pause messages waiting for the job's next handler
         metrics.ROLLOUT_PAUSED[0] = 0
 
-    def seed(self, namespace: str, name: str, spec: dict[str, Any], status: dict[str, Any] | None) -> None:
+    def seed(self, namespace: str, name: str, spec: dict[str, Any], status: JobStatus) -> None:
         """A watch event (kopf index): used only until the reconciler reports this job itself."""
         if (namespace, name) not in self._reported:
-            self._update((namespace, name), spec, status or {}, announce=False)
+            self._update((namespace, name), spec, status, announce=False)
 
-    def observe(self, namespace: str, name: str, spec: dict[str, Any], status: dict[str, Any] | None) -> None:
+    def observe(self, namespace: str, name: str, spec: dict[str, Any], status: JobStatus) -> None:
         """The status the reconciler has just written: authoritative for this job from now on."""
         key = (namespace, name)
         self._reported.add(key)
-        status = status or {}
         self._update(key, spec, status, announce=True)
-        metrics.set_phase(namespace, name, status.get("phase"))
+        metrics.set_phase(namespace, name, status.phase)
 
-    def _update(self, key: Key, spec: dict[str, Any], status: dict[str, Any], *, announce: bool) -> None:
-        upgrade = status.get("upgrade") or {}
+    def _update(self, key: Key, spec: dict[str, Any], status: JobStatus, *, announce: bool) -> None:
+        upgrade = status.upgrade
         follows = not spec.get("engineVersion")
-        in_flight = (status.get("operation") or {}).get("type") == "Upgrade"
+        in_flight = status.operation is not None and status.operation.type == "Upgrade"
         (self._upgrading.add if follows and in_flight else self._upgrading.discard)(key)
         was_paused = self.paused
         # An upgrade to the default that stopped a job and did not land pauses the rollout: rolled back, or
         # failed (rollback blocked or disabled). A refused one (check exit 4, standby failed) stopped nothing
         # and may be about this job's plan, so it does not (docs/operator.md, "Pause").
-        rolled_back = (follows and upgrade.get("step") in PAUSING_STEPS
-                       and upgrade.get("to") == self.default_engine)
+        rolled_back = (follows and upgrade is not None and upgrade.step in PAUSING_STEPS
+                       and upgrade.to == self.default_engine)
         (self._rolled_back.add if rolled_back else self._rolled_back.discard)(key)
-        if announce and rolled_back and not was_paused:
+        if announce and rolled_back and not was_paused and upgrade is not None:
             self._announcements[key] = (
                 f"fleet rollout to engine {self.default_engine} paused: this job's upgrade ended "
-                f"{upgrade.get('step')} "
-                f"({upgrade.get('message') or 'stability gate failed'}); jobs that follow the default stay on "
+                f"{upgrade.step} "
+                f"({upgrade.message or 'stability gate failed'}); jobs that follow the default stay on "
                 "their engine. Resume with a new defaultEngineVersion (operator restart) or pin this job's "
                 "spec.engineVersion"
             )

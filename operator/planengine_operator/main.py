@@ -19,6 +19,7 @@ from planengine_operator import kube, metrics, webhook
 from planengine_operator.config import OperatorConfig
 from planengine_operator.fleet import Fleet
 from planengine_operator.launchers.base import Launcher
+from planengine_operator.models import JobStatus
 from planengine_operator.reconciler import Reconciler
 
 GROUP, VERSION, PLURAL = "planengine.io", "v1alpha1", "sparkplanjobs"
@@ -97,9 +98,10 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
 @kopf.index(GROUP, VERSION, PLURAL)
 def fleet_index(namespace: str, name: str, spec: kopf.Spec, status: kopf.Status, **_: Any) -> dict[str, Any]:
     """Seeds the fleet view from every job before any handler runs (kopf waits for indexes)."""
+    typed = JobStatus.read(status)
     if Runtime.fleet is not None:
-        Runtime.fleet.seed(namespace, name, dict(spec), dict(status))
-    return {(namespace, name): status.get("phase")}
+        Runtime.fleet.seed(namespace, name, dict(spec), typed)
+    return {(namespace, name): typed.phase}
 
 
 async def _reconcile(body: kopf.Body, memo: kopf.Memo) -> None:
@@ -145,10 +147,10 @@ async def deleted(body: kopf.Body, **_: Any) -> None:
     assert Runtime.launcher is not None and Runtime.fleet is not None
     from planengine_operator.launchers.base import JobRef
 
-    status = dict(body.get("status") or {})
+    status = JobStatus.read(body.get("status"))
     md = body["metadata"]
     Runtime.fleet.forget(md["namespace"], md["name"])
-    if status.get("jobRoot"):
-        job = JobRef(md["namespace"], md["name"], md.get("uid", ""), status["jobRoot"], dict(body))
+    if status.jobRoot:
+        job = JobRef(md["namespace"], md["name"], md.get("uid", ""), status.jobRoot, dict(body))
         await Runtime.launcher.discard_standby(job)
         await Runtime.launcher.stop(job, snapshot=False, timeout=30)

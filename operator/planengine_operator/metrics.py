@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from typing import Any
 
-from planengine_operator.statemachine import parse_iso
+from planengine_operator.decisions import parse_iso
+from planengine_operator.models import JobStatus
 
 
 class Summary:
@@ -45,15 +45,18 @@ PHASES: dict[tuple[str, str], str] = {}  # (namespace, name) -> phase
 ROLLOUT_PAUSED = [0]
 
 
-def observe_transition(patch: dict[str, Any], status: dict[str, Any]) -> None:
+def observe_transition(old: JobStatus, new: JobStatus) -> None:
+    """Count an upgrade once, in the status write that finishes it."""
     global ROLLBACKS
-    upgrade = patch.get("upgrade") or {}
-    step = upgrade.get("step")
-    if step in ("Succeeded", "RolledBack", "Refused", "Failed") and upgrade.get("finished"):
+    upgrade = new.upgrade
+    if upgrade is None or upgrade == old.upgrade:
+        return
+    step = upgrade.step
+    if step in ("Succeeded", "RolledBack", "Refused", "Failed") and upgrade.finished:
         UPGRADES[step] += 1
         if step == "RolledBack":
             ROLLBACKS += 1
-        began, ended = parse_iso(upgrade.get("started")), parse_iso(upgrade.get("finished"))
+        began, ended = parse_iso(upgrade.started), parse_iso(upgrade.finished)
         if began and ended:
             UPGRADE_SECONDS.observe((ended - began).total_seconds())
 

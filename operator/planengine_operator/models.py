@@ -1,8 +1,12 @@
-"""Typed views of SparkPlanJob spec and status.
+"""Typed views of SparkPlanJob spec and status: the only way the operator reads and writes them.
 
-The CRD (``crds/sparkplanjobs.planengine.io.yaml``) is the source of truth; these models mirror it and a
-test walks both trees so a field added on one side only fails CI (they cannot drift). Unknown fields are
-ignored on read so an operator older than the CRD still runs.
+The CRD (``crds/sparkplanjobs.planengine.io.yaml``) is the schema the API server enforces, and these models
+are that schema in Python: a test walks both trees so a field added on one side only fails CI (they cannot
+drift). That matters for the status: the API server prunes every field the CRD does not declare, so a
+status field that exists only in Python is lost on the next read, which for the write-ahead log means a
+restarted operator acts on ``None``. The state machine therefore builds a new :class:`JobStatus` and the
+reconciler writes the merge patch between the old and the new one (:func:`status_patch`). Unknown fields
+are ignored on read so an operator older than the CRD still runs; new fields are added on both sides.
 """
 
 from __future__ import annotations
@@ -10,6 +14,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+SnapshotReason = Literal["upgrade", "manual", "periodic", "restart", "suspend", "rollback"]
+OperationType = Literal["Start", "Restart", "Suspend", "Resume", "Upgrade", "Snapshot"]
+Phase = Literal["Pending", "Compiling", "Starting", "Running", "Upgrading", "RollingBack", "RolledBack", "Restarting",
+                "Suspending", "Suspended", "Failed"]
 
 
 class _Model(BaseModel):
@@ -94,14 +103,16 @@ class DriverRef(_Model):
 class SnapshotRef(_Model):
     id: str
     createdAt: str | None = None
-    reason: str | None = None
+    reason: SnapshotReason | None = None
     engineVersion: str | None = None
     runId: str | None = None
 
 
 class Operation(_Model):
-    type: str | None = None
-    step: str | None = None
+    """``status.operation``: the write-ahead record of a multi-step operation (see ``statemachine``)."""
+
+    type: OperationType | None = None
+    step: str | None = None  # a string, not an enum: a step an older or newer operator wrote is dropped, not fatal
     started: str | None = None
     stepStarted: str | None = None
     snapshot: str | None = None
@@ -116,6 +127,16 @@ class Operation(_Model):
     targetEngine: str | None = None
     targetRunId: str | None = None
     upgradeSnapshot: str | None = None
+    recompile: bool | None = None
+
+
+class StableSpec(_Model):
+    """``status.lastStableSpec``: what the job last ran stably (an upgrade that never lands falls back to it)."""
+
+    engineVersion: str | None = None
+    specHash: str | None = None
+    configHash: str | None = None
+    upgradeMode: str | None = None
 
 
 class UpgradeRecord(_Model):
@@ -146,7 +167,7 @@ class Condition(_Model):
 
 
 class JobStatus(_Model):
-    phase: str | None = None
+    phase: Phase | None = None
     observedGeneration: int | None = None
     engineVersion: str | None = None
     planId: str | None = None
@@ -160,8 +181,43 @@ class JobStatus(_Model):
     snapshots: list[SnapshotRef] = Field(default_factory=list)
     operation: Operation | None = None
     upgrade: UpgradeRecord | None = None
-    lastStableSpec: dict[str, Any] | None = None
+    lastStableSpec: StableSpec | None = None
     restarts: Restarts | None = None
     conditions: list[Condition] = Field(default_factory=list)
     error: str | None = None
-    kopf: dict[str, Any] | None = None
+    kopf: dict[str, Any] | None = None  # kopf's own bookkeeping; never written by the operator
+
+    def condition(self, type_: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == type_), None)
+
+    def dump(self) -> dict[str, Any]:
+        """The JSON the API server stores (absent rather than null or empty; kopf's part left out)."""
+        data = self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"kopf"})
+        return {k: v for k, v in data.items() if v != []}
+
+    @classmethod
+    def read(cls, raw: Any) -> JobStatus:
+        """The status of an object as stored (``None`` or ``{}`` for a new job)."""
+        return cls.model_validate(dict(raw or {}))
+
+
+def status_patch(old: JobStatus, new: JobStatus) -> dict[str, Any]:
+    """The RFC 7386 merge patch that turns the stored ``old`` status into ``new`` (empty: nothing changed).
+
+    >>> status_patch(JobStatus(phase="Running", error="x"), JobStatus(phase="Running", runId="r1"))
+    {'error': None, 'runId': 'r1'}
+    """
+    return _diff(old.dump(), new.dump())
+
+
+def _diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    patch: dict[str, Any] = {key: None for key in old if key not in new}
+    for key, value in new.items():
+        before = old.get(key)
+        if isinstance(value, dict) and isinstance(before, dict):
+            inner = _diff(before, value)
+            if inner:
+                patch[key] = inner
+        elif value != before:
+            patch[key] = value
+    return dict(sorted(patch.items()))

@@ -1,18 +1,20 @@
 """Glue between the pure state machine and the world: observe, decide, write ahead, act, record.
 
 One call of :func:`reconcile` runs steps until the job needs to wait (a stability gate, a backoff) so a
-create turns into a running driver within one tick. Every decision's status patch is written *before*
-its side effect; the status in the operator's memory is the freshest copy (the operator is the status's
-only writer), and after a restart the object's status is the log the protocol resumes from.
+create turns into a running driver within one tick. Every decision's status is written *before* its side
+effect, as the merge patch from the stored status (``models.status_patch``); the typed status in the
+operator's memory is the freshest copy (the operator is the status's only writer), and after a restart the
+object's status is the log the protocol resumes from. Each action kind has one executor
+(:attr:`Reconciler.executors`).
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,31 +24,18 @@ import kopf
 from planengine_operator import builders, kube, metrics, statemachine
 from planengine_operator.config import OperatorConfig
 from planengine_operator.launchers.base import JobRef, Launcher, LaunchError, ToolPending, ToolRun
-from planengine_operator.models import JobSpec
+from planengine_operator.models import JobSpec, JobStatus, status_patch
 from planengine_operator.statemachine import Action, Decision, JobView, Result
 
 log = logging.getLogger(__name__)
 MAX_STEPS_PER_TICK = 12
 
 
-def merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    """RFC 7386 merge patch, applied to our in-memory copy exactly as the API server applies it.
-
-    >>> merge_patch({"a": {"b": 1, "c": 2}}, {"a": {"b": None, "d": 3}})
-    {'a': {'c': 2, 'd': 3}}
-    """
-    for key, value in patch.items():
-        if value is None:
-            target.pop(key, None)
-        elif isinstance(value, dict) and isinstance(target.get(key), dict):
-            merge_patch(target[key], value)
-        else:
-            target[key] = copy.deepcopy(value)
-    return target
-
-
 def new_run_id(now: datetime) -> str:
     return now.strftime("r%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+Executor = Callable[[JobRef, JobView, dict[str, Any]], Awaitable[Result]]
 
 
 class Reconciler:
@@ -54,25 +43,30 @@ class Reconciler:
         self.config = config
         self.launcher = launcher
         self.fleet = fleet
+        # One executor per action kind the state machine can ask for.
+        self.executors: dict[str, Executor] = {
+            "claim": self._claim, "compile": self._compile, "check": self._check, "migrate": self._migrate,
+            "standby": self._standby, "activate": self._activate, "discard": self._discard, "stop": self._stop,
+            "fork": self._fork, "snapshot": self._fork, "launch": self._launch,
+        }
 
     # ------------------------------------------------------------------------------------- entry
     async def reconcile(self, body: kopf.Body, memo: Any) -> None:
         started = time.monotonic()
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         if getattr(memo, "status", None) is None or memo.uid != body["metadata"].get("uid"):
-            memo.status = copy.deepcopy(dict(body.get("status") or {}))
-            memo.status.pop("kopf", None)
+            memo.status = JobStatus.read(body.get("status"))
             memo.uid = body["metadata"].get("uid")
         spec_dict = dict(body.get("spec") or {})
         spec = JobSpec.model_validate(spec_dict)
-        job_root = memo.status.get("jobRoot") or self.launcher.job_root(namespace, name, spec_dict)
+        job_root = memo.status.jobRoot or self.launcher.job_root(namespace, name, spec_dict)
         job = JobRef(namespace, name, body["metadata"].get("uid", ""), job_root, dict(body))
         try:
             for _ in range(MAX_STEPS_PER_TICK):
                 observed = await self.launcher.observe(job)
                 view = self._view(body, spec, memo.status, job_root)
                 decision = statemachine.decide(view, observed)
-                if (decision.patch.get("upgrade") or {}).get("fleet") and "operation" in decision.patch:
+                if _starts_fleet_upgrade(memo.status, decision):
                     self.fleet.claim(namespace, name)  # before any await, so slots are never oversold
                 await self._record(body, memo, decision)
                 if decision.action is None:
@@ -86,7 +80,7 @@ class Reconciler:
             self.fleet.observe(namespace, name, spec_dict, memo.status)
             metrics.RECONCILE_SECONDS.observe(time.monotonic() - started)
 
-    def _view(self, body: kopf.Body, spec: JobSpec, status: dict[str, Any], job_root: str) -> JobView:
+    def _view(self, body: kopf.Body, spec: JobSpec, status: JobStatus, job_root: str) -> JobView:
         now = datetime.now(UTC)
         return JobView(
             name=body["metadata"]["name"], namespace=body["metadata"]["namespace"],
@@ -98,34 +92,35 @@ class Reconciler:
         )
 
     async def _record(self, body: kopf.Body, memo: Any, decision: Decision) -> None:
-        """Write the patch (write-ahead), then mirror it in memory, then announce the events."""
-        if decision.patch:
-            previous = {s.get("id") for s in memo.status.get("snapshots") or []}
-            await kube.patch_job_status(body["metadata"]["namespace"], body["metadata"]["name"], decision.patch)
-            merge_patch(memo.status, decision.patch)
-            if "snapshots" in decision.patch:
-                kept = {s.get("id") for s in decision.patch["snapshots"] or []}
-                for dropped in previous - kept:
-                    await self.launcher.delete_snapshot(self._job(body, memo), dropped)
-            metrics.observe_transition(decision.patch, memo.status)
+        """Write the status (write-ahead), then keep it in memory, then announce the events."""
+        if decision.status is not None:
+            old, new = memo.status, decision.status
+            patch = status_patch(old, new)
+            if patch:
+                await kube.patch_job_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
+            memo.status = new
+            dropped = {s.id for s in old.snapshots} - {s.id for s in new.snapshots}
+            for snapshot_id in sorted(dropped):
+                await self.launcher.delete_snapshot(self._job(body, memo), snapshot_id)
+            metrics.observe_transition(old, new)
         for event in decision.events:
             kopf.event(body, type=event.type, reason=event.reason, message=event.message[:1000])
 
     def _job(self, body: kopf.Body, memo: Any) -> JobRef:
         md = body["metadata"]
-        return JobRef(md["namespace"], md["name"], md.get("uid", ""), memo.status.get("jobRoot", ""), dict(body))
+        return JobRef(md["namespace"], md["name"], md.get("uid", ""), memo.status.jobRoot or "", dict(body))
 
     # ------------------------------------------------------------------------------------- actions
     async def _execute(self, job: JobRef, view: JobView, action: Action) -> Result:
-        handler = getattr(self, f"_do_{action.kind}")
+        executor = self.executors[action.kind]
         try:
-            return await handler(job, view, action.params)
+            return await executor(job, view, action.params)
         except LaunchError as exc:
             return Result(False, {"permanent": exc.permanent}, str(exc), exc.reason)
         except ToolPending as exc:
             raise kopf.TemporaryError(str(exc), delay=exc.delay) from exc
 
-    async def _do_claim(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+    async def _claim(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         holder = f"{job.namespace}/{job.name}/{job.uid}"
         lease = builders.build_lease(job.job_root, holder)
         kopf.adopt(lease, owner=job.body)
@@ -137,7 +132,7 @@ class Reconciler:
                           "give this job its own spec.storage", "JobRootInUse")
         return Result(True)
 
-    async def _do_compile(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+    async def _compile(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         spec = view.spec
         engine = params["engineVersion"]
         existing = await self.launcher.read_file(job, "plan.json")
@@ -189,7 +184,7 @@ class Reconciler:
                               permanent=True)
         return str(value)
 
-    async def _do_check(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+    async def _check(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         engine = params["engineVersion"]
         argv = ["check", "--plan", f"{job.job_root}/plan.json", "--json"]
         key = f"check-{engine}"
@@ -206,7 +201,7 @@ class Reconciler:
             return Result(True, {"verdict": "incompatible", "reason": reason})
         return _tool_failure("check", run, permanent=run.exit_code == 2)
 
-    async def _do_migrate(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+    async def _migrate(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         engine, run_id = params["engineVersion"], params["runId"]
         target = f"{job.job_root}/runs/{run_id}/plan.json"
         if self.launcher.kind == "local":
@@ -217,7 +212,7 @@ class Reconciler:
             return _tool_failure("migrate", run, permanent=True)
         return Result(True, {"planFile": target})
 
-    async def _do_standby(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+    async def _standby(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         """Bring the upgrade's target up as a warm standby while the old driver still runs."""
         if not self.launcher.supports_standby:
             return Result(True, {"standby": "unsupported"})
@@ -227,7 +222,7 @@ class Reconciler:
                                             timeout=self.config.timing.toolTimeout)
         return Result(True, {"standby": state})
 
-    async def _do_activate(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+    async def _activate(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         """``POST /v1/start`` on the standby with the snapshot the stop wrote (the warm handover)."""
         snapshot = None if params.get("stateless") else params.get("snapshot")
         snapshot_path = f"{job.job_root}/snapshots/{snapshot}" if snapshot else None
@@ -238,12 +233,12 @@ class Reconciler:
             baseline = _committed_in_manifest(await self.launcher.read_file(job, f"snapshots/{snapshot}/manifest.json"))
         return Result(True, {**started, "baselineBatches": baseline})
 
-    async def _do_discard(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+    async def _discard(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         """Kill a standby no operation wants (the restart rule in ``statemachine``)."""
         await self.launcher.discard_standby(job)
         return Result(True)
 
-    async def _do_stop(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+    async def _stop(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         """Stop the old driver and confirm it is gone; the snapshot survives an operator crash mid-way."""
         snapshot_wanted = params["how"] == "snapshot"
         answer = await self.launcher.stop(job, snapshot=snapshot_wanted, timeout=self.config.timing.stopTimeout)
@@ -252,8 +247,8 @@ class Reconciler:
             # Stopped before a crash of ours, or the driver died: find the snapshot it wrote, else fork
             # the newest checkpoint so the next run still starts from the latest committed state.
             snapshot_id = await self._snapshot_since(job, params.get("since"))
-            if not snapshot_id and view.status.get("runId"):
-                return await self._do_fork(job, view, {"reason": params.get("reason")})
+            if not snapshot_id and view.status.runId:
+                return await self._fork(job, view, {"reason": params.get("reason")})
         if not snapshot_id:
             return Result(True, {})
         ref = await self._snapshot_ref(job, view, snapshot_id, params.get("reason") or "upgrade")
@@ -281,16 +276,16 @@ class Reconciler:
             "id": snapshot_id,
             "createdAt": manifest.get("createdAt") or statemachine.iso(view.now),
             "reason": reason if reason in allowed else "manual",
-            "engineVersion": manifest.get("engineVersion") or view.status.get("engineVersion"),
-            "runId": manifest.get("runId") or view.status.get("runId"),
+            "engineVersion": manifest.get("engineVersion") or view.status.engineVersion,
+            "runId": manifest.get("runId") or view.status.runId,
         }
 
-    async def _do_fork(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+    async def _fork(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         """``planengine snapshot --job-root``: a snapshot from the newest checkpoint (driver gone or live).
 
         With ``base`` in the params (the rollback) the fork is kept only when it holds a batch beyond that
         snapshot (``forked: true``); otherwise it is deleted and the answer is ``base`` itself."""
-        engine = params.get("engineVersion") or view.status.get("engineVersion") or view.config.defaultEngineVersion
+        engine = params.get("engineVersion") or view.status.engineVersion or view.config.defaultEngineVersion
         run = await self.launcher.run_tool(job, engine, "snapshot", ["snapshot", "--job-root", job.job_root])
         if run.exit_code != 0:
             return _tool_failure("snapshot", run, permanent=False)
@@ -315,10 +310,7 @@ class Reconciler:
         before = _batch_ids(await self.launcher.read_file(job, f"snapshots/{base}/manifest.json")) if base else {}
         return {uid: batch for uid, batch in fork.items() if batch > before.get(uid, -1)}
 
-    async def _do_snapshot(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
-        return await self._do_fork(job, view, params)
-
-    async def _do_launch(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+    async def _launch(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         snapshot = None if params.get("stateless") else params.get("snapshot")
         snapshot_path = f"{job.job_root}/snapshots/{snapshot}" if snapshot else None
         plan = params.get("planFile") or f"{job.job_root}/plan.json"
@@ -329,6 +321,14 @@ class Reconciler:
             text = await self.launcher.read_file(job, f"snapshots/{snapshot}/manifest.json")
             baseline = _committed_in_manifest(text)
         return Result(True, {**started, "baselineBatches": baseline})
+
+
+def _starts_fleet_upgrade(before: JobStatus, decision: Decision) -> bool:
+    """The decision begins an upgrade that follows the fleet default (it needs a rollout slot)."""
+    after = decision.status
+    return (after is not None and after.upgrade is not None and bool(after.upgrade.fleet)
+            and after.operation is not None and after.operation.type == "Upgrade"
+            and after.operation != before.operation)
 
 
 def _committed_in_manifest(text: str | None) -> int:

@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any
 
-from planengine_operator.models import JobSpec
+from planengine_operator.models import JobSpec, JobStatus
 
 
 class Change(enum.Enum):
@@ -60,33 +60,33 @@ def target_engine(spec: JobSpec, default_engine: str) -> str:
     return spec.engineVersion or default_engine
 
 
-def classify(spec: JobSpec, status: dict[str, Any], default_engine: str) -> Change:
+def classify(spec: JobSpec, status: JobStatus, default_engine: str) -> Change:
     """The single most important pending change, in the order they must be handled.
 
     Suspension wins over everything but a refused program change, because a suspended job must not be
     upgraded or restarted; the upgrade comes before a plain restart because it restarts anyway.
     """
-    if not status.get("planId") or not status.get("runId"):
-        if status.get("phase") == "Suspended" and spec.state == "suspended":
+    if not status.planId or not status.runId:
+        if status.phase == "Suspended" and spec.state == "suspended":
             return Change.NONE
         return Change.START if spec.state == "running" else Change.NONE
-    if status.get("specHash") and program_hash(spec) != status["specHash"]:
+    if status.specHash and program_hash(spec) != status.specHash:
         return Change.RECOMPILE if spec.upgradeMode == "stateless" else Change.PLAN_CHANGED
-    suspended = status.get("phase") == "Suspended"
+    suspended = status.phase == "Suspended"
     if spec.state == "suspended":
         return Change.NONE if suspended else Change.SUSPEND
     if suspended:
         return Change.RESUME
     target = target_engine(spec, default_engine)
-    if target != status.get("engineVersion"):
-        upgrade = status.get("upgrade") or {}
-        if upgrade.get("to") == target and upgrade.get("step") in ("Refused", "RolledBack"):
+    if target != status.engineVersion:
+        upgrade = status.upgrade
+        if upgrade is not None and upgrade.to == target and upgrade.step in ("Refused", "RolledBack"):
             return Change.UPGRADE_BLOCKED
         return Change.UPGRADE
-    if config_hash(spec) != (status.get("driver") or {}).get("configHash"):
+    if config_hash(spec) != (status.driver.configHash if status.driver else None):
         return Change.RESTART
-    if spec.restartNonce is not None and spec.restartNonce != status.get("restartNonce"):
+    if spec.restartNonce is not None and spec.restartNonce != status.restartNonce:
         return Change.RESTART
-    if spec.snapshotNonce is not None and spec.snapshotNonce != status.get("snapshotNonce"):
+    if spec.snapshotNonce is not None and spec.snapshotNonce != status.snapshotNonce:
         return Change.SNAPSHOT
     return Change.NONE

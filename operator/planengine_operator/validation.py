@@ -10,12 +10,10 @@ a create or update that breaks one, and the state machine reports the same probl
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
 
 from planengine_operator import specdiff
 from planengine_operator.config import OperatorConfig
-from planengine_operator.models import JobSpec
+from planengine_operator.models import JobSpec, JobStatus
 from planengine_operator.specdiff import Change
 
 PLAN_CHANGE_MESSAGE = (
@@ -34,7 +32,7 @@ class Problem:
     message: str
 
 
-def problems(spec: JobSpec, status: Mapping[str, Any] | None, config: OperatorConfig,
+def problems(spec: JobSpec, status: JobStatus | None, config: OperatorConfig,
              spec_job_root: str | None = None) -> list[Problem]:
     """Every rule the spec breaks, most fundamental first; ``status`` is what the job runs now (None for a
     job not created yet) and ``spec_job_root`` the job root the launcher derives from this spec.
@@ -44,7 +42,7 @@ def problems(spec: JobSpec, status: Mapping[str, Any] | None, config: OperatorCo
     >>> [p.reason for p in problems(spec, None, OperatorConfig())]
     ['UnknownEngineVersion']
     """
-    status = status or {}
+    status = status or JobStatus()
     found: list[Problem] = []
     target = specdiff.target_engine(spec, config.defaultEngineVersion)
     if config.engine(target) is None:
@@ -53,14 +51,14 @@ def problems(spec: JobSpec, status: Mapping[str, Any] | None, config: OperatorCo
             "spec.engineVersion", "UnknownEngineVersion",
             f"engine version {target} is not in the operator's engine catalog ({known}); use one of them",
         ))
-    in_force = status.get("jobRoot")
+    in_force = status.jobRoot
     if in_force and spec_job_root and spec_job_root != in_force:
         found.append(Problem(
             "spec.storage", "StorageImmutable",
             f"spec.storage now names job root {spec_job_root}, but the job's plan, checkpoints and snapshots are "
             f"in {in_force}; put spec.storage back, or create a new SparkPlanJob to move the job",
         ))
-    if specdiff.classify(spec, dict(status), config.defaultEngineVersion) is Change.PLAN_CHANGED:
+    if specdiff.classify(spec, status, config.defaultEngineVersion) is Change.PLAN_CHANGED:
         found.append(Problem("spec.plan", "PlanChangeRefused", PLAN_CHANGE_MESSAGE))
     return found
 

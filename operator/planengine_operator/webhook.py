@@ -23,7 +23,7 @@ import pydantic
 
 from planengine_operator import validation
 from planengine_operator.config import OperatorConfig
-from planengine_operator.models import JobSpec
+from planengine_operator.models import JobSpec, JobStatus
 
 PORT_ENV = "PLANENGINE_OPERATOR_WEBHOOK_PORT"
 PATH_ENV = "PLANENGINE_OPERATOR_WEBHOOK_PATH"
@@ -95,7 +95,7 @@ def review(operation: str, namespace: str, name: str, new: Mapping[str, Any] | N
         spec = JobSpec.model_validate(spec_dict)
     except pydantic.ValidationError as exc:
         return [validation.Problem("spec", "Invalid", str(exc).replace("\n", " "))]
-    status = dict((old or {}).get("status") or {}) if operation == "UPDATE" else {}
+    status = JobStatus.read((old or {}).get("status")) if operation == "UPDATE" else JobStatus()
     found = validation.problems(spec, status, config, job_root_of(namespace, name, spec_dict))
     if operation != "UPDATE" or not old:
         return found

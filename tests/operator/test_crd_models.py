@@ -1,5 +1,8 @@
-"""The CRD is the source of truth; the pydantic models must name exactly its fields."""
+"""The CRD is the schema the API server enforces; the pydantic models must be that schema: the same fields,
+types and enums, both ways (a status field only the model has is pruned by the API server)."""
 
+import types
+import typing
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,32 @@ def schema():
     return yaml.safe_load(CRD.read_text())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
+JSON_TYPES = {str: "string", int: "integer", bool: "boolean", float: "number", dict: "object", list: "array"}
+
+
+def _json_type(annotation) -> tuple[str | None, list | None]:
+    """(CRD type, enum values) of a field annotation, ``Optional`` unwrapped."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        return _json_type(args[0])
+    if typing.get_origin(annotation) is typing.Literal:
+        values = list(typing.get_args(annotation))
+        return JSON_TYPES[type(values[0])], values
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "object", None
+    return JSON_TYPES.get(typing.get_origin(annotation) or annotation), None
+
+
+def _check_type(field, child: dict, where: str, problems: list[str]) -> None:
+    wanted, enum = _json_type(field.annotation)
+    if child.get("x-kubernetes-preserve-unknown-fields") and "type" not in child:
+        return
+    if wanted != child.get("type"):
+        problems.append(f"{where}: the CRD says {child.get('type')}, the model {wanted}")
+    if sorted(map(str, enum or [])) != sorted(map(str, child.get("enum") or [])):
+        problems.append(f"{where}: the CRD's enum {child.get('enum')} differs from the model's {enum}")
+
+
 def _walk(model: type[BaseModel], node: dict, path: str, problems: list[str]) -> None:
     crd_fields = set(node.get("properties", {}))
     model_fields = {(f.alias or name) for name, f in model.model_fields.items()}
@@ -27,6 +56,7 @@ def _walk(model: type[BaseModel], node: dict, path: str, problems: list[str]) ->
         child = node.get("properties", {}).get(key)
         if child is None:
             continue
+        _check_type(field, child, f"{path}.{key}", problems)
         annotation = field.annotation
         for candidate in getattr(annotation, "__args__", (annotation,)):
             inner = getattr(candidate, "__args__", None)

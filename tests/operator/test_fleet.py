@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 
 from planengine_operator.fleet import Fleet
+from planengine_operator.models import JobStatus
 
 FOLLOWS: dict = {}  # no spec.engineVersion: the job follows defaultEngineVersion
 
 
-def ended(step: str, to: str = "0.2") -> dict:
-    return {"phase": "Running", "upgrade": {"from": "0.1", "to": to, "step": step, "message": "why"}}
+def ended(step: str, to: str = "0.2") -> JobStatus:
+    return JobStatus.model_validate(
+        {"phase": "Running", "upgrade": {"from": "0.1", "to": to, "step": step, "message": "why"}})
 
 
 @pytest.mark.parametrize("step", ["RolledBack", "Failed"])

@@ -1,6 +1,6 @@
 import pytest
 
-from planengine_operator.models import JobSpec
+from planengine_operator.models import JobSpec, JobStatus
 from planengine_operator.specdiff import Change, classify, config_hash, program_hash
 
 BASE = {"plan": {"sql": "INSERT INTO s SELECT * FROM t"}, "engineVersion": "0.1"}
@@ -10,7 +10,7 @@ def running_status(spec: JobSpec, **over):
     status = {"planId": "p", "runId": "r1", "phase": "Running", "engineVersion": "0.1",
               "specHash": program_hash(spec), "driver": {"configHash": config_hash(spec)}}
     status.update(over)
-    return status
+    return JobStatus.model_validate(status)
 
 
 @pytest.mark.parametrize("change,expected", [
@@ -34,7 +34,7 @@ def test_classification(change, expected):
 
 def test_never_started_job_starts_and_suspended_resumes():
     spec = JobSpec.model_validate(BASE)
-    assert classify(spec, {}, "0.1") is Change.START
+    assert classify(spec, JobStatus(), "0.1") is Change.START
     assert classify(spec, running_status(spec, phase="Suspended"), "0.1") is Change.RESUME
 
 

@@ -1,20 +1,26 @@
 """The state machine as a transition table: every step x success / failure / crash-and-restart.
 
-A "crash" is modelled exactly as it happens: the write-ahead patch of a step was written, its side effect
+A "crash" is modelled exactly as it happens: the write-ahead status of a step was written, its side effect
 may or may not have run, and a fresh operator calls ``decide`` on that status. It must ask for the same
 side effect again (each is idempotent) or, when the world shows it done, finish without repeating it.
+
+Statuses here are the JSON the API server stores, and every write goes through the CRD's structural
+schema exactly as the API server prunes it (``apply``): a field the state machine relied on but the CRD
+does not declare would vanish between steps and fail these tests.
 """
 
 import dataclasses
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+import yaml
 
 from planengine_operator.config import OperatorConfig
-from planengine_operator.models import JobSpec
-from planengine_operator.reconciler import merge_patch
+from planengine_operator.models import JobSpec, JobStatus, SnapshotRef
 from planengine_operator.specdiff import config_hash, program_hash
 from planengine_operator.statemachine import (
+    STEPS,
     DriverObservation,
     JobView,
     Result,
@@ -24,7 +30,11 @@ from planengine_operator.statemachine import (
     iso,
     retention,
 )
+from tests.operator.kapi import schema as crd_schema
 
+CRD = Path(__file__).resolve().parents[2] / "crds" / "sparkplanjobs.planengine.io.yaml"
+STATUS_SCHEMA = yaml.safe_load(CRD.read_text())["spec"]["versions"][0]["schema"]["openAPIV3Schema"][
+    "properties"]["status"]
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 CONFIG = OperatorConfig.model_validate({
     "defaultEngineVersion": "0.1", "launcher": "local",
@@ -38,8 +48,31 @@ WITH_STANDBY = DriverObservation(running=True, run_id="r1", healthy=True, batche
 
 def view(status, spec=None, now=NOW, run_id="r2", fleet_allowed=True):
     return JobView(name="j", namespace="ns", generation=2, spec=JobSpec.model_validate(spec or SPEC),
-                   status=status, config=CONFIG, job_root="/jobs/ns/j", now=now, new_run_id=run_id,
-                   fleet_allowed=fleet_allowed)
+                   status=JobStatus.model_validate(status), config=CONFIG, job_root="/jobs/ns/j", now=now,
+                   new_run_id=run_id, fleet_allowed=fleet_allowed)
+
+
+def stored(new: JobStatus) -> dict:
+    """The status as the API server stores it: pruned to the CRD and validated against it."""
+    data = new.dump()
+    dropped = crd_schema.prune(data, STATUS_SCHEMA, "status")
+    assert dropped == [], f"the CRD does not declare {dropped}: the API server would drop them"
+    assert crd_schema.validate(data, STATUS_SCHEMA, "status") == []
+    return data
+
+
+def apply(status: dict, decision) -> dict:
+    """Write a decision's status (in place), through the CRD as the API server would."""
+    if decision.status is not None:
+        data = stored(decision.status)
+        status.clear()
+        status.update(data)
+    return status
+
+
+def written(decision) -> dict:
+    """What the decision writes (the whole stored status), or {} when it writes nothing."""
+    return stored(decision.status) if decision.status is not None else {}
 
 
 def running(**over):
@@ -59,16 +92,16 @@ def step(status, action_kind, result, spec=None, observed=None):
         if (status.get("operation") or {}).get("standby") == "ready" and status["operation"]["step"] != "Activate":
             observed = dataclasses.replace(observed, standby_run_id=status["operation"]["runId"])
     decision = decide(view(status, spec), observed)
-    merge_patch(status, decision.patch)
+    apply(status, decision)
     assert decision.action is not None and decision.action.kind == action_kind, decision
-    merge_patch(status, advance(view(status, spec), decision.action, result).patch)
+    apply(status, advance(view(status, spec), decision.action, result))
     return status
 
 
 def begin(status, spec=None, observed=ALIVE):
     status = dict(status)
     decision = decide(view(status, spec), observed)
-    merge_patch(status, decision.patch)
+    apply(status, decision)
     return status, decision
 
 
@@ -142,10 +175,10 @@ def test_upgrade_happy_path_records_every_step_then_stable_spec():
     new_run = status["runId"]
     assert new_run != "r1"
     not_yet = DriverObservation(running=True, run_id=new_run, healthy=True, batches=11)
-    assert decide(view(status, UPGRADE_SPEC), not_yet).patch == {}
+    assert decide(view(status, UPGRADE_SPEC), not_yet).status is None
     enough = DriverObservation(running=True, run_id=new_run, healthy=True, batches=13)
     decision = decide(view(status, UPGRADE_SPEC), enough)
-    merge_patch(status, decision.patch)
+    apply(status, decision)
     assert status["upgrade"]["step"] == "Succeeded" and status["phase"] == "Running"
     assert status["lastStableSpec"]["engineVersion"] == "0.2" and "operation" not in status
     assert [e.reason for e in decision.events] == ["UpgradeSucceeded"]
@@ -184,7 +217,7 @@ def test_incompatible_target_is_refused_and_the_old_job_keeps_running(result):
     assert status["phase"] == "Running" and status["runId"] == "r1" and status["engineVersion"] == "0.1"
     assert {c["type"]: c["reason"] for c in status["conditions"]}["Degraded"] == "UpgradeRefused"
     again = decide(view(status, UPGRADE_SPEC), ALIVE)
-    assert again.action is None and "operation" not in again.patch  # not retried
+    assert again.action is None and "operation" not in written(again)  # not retried
 
 
 @pytest.mark.parametrize("observed,cause", [
@@ -195,22 +228,22 @@ def test_gate_failure_rolls_back_to_the_old_engine_from_the_same_snapshot(observ
     """The target committed nothing beyond S: stop it, the fork shows nothing new, the old engine from S."""
     status = upgrade_until("Stabilize")
     decision = decide(view(status, UPGRADE_SPEC, run_id="r3"), observed)
-    merge_patch(status, decision.patch)
+    apply(status, decision)
     assert status["phase"] == "RollingBack" and status["operation"]["step"] == "RollbackStop"
     assert cause in status["upgrade"]["message"] and status["upgrade"]["step"] == "RollbackStop"
     stop = decide(view(status, UPGRADE_SPEC), observed).action
     assert stop.kind == "stop" and stop.params["how"] == "kill" and stop.params["runId"] == "r2"
-    merge_patch(status, advance(view(status, UPGRADE_SPEC), stop, Result(True, {})).patch)
+    apply(status, advance(view(status, UPGRADE_SPEC), stop, Result(True, {})))
     assert status["operation"]["step"] == "RollbackFork"
     fork = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
     assert fork.kind == "fork" and fork.params == {"engineVersion": "0.2", "reason": "rollback", "base": "s1"}
-    merge_patch(status, advance(view(status, UPGRADE_SPEC), fork,
-                                Result(True, {"snapshot": "s1", "forked": False})).patch)
+    apply(status, advance(view(status, UPGRADE_SPEC), fork,
+                                Result(True, {"snapshot": "s1", "forked": False})))
     assert status["operation"]["step"] == "Rollback" and status["operation"]["snapshot"] == "s1"
     launch = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
     assert launch.kind == "launch" and launch.params["engineVersion"] == "0.1"
     assert launch.params["snapshot"] == "s1" and launch.params["runId"] == "r3"
-    merge_patch(status, advance(view(status, UPGRADE_SPEC), launch, Result(True, {"name": "3"})).patch)
+    apply(status, advance(view(status, UPGRADE_SPEC), launch, Result(True, {"name": "3"})))
     assert status["phase"] == "RolledBack" and status["engineVersion"] == "0.1"
     assert status["upgrade"]["step"] == "RolledBack" and cause in status["upgrade"]["message"]
     assert status["upgrade"]["snapshot"] == "s1" and status["lastSnapshot"]["id"] == "s1"
@@ -220,7 +253,7 @@ def test_gate_failure_rolls_back_to_the_old_engine_from_the_same_snapshot(observ
 def rollback_until(step_name, spec=UPGRADE_SPEC):
     """A target that died in Stabilize after committing past S (s1); the rollback driven up to ``step_name``."""
     status = upgrade_until("Stabilize")
-    merge_patch(status, decide(view(status, spec, run_id="r3"), DriverObservation.gone(exit_code=1)).patch)
+    apply(status, decide(view(status, spec, run_id="r3"), DriverObservation.gone(exit_code=1)))
     script = [("RollbackStop", "stop", Result(True, {})),
               ("RollbackFork", "fork", Result(True, {"snapshot": "s2", "forked": True, "snapshotRef": {
                   "id": "s2", "createdAt": iso(NOW), "reason": "rollback", "engineVersion": "0.2"}})),
@@ -247,7 +280,7 @@ def test_rollback_resumes_from_the_targets_state_when_it_committed_past_the_upgr
     assert launch.kind == "launch" and launch.params["engineVersion"] == "0.1"
     assert launch.params["snapshot"] == "s2" and launch.params["runId"] == "r3"
     decision = advance(view(status, UPGRADE_SPEC), launch, Result(True, {"name": "3", "baselineBatches": 12}))
-    merge_patch(status, decision.patch)
+    apply(status, decision)
     assert status["phase"] == "RolledBack" and status["runId"] == "r3" and status["engineVersion"] == "0.1"
     assert status["upgrade"]["snapshot"] == "s2" and "exited" in status["upgrade"]["message"]
     assert status["driver"]["baselineBatches"] == 12
@@ -257,8 +290,8 @@ def test_rollback_resumes_from_the_targets_state_when_it_committed_past_the_upgr
 def test_retention_keeps_the_snapshot_the_rollback_used():
     """After the rollback, ``upgrade.snapshot`` names the target's fork; later snapshots never drop it."""
     status = rollback_until("Rollback")
-    merge_patch(status, advance(view(status, UPGRADE_SPEC), decide(view(status, UPGRADE_SPEC),
-                                DriverObservation.gone()).action, Result(True, {"name": "3"})).patch)
+    apply(status, advance(view(status, UPGRADE_SPEC), decide(view(status, UPGRADE_SPEC),
+                                DriverObservation.gone()).action, Result(True, {"name": "3"})))
     assert status["phase"] == "RolledBack" and status["upgrade"]["snapshot"] == "s2"
     aged = iso(NOW - timedelta(days=30))
     status["snapshots"] = [{"id": f"o{i}", "createdAt": aged} for i in range(12)] + [{"id": "s2", "createdAt": aged}]
@@ -278,8 +311,8 @@ def test_retention_keeps_the_snapshot_the_rollback_used():
 def test_rollback_is_blocked_when_the_old_engine_cannot_read_the_targets_state(result, reason):
     status = rollback_until("RollbackCheck")
     decision = decide(view(status, UPGRADE_SPEC), DriverObservation.gone())
-    merge_patch(status, decision.patch)
-    merge_patch(status, (blocked := advance(view(status, UPGRADE_SPEC), decision.action, result)).patch)
+    apply(status, decision)
+    apply(status, (blocked := advance(view(status, UPGRADE_SPEC), decision.action, result)))
     assert status["phase"] == "Failed" and "operation" not in status and status["upgrade"]["step"] == "Failed"
     degraded = {c["type"]: c for c in status["conditions"]}["Degraded"]
     assert degraded["status"] == "True" and degraded["reason"] == "RollbackBlocked"
@@ -327,7 +360,7 @@ def test_crash_during_a_rollback_step_repeats_the_same_step(step_name, kind, obs
     status = rollback_until(step_name)
     first = decide(view(status, UPGRADE_SPEC), observed)
     again = decide(view(dict(status), UPGRADE_SPEC, run_id="r7"), observed)  # a new operator process
-    assert first.action == again.action and first.action.kind == kind and first.patch == again.patch == {}
+    assert first.action == again.action and first.action.kind == kind and first.status is again.status is None
     if kind == "launch":
         assert first.action.params["runId"] == "r3" and first.action.params["snapshot"] == "s2"
 
@@ -340,7 +373,7 @@ def test_stateless_upgrade_rolls_back_without_a_fork():
     status = step(status, "stop", Result(True, {}), spec)
     status = step(status, "launch", Result(True, {"name": "2"}), spec, observed=DriverObservation.gone())
     assert status["operation"]["step"] == "Stabilize"
-    merge_patch(status, decide(view(status, spec, run_id="r3"), DriverObservation.gone(exit_code=1)).patch)
+    apply(status, decide(view(status, spec, run_id="r3"), DriverObservation.gone(exit_code=1)))
     status = step(status, "stop", Result(True, {}), spec, observed=DriverObservation.gone())
     assert status["operation"]["step"] == "Rollback"
     launch = decide(view(status, spec), DriverObservation.gone()).action
@@ -350,7 +383,7 @@ def test_stateless_upgrade_rolls_back_without_a_fork():
 def test_rollback_disabled_fails_the_upgrade_without_starting_anything():
     spec = {**UPGRADE_SPEC, "rollback": {"enabled": False}}
     status = upgrade_until("Stabilize")
-    merge_patch(status, decide(view(status, spec), DriverObservation.gone(exit_code=1)).patch)
+    apply(status, decide(view(status, spec), DriverObservation.gone(exit_code=1)))
     assert status["phase"] == "Failed" and "operation" not in status and status["upgrade"]["step"] == "Failed"
 
 
@@ -359,7 +392,7 @@ def test_gate_times_out_without_enough_batches():
     later = NOW + timedelta(seconds=61)
     observed = DriverObservation(running=True, run_id=status["runId"], healthy=True, batches=11)
     decision = decide(view(status, UPGRADE_SPEC, now=later), observed)
-    assert decision.patch["phase"] == "RollingBack" and "1 of 3 batches" in decision.patch["upgrade"]["message"]
+    assert written(decision)["phase"] == "RollingBack" and "1 of 3 batches" in written(decision)["upgrade"]["message"]
 
 
 def cold_upgrade_until(step_name):
@@ -444,7 +477,7 @@ def test_standby_failure_refuses_the_upgrade_and_keeps_the_old_run(error, reason
     assert "operation" not in status and "lastSnapshot" not in status  # nothing was stopped
     assert {c["type"]: c["reason"] for c in status["conditions"]}["Degraded"] == "StandbyFailed"
     again = decide(view(status, UPGRADE_SPEC), ALIVE)
-    assert again.action is None and "operation" not in again.patch  # not retried until the spec changes
+    assert again.action is None and "operation" not in written(again)  # not retried until the spec changes
 
 
 def test_standby_unsupported_falls_back_to_a_cold_launch_after_the_stop():
@@ -457,9 +490,9 @@ def test_standby_lost_at_activate_falls_back_to_a_cold_launch_in_a_fresh_run():
     status = upgrade_until("Activate")
     assert status["operation"]["step"] == "Activate"
     decision = decide(view(status, UPGRADE_SPEC), DriverObservation.gone())
-    merge_patch(status, decision.patch)
-    merge_patch(status, advance(view(status, UPGRADE_SPEC, run_id="r5"), decision.action,
-                                Result(False, {}, "the standby of run r2 is gone", "StandbyLost")).patch)
+    apply(status, decision)
+    apply(status, advance(view(status, UPGRADE_SPEC, run_id="r5"), decision.action,
+                                Result(False, {}, "the standby of run r2 is gone", "StandbyLost")))
     op = status["operation"]
     assert op["step"] == "Launch" and op["runId"] == "r5" and op["standby"] == "lost" and op["snapshot"] == "s1"
     launch = decide(view(status, UPGRADE_SPEC), DriverObservation.gone()).action
@@ -469,9 +502,9 @@ def test_standby_lost_at_activate_falls_back_to_a_cold_launch_in_a_fresh_run():
 def test_standby_vanished_before_the_stop_is_started_again_without_stopping_the_old_run():
     status = upgrade_until("Stop")
     decision = decide(view(status, UPGRADE_SPEC), ALIVE)  # no standby observed
-    assert decision.action is None and decision.patch["operation"]["step"] == "Standby"
+    assert decision.action is None and written(decision)["operation"]["step"] == "Standby"
     assert [e.reason for e in decision.events] == ["StandbyLost"]
-    merge_patch(status, decision.patch)
+    apply(status, decision)
     action = decide(view(status, UPGRADE_SPEC), ALIVE).action
     assert action.kind == "standby" and action.params["runId"] == "r2"
 
@@ -486,8 +519,8 @@ def test_a_standby_nobody_expects_is_killed_first(operation):
     status = running(operation=operation) if operation else running()
     decision = decide(view(status, UPGRADE_SPEC if operation else SPEC), WITH_STANDBY)
     assert decision.action.kind == "discard" and decision.action.params == {"runId": "r2"}
-    assert decision.patch == {}
-    assert advance(view(status), decision.action, Result(True)).patch == {}
+    assert decision.status is None
+    assert advance(view(status), decision.action, Result(True)).status is None
 
 
 @pytest.mark.parametrize("step_name", ["Standby", "Stop", "Fork", "Activate"])
@@ -511,12 +544,12 @@ def test_upgrade_modes(mode, expected, standby):
     stop = decide(view(status, spec), observed).action
     assert stop.params["how"] == expected[0]
     snap = {"snapshot": "s1"} if mode == "snapshot" else {}
-    merge_patch(status, advance(view(status, spec), stop, Result(True, snap)).patch)
+    apply(status, advance(view(status, spec), stop, Result(True, snap)))
     start = "Activate" if standby == "ready" else "Launch"
     assert status["operation"]["step"] == (expected[1] if expected[1] == "Fork" else start)
     if mode == "last-checkpoint":
         fork = decide(view(status, spec), dataclasses.replace(observed, running=False)).action
-        merge_patch(status, advance(view(status, spec), fork, Result(True, {"snapshot": "s2"})).patch)
+        apply(status, advance(view(status, spec), fork, Result(True, {"snapshot": "s2"})))
         assert status["operation"]["step"] == start and status["operation"]["snapshot"] == "s2"
     if mode == "stateless":
         launch = decide(view(status, spec), dataclasses.replace(observed, running=False)).action
@@ -530,21 +563,21 @@ def test_fleet_upgrade_waits_for_a_slot():
     cfg_view = view(status, spec, fleet_allowed=False)
     cfg = CONFIG.model_copy(update={"defaultEngineVersion": "0.2"})
     blocked = decide(JobView(**{**cfg_view.__dict__, "config": cfg}), ALIVE)
-    assert blocked.action is None and "operation" not in blocked.patch
+    assert blocked.action is None and "operation" not in written(blocked)
     allowed = decide(JobView(**{**cfg_view.__dict__, "config": cfg, "fleet_allowed": True}), ALIVE)
-    assert allowed.patch["upgrade"]["fleet"] is True and allowed.patch["operation"]["type"] == "Upgrade"
+    assert written(allowed)["upgrade"]["fleet"] is True and written(allowed)["operation"]["type"] == "Upgrade"
 
 
 # ------------------------------------------------------------------------------------------ others
 def test_unknown_engine_version_is_reported_not_attempted():
     decision = decide(view(running(), {**SPEC, "engineVersion": "9.9"}), ALIVE)
-    assert decision.action is None and "9.9 is not in the operator's engine catalog" in decision.patch["error"]
+    assert decision.action is None and "9.9 is not in the operator's engine catalog" in written(decision)["error"]
     assert [e.reason for e in decision.events] == ["UnknownEngineVersion"]
 
 
 def test_plan_change_is_refused_with_advice():
     decision = decide(view(running(), {**SPEC, "plan": {"sql": "INSERT INTO s SELECT 1"}}), ALIVE)
-    assert "new SparkPlanJob" in decision.patch["error"] and "stateless" in decision.patch["error"]
+    assert "new SparkPlanJob" in written(decision)["error"] and "stateless" in written(decision)["error"]
     assert decision.action is None
 
 
@@ -565,12 +598,12 @@ def test_dead_driver_restarts_from_a_fork_with_backoff():
     assert "exit code 137" in decision.events[0].message
     stop = decide(view(status), DriverObservation.gone()).action
     assert stop.params["how"] == "kill"
-    merge_patch(status, advance(view(status), stop, Result(True, {})).patch)
+    apply(status, advance(view(status), stop, Result(True, {})))
     assert status["operation"]["step"] == "Fork"
     # A second failure right away waits for the backoff.
     crashed = running(restarts={"count": 1, "lastAt": iso(NOW)})
     assert decide(view(crashed), DriverObservation.gone()).action is None
-    assert "operation" not in decide(view(crashed), DriverObservation.gone()).patch
+    assert "operation" not in written(decide(view(crashed), DriverObservation.gone()))
     assert backoff_seconds(3, CONFIG) == 40.0
 
 
@@ -584,7 +617,99 @@ def test_snapshot_nonce_takes_a_snapshot_and_records_the_nonce():
 
 
 def test_retention_keeps_newest_and_pinned_and_drops_old():
-    snaps = [{"id": f"s{i}", "createdAt": iso(NOW - timedelta(days=10 - i))} for i in range(6)]
+    snaps = [SnapshotRef(id=f"s{i}", createdAt=iso(NOW - timedelta(days=10 - i))) for i in range(6)]
     keep, drop = retention(snaps, NOW, max_count=2, max_age=7 * 86400, pinned={"s0"})
-    assert [s["id"] for s in keep] == ["s0", "s4", "s5"]
-    assert [s["id"] for s in drop] == ["s1", "s2", "s3"]
+    assert [s.id for s in keep] == ["s0", "s4", "s5"]
+    assert [s.id for s in drop] == ["s1", "s2", "s3"]
+
+
+# ------------------------------------------------------------------------------------------ the step table
+# (operation, step) -> (action asked for, outcome after success, outcome after a transient failure); an
+# outcome is the next step, or the phase once the operation ended. A row added to protocol.STEPS needs one here.
+TABLE = {
+    ("Start", "Claim"): ("claim", "Compile", "Failed"),
+    ("Start", "Compile"): ("compile", "Launch", "Failed"),
+    ("Start", "Launch"): ("launch", "Running", "Launch"),
+    ("Restart", "Stop"): ("stop", "Launch", "Stop"),
+    ("Restart", "Fork"): ("fork", "Launch", "Fork"),
+    ("Restart", "Launch"): ("launch", "Running", "Launch"),
+    ("Suspend", "Stop"): ("stop", "Suspended", "Stop"),
+    ("Resume", "Launch"): ("launch", "Running", "Launch"),
+    ("Snapshot", "Snapshot"): ("snapshot", "Running", "Snapshot"),
+    ("Upgrade", "Check"): ("check", "Standby", "Running"),  # refused: the old run keeps going
+    ("Upgrade", "Migrate"): ("migrate", "Standby", "Running"),
+    ("Upgrade", "Standby"): ("standby", "Stop", "Running"),
+    ("Upgrade", "Stop"): ("stop", "Activate", "Stop"),
+    ("Upgrade", "Fork"): ("fork", "Activate", "Fork"),
+    ("Upgrade", "Activate"): ("activate", "Stabilize", "Launch"),  # the standby is lost: cold launch
+    ("Upgrade", "Launch"): ("launch", "Stabilize", "RollbackStop"),
+    ("Upgrade", "Stabilize"): (None, None, None),  # decides from the observation alone
+    ("Upgrade", "RollbackStop"): ("stop", "RollbackFork", "RollbackStop"),
+    ("Upgrade", "RollbackFork"): ("fork", "RollbackCheck", "RollbackFork"),
+    ("Upgrade", "RollbackCheck"): ("check", "Rollback", "RollbackCheck"),
+    ("Upgrade", "Rollback"): ("launch", "RolledBack", "Rollback"),
+}
+OK_VALUES = {"claim": {}, "compile": {"planId": "p9"}, "check": {"verdict": "compatible"},
+             "migrate": {"planFile": "/jobs/ns/j/runs/r2/plan.json"}, "standby": {"standby": "ready"},
+             "stop": {"snapshot": "s1", "snapshotRef": {"id": "s1"}}, "activate": {"name": "9"},
+             "fork": {"snapshot": "s2", "forked": True, "snapshotRef": {"id": "s2"}},
+             "snapshot": {"snapshot": "s3", "snapshotRef": {"id": "s3"}}, "launch": {"name": "9"}}
+
+
+def table_status(type_, step):
+    """A job whose status.operation is at (type_, step), with every field that operation carries."""
+    op = {"type": type_, "step": step, "started": iso(NOW), "stepStarted": iso(NOW), "attempt": 0,
+          "runId": "r2", "engineVersion": "0.2" if type_ == "Upgrade" else "0.1"}
+    if type_ == "Upgrade":
+        op.update(standby="ready", snapshot="s1")
+        if step.startswith("Rollback"):
+            op.update(engineVersion="0.1", targetEngine="0.2", targetRunId="r2", upgradeSnapshot="s1", runId="r3",
+                      cause="the new driver exited", standby=None)
+        upgrade = {"from": "0.1", "to": "0.2", "step": step, "started": iso(NOW), "snapshot": "s1"}
+        return running(operation={k: v for k, v in op.items() if v is not None}, upgrade=upgrade, phase="Upgrading")
+    if type_ == "Start":
+        return {"phase": "Pending", "operation": op}
+    return running(operation=op)
+
+
+def observed_at(type_, step):
+    if type_ == "Upgrade" and step in ("Standby", "Stop", "Fork", "Activate"):
+        return WITH_STANDBY
+    return ALIVE if type_ != "Start" else DriverObservation.gone()
+
+
+def outcome(status):
+    return (status.get("operation") or {}).get("step") or status.get("phase")
+
+
+def test_every_step_of_the_protocol_has_a_row_here():
+    assert set(TABLE) == set(STEPS)
+
+
+@pytest.mark.parametrize("row", list(TABLE), ids=lambda row: "/".join(row))
+def test_each_step_asks_for_its_action_again_after_a_crash(row):
+    """The write-ahead status of a step, read by this operator and by a fresh one: the same action."""
+    status = table_status(*row)
+    first = decide(view(status, UPGRADE_SPEC), observed_at(*row))
+    again = decide(view(dict(status), UPGRADE_SPEC, run_id="r7"), observed_at(*row))
+    assert first.action == again.action
+    assert (first.action.kind if first.action else None) == TABLE[row][0]
+
+
+@pytest.mark.parametrize("row", [row for row, (kind, *_) in TABLE.items() if kind], ids=lambda row: "/".join(row))
+@pytest.mark.parametrize("ok", [True, False], ids=["success", "transient-failure"])
+def test_each_step_leads_to_its_next_step(row, ok):
+    status = table_status(*row)
+    decision = decide(view(status, UPGRADE_SPEC), observed_at(*row))
+    apply(status, decision)
+    kind = decision.action.kind
+    result = Result(True, OK_VALUES[kind]) if ok else Result(False, {}, "boom", "SomethingFailed")
+    apply(status, advance(view(status, UPGRADE_SPEC, run_id="r5"), decision.action, result))
+    assert outcome(status) == TABLE[row][1 if ok else 2], status
+
+
+def test_a_step_no_row_knows_is_dropped_and_the_job_reclassified():
+    status = running(operation={"type": "Upgrade", "step": "Teleport", "runId": "r2"})
+    decision = decide(view(status), ALIVE)
+    assert decision.action is None and "operation" not in written(decision)
+    assert "Teleport" in written(decision)["error"]

@@ -31,7 +31,7 @@ import yaml
 
 from planengine_operator import validation, webhook
 from planengine_operator.config import OperatorConfig
-from planengine_operator.models import JobSpec
+from planengine_operator.models import JobSpec, JobStatus
 from planengine_operator.statemachine import DriverObservation, JobView, decide
 
 REPO = Path(__file__).resolve().parents[2]
@@ -139,21 +139,25 @@ def test_the_reconciler_reports_the_webhook_problem(case: str) -> None:
     (first, *_) = webhook.review(operation, "default", "j", new, old, CONFIG, job_root_of)
     status = copy.deepcopy((old or {}).get("status") or {})
     view = JobView(name="j", namespace="default", generation=2, spec=JobSpec.model_validate(new["spec"]),
-                   status=status, config=CONFIG, job_root=status.get("jobRoot") or "/var/jobs/default/j",
+                   status=JobStatus.model_validate(status), config=CONFIG,
+                   job_root=status.get("jobRoot") or "/var/jobs/default/j",
                    now=datetime.datetime.now(datetime.UTC), new_run_id="r2",
                    spec_job_root=job_root_of("default", "j", new["spec"]))
     decision = decide(view, DriverObservation(running=True, run_id="r1", healthy=True, batches=5))
-    assert decision.action is None and "operation" not in decision.patch
-    assert decision.patch["error"] == first.message
+    assert decision.status is not None
+    written = decision.status.model_dump(mode="json", exclude_none=True)
+    assert decision.action is None and "operation" not in written
+    assert written["error"] == first.message
     assert [(e.type, e.reason) for e in decision.events] == [("Warning", first.reason)]
-    degraded = next(c for c in decision.patch["conditions"] if c["type"] == "Degraded")
+    degraded = next(c for c in written["conditions"] if c["type"] == "Degraded")
     assert (degraded["status"], degraded["reason"], degraded["message"]) == ("True", first.reason, first.message)
 
 
 def test_validation_is_the_only_home_of_the_rules() -> None:
     """The reconciler's messages come from validation (no second copy to drift)."""
-    text = (REPO / "operator" / "planengine_operator" / "statemachine.py").read_text()
-    assert "engine catalog (" not in text and validation.PLAN_CHANGE_MESSAGE[:40] not in text
+    for module in ("statemachine.py", "protocol.py", "decisions.py"):
+        text = (REPO / "operator" / "planengine_operator" / module).read_text()
+        assert "engine catalog (" not in text and validation.PLAN_CHANGE_MESSAGE[:40] not in text
 
 
 def test_settings_come_from_the_chart_variables(tmp_path: Path) -> None:

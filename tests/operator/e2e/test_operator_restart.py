@@ -27,7 +27,7 @@ KILL_POINTS = {
 
 def parking_hook(kind: str, after: bool, parked: threading.Event):
     async def hook(original, reconciler, job, view, action):
-        upgrading = (view.status.get("operation") or {}).get("type") == "Upgrade"
+        upgrading = view.status.operation is not None and view.status.operation.type == "Upgrade"
         if not upgrading or action.kind != kind or parked.is_set():
             return await original(reconciler, job, view, action)
         if not after:
@@ -78,7 +78,8 @@ def test_killed_during_a_stateless_rollback_resumes_without_state(world, contrac
 
     async def hook(original, reconciler, job, view, action):
         result = await original(reconciler, job, view, action)
-        if (view.status.get("operation") or {}).get("step") == "RollbackStop" and not parked.is_set():
+        op = view.status.operation
+        if op is not None and op.step == "RollbackStop" and not parked.is_set():
             parked.set()
             await asyncio.Event().wait()  # killed here, before advance() records the stop
         return result

@@ -40,7 +40,7 @@ def parking_hook(kinds: set[str], parked: threading.Event):
     """Park the operator for good right after the first upgrade action of one of ``kinds`` ran, before
     ``advance`` records its result (the kill then lands exactly there)."""
     async def hook(original, reconciler, job, view, action):
-        upgrading = (view.status.get("operation") or {}).get("type") == "Upgrade"
+        upgrading = view.status.operation is not None and view.status.operation.type == "Upgrade"
         result = await original(reconciler, job, view, action)
         if upgrading and action.kind in kinds and not parked.is_set():
             parked.set()

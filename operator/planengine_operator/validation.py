@@ -23,6 +23,23 @@ PLAN_CHANGE_MESSAGE = (
 )
 
 
+# The CRD's rule on spec.storage.uri says the same (the API server refuses such specs before the webhook).
+STORAGE_URI_MESSAGE = (
+    "storage.uri must be an absolute path or a file:/// URI: object-store job roots (s3a://, gs://, abfs://, "
+    "hdfs://) are not supported yet (snapshots hard-link checkpoint files, and the operator reads the job root); "
+    "use storage.pvc, or a path on a volume the driver mounts"
+)
+
+
+def storage_uri_supported(uri: str) -> bool:
+    """A job root the engine and the operator can both use as a directory.
+
+    >>> [storage_uri_supported(u) for u in ("/data/jobs/a", "file:///data/a", "s3a://bucket/a", "jobs/a")]
+    [True, True, False, False]
+    """
+    return uri.startswith("/") or uri.startswith("file:///")
+
+
 @dataclasses.dataclass(frozen=True)
 class Problem:
     """One broken rule: where (a field path for the user), a machine reason, and what to do about it."""
@@ -51,6 +68,9 @@ def problems(spec: JobSpec, status: JobStatus | None, config: OperatorConfig,
             "spec.engineVersion", "UnknownEngineVersion",
             f"engine version {target} is not in the operator's engine catalog ({known}); use one of them",
         ))
+    if spec.storage is not None and spec.storage.uri is not None and not storage_uri_supported(spec.storage.uri):
+        found.append(Problem("spec.storage.uri", "StorageUnsupported",
+                             f"{STORAGE_URI_MESSAGE} (got {spec.storage.uri!r})"))
     in_force = status.jobRoot
     if in_force and spec_job_root and spec_job_root != in_force:
         found.append(Problem(

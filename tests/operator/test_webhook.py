@@ -99,6 +99,9 @@ CASES = {
                         ["StorageImmutable"]),
     "storage unchanged": ("UPDATE", job({"storage": {"uri": "file:///r"}}, running_status(root="/r")),
                           job({"storage": {"uri": "file:///r"}}, running_status(root="/r")), []),
+    "create on an object store": ("CREATE", job({"storage": {"uri": "s3a://bucket/jobs/j"}}), None,
+                                  ["StorageUnsupported"]),
+    "create on a relative path": ("CREATE", job({"storage": {"uri": "jobs/j"}}), None, ["StorageUnsupported"]),
     "two rules broken at once": ("UPDATE", job({"engineVersion": "9.9", "plan": {"sql": "SELECT 2"}}, STARTED),
                                  job({}, STARTED), ["UnknownEngineVersion", "PlanChangeRefused"]),
 }
@@ -131,7 +134,7 @@ def test_admit_raises_an_admission_error_naming_field_and_fix() -> None:
 
 
 @pytest.mark.parametrize("case", ["create with an unknown engine", "plan text changed", "storage changed",
-                                  "two rules broken at once"])
+                                  "two rules broken at once", "create on an object store"])
 def test_the_reconciler_reports_the_webhook_problem(case: str) -> None:
     """One rule set: what the webhook would reject, the state machine reports with the same reason and text
     (its first problem) when the spec got in anyway."""
@@ -334,3 +337,17 @@ def test_kopf_serves_admission_reviews_over_https(served: dict[str, Any]) -> Non
     assert isinstance(untrusted.value.reason, ssl.SSLCertVerificationError)
     with pytest.raises((urllib.error.URLError, ConnectionError)):  # no plain HTTP on the webhook port
         urllib.request.urlopen(served["url"].replace("https://", "http://"), data=b"{}", timeout=10)
+
+
+@pytest.mark.parametrize("uri", ["/data/jobs/a", "file:///data/jobs/a", "s3a://bucket/jobs/a", "gs://b/a",
+                                 "hdfs://nn/jobs", "file://relative/a", "jobs/a", "abfs://c@a.dfs.core.windows.net/j"])
+def test_the_crd_rule_and_the_operator_agree_on_storage_uris(uri: str) -> None:
+    """The API server's CEL rule (evaluated as the emulator does) and validation say the same for each URI."""
+    from tests.operator.kapi import schema
+
+    crd = yaml.safe_load(CRD.read_text())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    errors = schema.validate({"spec": {"plan": {"sql": SQL}, "storage": {"uri": uri}}}, crd)
+    by_crd = not [e for e in errors if e.field == "spec.storage.uri"]
+    assert by_crd is validation.storage_uri_supported(uri)
+    if not by_crd:
+        assert validation.STORAGE_URI_MESSAGE in str(errors[0])

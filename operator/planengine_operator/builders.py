@@ -16,6 +16,7 @@ LABEL_RUN = "planengine.io/run-id"
 LABEL_PLAN = "planengine.io/plan-id"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 JOB_ROOT_MOUNT = "/var/lib/planengine/job"
+PLAN_MOUNT = "/etc/planengine/plan"  # the <job>-plan ConfigMap in the driver pod (key plan.json)
 STATUS_PORT = 4041
 
 
@@ -151,7 +152,7 @@ def build_driver_pod(
     mounts += [{"name": "tmp", "mountPath": "/tmp"}]
     if plan_configmap:
         volumes.append({"name": "plan", "configMap": {"name": plan_configmap}})
-        mounts.append({"name": "plan", "mountPath": "/etc/planengine/plan", "readOnly": True})
+        mounts.append({"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": True})
     conf = spark_conf(spec, namespace, job_name, image, service)
     conf_args = [item for key in sorted(conf) for item in ("--conf", f"{key}={conf[key]}")]
     labels = {LABEL_JOB: _dns(job_name), LABEL_RUN: _dns(run_id), LABEL_COMPONENT: "driver"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -21,7 +22,7 @@ from typing import Any
 
 import kopf
 
-from planengine_operator import builders, kube, metrics, statemachine
+from planengine_operator import builders, kube, metrics, statemachine, validation
 from planengine_operator.config import OperatorConfig
 from planengine_operator.launchers.base import JobRef, Launcher, LaunchError, ToolPending, ToolRun
 from planengine_operator.models import JobSpec, JobStatus, status_patch
@@ -133,45 +134,64 @@ class Reconciler:
         return Result(True)
 
     async def _compile(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+        """The plan in force: restored from the job root, taken from ``compiledPlanRef``, or compiled.
+
+        ``planengine compile FILE`` prints the plan, so the operator holds its text whatever the launcher
+        (a Kubernetes tool pod cannot hand back a file it wrote): it installs the text in the job root
+        (``launcher.write_file``) and in the ``<job>-plan`` ConfigMap. The Kubernetes launcher cannot write
+        into the job root: its driver pod mounts that ConfigMap and ``run --plan`` installs the plan into a
+        job root that has none.
+        """
         spec = view.spec
-        engine = params["engineVersion"]
-        existing = await self.launcher.read_file(job, "plan.json")
-        plan_text: str | None = None
+        force = bool(params.get("force"))
+        existing = None if force else await self.launcher.read_file(job, "plan.json")
         if spec.plan.compiledPlanRef is not None:
-            ref = spec.plan.compiledPlanRef
-            plan_text = await self._configmap_key(job, ref.name, ref.key, "compiled plan") if ref.name else (
-                Path(ref.uri or "").read_text())
-            await self.launcher.write_file(job, "plan.json", plan_text)
-        elif existing and not params.get("force"):
+            plan_text = await self._compiled_plan_ref(job, spec)
+        elif existing:
             plan_text = existing  # restore: the job root already holds the plan in force
         else:
             program = spec.plan.sql or await self._configmap_key(
-                job, spec.plan.configMapRef.name, spec.plan.configMapRef.key or "script.sql", "SQL script")
+                job, spec.plan.configMapRef.name if spec.plan.configMapRef else None,
+                (spec.plan.configMapRef.key if spec.plan.configMapRef else None) or "script.sql", "SQL script")
             catalog = None
             if spec.catalog is not None:
                 ref = spec.catalog.configMapRef
                 catalog = await self._configmap_key(job, ref.name, ref.key or "catalog.sql", "catalog")
             script = builders.build_compile_script(program, catalog, spec.planOptions)
-            target = "plan.json.new" if params.get("force") else "plan.json"
-            run = await self.launcher.run_tool(
-                job, engine, "compile", ["compile", "{work}/job.sql", "-o", f"{job.job_root}/{target}"],
-                files={"job.sql": script},
-            )
+            run = await self.launcher.run_tool(job, params["engineVersion"], "compile",
+                                               ["compile", "{work}/job.sql"], files={"job.sql": script})
             if run.exit_code != 0:
                 return _tool_failure("compile", run, permanent=run.exit_code == 2)
-            plan_text = await self.launcher.read_file(job, target)
-            if params.get("force") and plan_text is not None:
-                await self.launcher.write_file(job, "plan.json", plan_text)
-        if not plan_text:
-            return Result(False, {}, "compile wrote no plan.json", "CompileFailed")
+            plan_text = plan_from_output(run.stdout)
+            if plan_text is None:
+                return Result(False, {"permanent": True}, "planengine compile exited 0 but printed no plan: "
+                                                          f"{(run.stdout or run.stderr)[-300:]}", "CompileFailed")
         try:
             plan_id = str(json.loads(plan_text).get("planId") or "")
         except ValueError as exc:
-            return Result(False, {"permanent": True}, f"plan.json is not JSON: {exc}", "BadPlan")
+            return Result(False, {"permanent": True}, f"the plan is not JSON: {exc}", "BadPlan")
+        if not plan_id:
+            return Result(False, {"permanent": True}, "the plan has no planId: is it a compiled plan?", "BadPlan")
+        if plan_text != existing:
+            await self.launcher.write_file(job, "plan.json", plan_text)
         configmap = builders.build_plan_configmap(job.name, plan_text, plan_id)
         kopf.adopt(configmap, owner=job.body)
         await kube.apply(job.namespace, "configmaps", configmap)
         return Result(True, {"planId": plan_id})
+
+    async def _compiled_plan_ref(self, job: JobRef, spec: JobSpec) -> str:
+        ref = spec.plan.compiledPlanRef
+        assert ref is not None
+        if ref.name:
+            return await self._configmap_key(job, ref.name, ref.key or "plan.json", "compiled plan")
+        if self.launcher.kind != "local":
+            raise LaunchError(validation.COMPILED_PLAN_URI_MESSAGE, reason="CompiledPlanUnreadable", permanent=True)
+        path = Path((ref.uri or "").removeprefix("file://"))
+        try:
+            return path.read_text()
+        except OSError as exc:
+            raise LaunchError(f"cannot read the compiled plan {ref.uri}: {exc}; fix spec.plan.compiledPlanRef.uri",
+                              reason="CompiledPlanUnreadable", permanent=True) from exc
 
     async def _configmap_key(self, job: JobRef, name: str | None, key: str, what: str) -> str:
         configmap = await kube.get_configmap(job.namespace, name or "")
@@ -216,7 +236,7 @@ class Reconciler:
         """Bring the upgrade's target up as a warm standby while the old driver still runs."""
         if not self.launcher.supports_standby:
             return Result(True, {"standby": "unsupported"})
-        plan = params.get("planFile") or f"{job.job_root}/plan.json"
+        plan = params.get("planFile") or self.launcher.plan_path(job)
         argv = builders.run_argv(plan, job.job_root, None)
         state = await self.launcher.standby(job, params["engineVersion"], params["runId"], argv,
                                             timeout=self.config.timing.toolTimeout)
@@ -313,7 +333,7 @@ class Reconciler:
     async def _launch(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         snapshot = None if params.get("stateless") else params.get("snapshot")
         snapshot_path = f"{job.job_root}/snapshots/{snapshot}" if snapshot else None
-        plan = params.get("planFile") or f"{job.job_root}/plan.json"
+        plan = params.get("planFile") or self.launcher.plan_path(job)
         argv = builders.run_argv(plan, job.job_root, snapshot_path)
         started = await self.launcher.launch(job, params["engineVersion"], params["runId"], argv)
         baseline = 0
@@ -329,6 +349,26 @@ def _starts_fleet_upgrade(before: JobStatus, decision: Decision) -> bool:
     return (after is not None and after.upgrade is not None and bool(after.upgrade.fleet)
             and after.operation is not None and after.operation.type == "Upgrade"
             and after.operation != before.operation)
+
+
+def plan_from_output(text: str) -> str | None:
+    """The compiled plan ``planengine compile FILE`` printed, found in its output even when log lines
+    surround it (a pod's log interleaves stderr with stdout).
+
+    >>> plan_from_output('WARN x\\n{"planId": "p1", "nodes": []}\\nbye')
+    '{"planId": "p1", "nodes": []}'
+    >>> plan_from_output("no plan here") is None
+    True
+    """
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"^\{", text, re.MULTILINE):
+        try:
+            found, end = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        if isinstance(found, dict) and "planId" in found:
+            return text[match.start():end]
+    return None
 
 
 def _committed_in_manifest(text: str | None) -> int:

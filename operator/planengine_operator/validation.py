@@ -31,6 +31,13 @@ STORAGE_URI_MESSAGE = (
 )
 
 
+COMPILED_PLAN_URI_MESSAGE = (
+    "plan.compiledPlanRef.uri cannot be used with the Kubernetes launcher: the operator reads the compiled plan to "
+    "record its planId and publish it, and it cannot read files on the cluster's volumes; put plan.json into a "
+    "ConfigMap and use plan.compiledPlanRef.name (and .key)"
+)
+
+
 def storage_uri_supported(uri: str) -> bool:
     """A job root the engine and the operator can both use as a directory.
 
@@ -71,6 +78,9 @@ def problems(spec: JobSpec, status: JobStatus | None, config: OperatorConfig,
     if spec.storage is not None and spec.storage.uri is not None and not storage_uri_supported(spec.storage.uri):
         found.append(Problem("spec.storage.uri", "StorageUnsupported",
                              f"{STORAGE_URI_MESSAGE} (got {spec.storage.uri!r})"))
+    ref = spec.plan.compiledPlanRef
+    if ref is not None and ref.uri and config.launcher == "kubernetes":
+        found.append(Problem("spec.plan.compiledPlanRef.uri", "CompiledPlanUnreadable", COMPILED_PLAN_URI_MESSAGE))
     in_force = status.jobRoot
     if in_force and spec_job_root and spec_job_root != in_force:
         found.append(Problem(

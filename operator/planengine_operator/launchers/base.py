@@ -51,6 +51,10 @@ class Launcher(Protocol):
 
     def job_root(self, namespace: str, name: str, spec: dict[str, Any]) -> str: ...
 
+    def plan_path(self, job: JobRef) -> str:
+        """Where the engine's processes read the plan in force (``run --plan``)."""
+        ...
+
     async def run_tool(self, job: JobRef, engine: str, key: str, argv: list[str],
                        files: dict[str, str] | None = None) -> ToolRun: ...
 

@@ -43,6 +43,11 @@ class KubernetesLauncher:
                               permanent=True)
         return override or entry.image
 
+    def plan_path(self, job: JobRef) -> str:
+        """The ``<job>-plan`` ConfigMap mounted in the driver pod: ``run --plan`` installs it into a job root
+        that has none (the operator cannot write into the job root)."""
+        return f"{builders.PLAN_MOUNT}/plan.json"
+
     async def run_tool(self, job: JobRef, engine: str, key: str, argv: list[str],
                        files: dict[str, str] | None = None) -> ToolRun:
         if files:
@@ -145,8 +150,14 @@ class KubernetesLauncher:
         return None
 
     async def write_file(self, job: JobRef, relpath: str, text: str) -> None:
-        raise LaunchError("the Kubernetes launcher cannot write into the job root from the operator yet; "
-                          "use plan.sql or plan.configMapRef", reason="Unsupported", permanent=True)
+        """Only a first plan can be installed: the reconciler publishes it as the ``<job>-plan`` ConfigMap and
+        the driver's ``run --plan`` writes it into the job root. Replacing a plan in force (a recompile) or
+        any other file would need the operator to write into the job root, which it cannot do here."""
+        if relpath == "plan.json" and await self.read_file(job, "plan.json") in (None, text):
+            return
+        raise LaunchError(f"the Kubernetes launcher cannot write {relpath} into the job root from the operator "
+                          "(replacing the plan of a started job needs it); create a new SparkPlanJob for the new "
+                          "program", reason="Unsupported", permanent=True)
 
     async def list_snapshots(self, job: JobRef) -> list[dict[str, Any]]:
         return []

@@ -124,6 +124,9 @@ class LocalLauncher:
         return list(entry.localCommand)
 
     # -------------------------------------------------------------------------------- tools
+    def plan_path(self, job: JobRef) -> str:
+        return f"{job.job_root}/plan.json"
+
     async def run_tool(self, job: JobRef, engine: str, key: str, argv: list[str],
                        files: dict[str, str] | None = None) -> ToolRun:
         """Run ``<localCommand> argv`` to completion (compile/check/migrate/snapshot are short)."""

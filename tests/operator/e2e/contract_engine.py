@@ -3,7 +3,8 @@
 
 NOT the engine. It implements the *contract* the operator relies on, faithfully and nothing more:
 
-* ``compile FILE -o plan.json``: writes a plan envelope with a ``planId`` (sha256 of the canonical body).
+* ``compile FILE [-o plan.json]``: writes a plan envelope with a ``planId`` (sha256 of the canonical body), to
+  stdout without ``-o``.
   The "program" is a copy from the first ``'path' = '...'`` in the script (a directory of input files) to
   the second (the sink directory).
 * ``check --plan P [--snapshot S] --json``: exit 0 / 3 / 4 (compatible / needs migration / incompatible)
@@ -81,6 +82,9 @@ def cmd_compile(args: argparse.Namespace, knobs: argparse.Namespace) -> int:
         return 2
     options = dict(re.findall(r"SET\s+'([^']+)'\s*=\s*'([^']*)'", script))
     plan = plan_for(knobs.engine_version, paths[0], paths[1], options)
+    if not args.output:  # the CLI contract: without -o the plan goes to stdout
+        sys.stdout.write(json.dumps(plan, indent=2, sort_keys=True))
+        return 0
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(plan, indent=2, sort_keys=True))
@@ -303,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("compile")
     p.add_argument("file")
-    p.add_argument("-o", "--output", required=True)
+    p.add_argument("-o", "--output")
     p = sub.add_parser("check")
     p.add_argument("--plan", required=True)
     p.add_argument("--snapshot")

@@ -208,9 +208,12 @@ class KubeApi:
         self.objects: dict[tuple[str, str, str, str], dict[str, Any]] = {}  # (group, plural, ns, name)
         self.rv = 0
         self.log: list[tuple[int, tuple[str, str], str, dict[str, Any]]] = []  # (rv, (group, plural), type, obj)
+        # What GET .../pods/<name>/log answers: a kubelet (the test's pod runner) appends its containers' output.
+        self.pod_logs: dict[tuple[str, str], str] = {}
         self._changed = asyncio.Event()
         for group, version, plural, kind, namespaced, short in BUILTIN:
-            self.resources[(group, plural)] = Resource(group, version, plural, kind, namespaced, short)
+            self.resources[(group, plural)] = Resource(group, version, plural, kind, namespaced, short,
+                                                       status_subresource=plural in ("pods", "namespaces"))
         self._create(self.resources[("", "namespaces")], None, {"metadata": {"name": "default"}})
 
     # ---------------------------------------------------------------------------- store
@@ -416,6 +419,10 @@ class KubeApi:
         name = rest[1] if len(rest) > 1 else None
         subresource = rest[2] if len(rest) > 2 else None
         key = (res.group, res.plural, (namespace or "") if res.namespaced else "", name or "")
+        if subresource == "log" and res.plural == "pods" and request.method == "GET":
+            if key not in self.objects:
+                raise ApiError(404, "NotFound", f'pods "{name}" not found')
+            return web.Response(text=self.pod_logs.get((key[2], key[3]), ""), content_type="text/plain")
         if subresource not in (None, "status"):
             raise ApiError(404, "NotFound", f"subresource {subresource} is not served")
         if request.method == "GET" and name is None:
@@ -539,6 +546,9 @@ class KubeApi:
             if res.status_subresource:
                 listed.append({"name": f"{res.plural}/status", "singularName": "", "namespaced": res.namespaced,
                                "kind": res.kind, "verbs": ["get", "patch", "update"]})
+            if res.plural == "pods":
+                listed.append({"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod",
+                               "verbs": ["get"]})
         if not listed:
             raise ApiError(404, "NotFound", f"{group}/{version} is not served")
         return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}".lstrip("/"),

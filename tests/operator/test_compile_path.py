@@ -1,0 +1,159 @@
+"""The Compile step with the Kubernetes launcher, against the API emulator (the test plays the kubelet).
+
+Before: the first compile looked for the ``<job>-plan`` ConfigMap that only the compile creates ("compile
+wrote no plan.json"), and ``compiledPlanRef`` was refused ("cannot write into the job root from the operator
+yet"). Now the compile pod prints the plan, the operator publishes it as ``<job>-plan``, and the driver pod
+reads it from that mounted ConfigMap (``run --plan`` installs it into a job root without one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import kopf
+import pytest
+
+from planengine_operator import kube
+from planengine_operator.config import OperatorConfig
+from planengine_operator.launchers.base import JobRef
+from planengine_operator.launchers.kubernetes import KubernetesLauncher
+from planengine_operator.models import JobSpec, JobStatus
+from planengine_operator.reconciler import Reconciler, plan_from_output
+from planengine_operator.statemachine import Action, JobView
+from tests.operator.kapi.server import run_in_thread
+
+CRD = Path(__file__).resolve().parents[2] / "crds" / "sparkplanjobs.planengine.io.yaml"
+CONFIG = OperatorConfig.model_validate({"engines": {"0.1": {"image": "ghcr.io/planengine/engine:0.1"}},
+                                        "launcher": "kubernetes", "metrics": {"port": 0}})
+PLAN = {"formatVersion": 1, "engineVersion": "0.1", "planId": "a" * 64, "nodes": [], "edges": []}
+SQL = "CREATE TABLE t (a INT) WITH ('connector' = 'datagen'); INSERT INTO s SELECT a FROM t"
+NS, GROUP, PLURAL = "default", "planengine.io", "sparkplanjobs"
+
+
+@pytest.fixture
+def api():
+    running = run_in_thread([CRD])
+    kube.configure(kopf.ConnectionInfo(server=running.url, token="t"))
+    yield running
+    running.stop()
+
+
+def make_job(api, name: str, plan: dict[str, Any]) -> tuple[JobRef, JobView]:
+    body = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "SparkPlanJob", "metadata": {"name": name, "namespace": NS},
+            "spec": {"engineVersion": "0.1", "plan": plan, "storage": {"pvc": {"claimName": "jobs"}}}}
+
+    def create(a):
+        return a._create(a.resources[(GROUP, PLURAL)], NS, body)
+
+    stored = api.call(create)
+    launcher = KubernetesLauncher(CONFIG)
+    root = launcher.job_root(NS, name, stored["spec"])
+    job = JobRef(NS, name, stored["metadata"]["uid"], root, stored)
+    view = JobView(name=name, namespace=NS, generation=1, spec=JobSpec.model_validate(stored["spec"]),
+                   status=JobStatus(), config=CONFIG, job_root=root, now=datetime.now(UTC), new_run_id="r1")
+    return job, view
+
+
+def finish_pod(api, name: str, exit_code: int, log: str) -> None:
+    """What a kubelet reports when the container exits: phase, exit code, log."""
+    def write(a):
+        key = ("", "pods", NS, name)
+        pod = a.objects[key]
+        status = {"phase": "Succeeded" if exit_code == 0 else "Failed", "containerStatuses": [{
+            "name": "tool", "ready": False, "restartCount": 0, "image": pod["spec"]["containers"][0]["image"],
+            "imageID": "", "state": {"terminated": {"exitCode": exit_code, "reason": "Completed"}}}]}
+        a._write(a.resources[("", "pods")], key, {**pod, "status": status}, "status")
+        a.pod_logs[(NS, name)] = log
+
+    api.call(write)
+
+
+async def compile_step(reconciler: Reconciler, job: JobRef, view: JobView, **params: Any):
+    try:
+        return await reconciler._execute(job, view, Action("compile", {"engineVersion": "0.1", **params}))
+    finally:
+        await kube.close()
+
+
+def test_first_compile_takes_the_plan_from_the_compile_pod_and_the_driver_reads_the_configmap(api):
+    job, view = make_job(api, "c1", {"sql": SQL})
+    reconciler = Reconciler(CONFIG, KubernetesLauncher(CONFIG), fleet=None)
+    with pytest.raises(kopf.TemporaryError, match="tool pod"):  # ToolPending: look again on the next tick
+        asyncio.run(compile_step(reconciler, job, view))
+    pod = api.get("", "pods", NS, "c1-compile")
+    container = pod["spec"]["containers"][0]
+    assert container["args"][-2:] == ["compile", "/etc/planengine/input/job.sql"]  # the plan goes to stdout
+    assert "-o" not in container["args"]
+    log = "WARN NativeCodeLoader: Unable to load native-hadoop library\n" + json.dumps(PLAN, indent=2) + "\n"
+    finish_pod(api, "c1-compile", 0, log)
+    result = asyncio.run(compile_step(reconciler, job, view))
+    assert result.ok, result
+    assert result.values["planId"] == PLAN["planId"]
+    configmap = api.get("", "configmaps", NS, "c1-plan")
+    assert json.loads(configmap["data"]["plan.json"]) == PLAN
+    assert configmap["metadata"]["ownerReferences"][0]["uid"] == job.uid
+    assert api.get("", "pods", NS, "c1-compile") is None  # the tool pod is cleaned up
+
+    async def launch():
+        try:
+            return await reconciler._launch(job, view, {"engineVersion": "0.1", "runId": "r1"})
+        finally:
+            await kube.close()
+
+    asyncio.run(launch())
+    driver = api.get("", "pods", NS, "c1-driver")
+    args = driver["spec"]["containers"][0]["args"]
+    assert args[args.index("--plan") + 1] == "/etc/planengine/plan/plan.json", args
+    mounts = {m["mountPath"]: m["name"] for m in driver["spec"]["containers"][0]["volumeMounts"]}
+    volumes = {v["name"]: v for v in driver["spec"]["volumes"]}
+    assert volumes[mounts["/etc/planengine/plan"]]["configMap"]["name"] == "c1-plan"
+
+
+def test_a_failed_compile_reports_the_engine_message(api):
+    job, view = make_job(api, "c2", {"sql": SQL})
+    reconciler = Reconciler(CONFIG, KubernetesLauncher(CONFIG), fleet=None)
+    with pytest.raises(kopf.TemporaryError, match="tool pod"):  # ToolPending: look again on the next tick
+        asyncio.run(compile_step(reconciler, job, view))
+    finish_pod(api, "c2-compile", 2, "job.sql: line 1, column 60: unknown table s")
+    result = asyncio.run(compile_step(reconciler, job, view))
+    assert not result.ok and result.values["permanent"] and "unknown table s" in result.error
+
+
+def test_compiled_plan_ref_is_published_without_a_compile(api):
+    api.call(lambda a: a._create(a.resources[("", "configmaps")], NS, {
+        "metadata": {"name": "my-plan"}, "data": {"plan.json": json.dumps(PLAN)}}))
+    job, view = make_job(api, "c3", {"compiledPlanRef": {"name": "my-plan"}})
+    reconciler = Reconciler(CONFIG, KubernetesLauncher(CONFIG), fleet=None)
+    result = asyncio.run(compile_step(reconciler, job, view))
+    assert result.ok and result.values["planId"] == PLAN["planId"], result
+    assert json.loads(api.get("", "configmaps", NS, "c3-plan")["data"]["plan.json"]) == PLAN
+    assert api.get("", "pods", NS, "c3-compile") is None  # nothing was compiled
+
+
+def test_recompiling_a_started_job_is_refused_with_advice(api):
+    """Replacing the plan in force needs a write into the job root, which this launcher cannot make."""
+    job, view = make_job(api, "c4", {"compiledPlanRef": {"name": "c4-other"}})
+    api.call(lambda a: a._create(a.resources[("", "configmaps")], NS, {
+        "metadata": {"name": "c4-plan"}, "data": {"plan.json": json.dumps(PLAN)}}))
+    api.call(lambda a: a._create(a.resources[("", "configmaps")], NS, {
+        "metadata": {"name": "c4-other"}, "data": {"plan.json": json.dumps({**PLAN, "planId": "b" * 64})}}))
+    reconciler = Reconciler(CONFIG, KubernetesLauncher(CONFIG), fleet=None)
+    result = asyncio.run(compile_step(reconciler, job, view, force=True))
+    assert not result.ok and result.values["permanent"] and result.reason == "Unsupported"
+    assert "new SparkPlanJob" in result.error
+
+
+def test_compiled_plan_ref_uri_is_refused_on_kubernetes_with_advice(api):
+    job, view = make_job(api, "c5", {"compiledPlanRef": {"uri": "/plans/plan.json"}})
+    reconciler = Reconciler(CONFIG, KubernetesLauncher(CONFIG), fleet=None)
+    result = asyncio.run(compile_step(reconciler, job, view))
+    assert not result.ok and result.reason == "CompiledPlanUnreadable" and "compiledPlanRef.name" in result.error
+
+
+def test_plan_from_output_skips_log_lines_and_braces_that_are_not_the_plan():
+    text = '{"level": "info", "msg": "starting"}\nnoise\n' + json.dumps(PLAN, indent=1) + "\nINFO done\n"
+    assert json.loads(plan_from_output(text)) == PLAN

@@ -2,7 +2,7 @@
 
 One stateless job (filesystem json -> calc -> Spark's file sink) fed one input file per 0.5 s is upgraded
 back and forth between the two engine builds of the e2e tests (``0.1`` = ``.venv``, PySpark 4.3;
-``0.1-spark42`` = ``.venv-spark42``, PySpark 4.2), ``--upgrades`` times. Each upgrade: check on the target,
+``0.2`` = ``.venv-spark42``, PySpark 4.2), ``--upgrades`` times. Each upgrade: check on the target,
 the target started as a warm standby (``run --standby``: JVM, session, plan, warm-up) while the old driver
 still commits, ``POST /v1/stop`` with a snapshot on the old driver, ``POST /v1/start`` with the snapshot on
 the standby, stability gate. Downtime is the old run's last ``commits/<id>`` file -> the new run's first one

@@ -51,14 +51,16 @@ ENGINE_KNOBS: dict[str, list[str]] = {
 # made by tests/setup/prepare.d/30-second-engine.sh). Without .venv-spark42 both names run the .venv build.
 REAL_ENGINE = REPO / ".venv" / "bin" / "planengine"
 SPARK42_ENGINE = REPO / ".venv-spark42" / "bin" / "planengine"
-REAL_TARGET = "0.1-spark42"
+REAL_TARGET = "0.2"
 # version -> (executable, wrapper knobs)
+# Version names follow the CRD (major.minor[.patch]; the emulated API server enforces its rule): 0.1 is the
+# Spark 4.3 build, 0.2 the Spark 4.2 build, 0.3-0.5 the 4.2 build behind wrapper knobs.
 REAL_ENGINE_KNOBS: dict[str, tuple[Path, list[str]]] = {
     "0.1": (REAL_ENGINE, []),
     REAL_TARGET: (SPARK42_ENGINE, []),
-    "0.1-refuses": (SPARK42_ENGINE, ["--check-exit", "4"]),  # check says "incompatible" (exit 4)
-    "0.1-crashes": (SPARK42_ENGINE, ["--crash-run", "3"]),  # the driver dies 3 s after its start
-    "0.1-crashes-late": (SPARK42_ENGINE, ["--crash-after-commits", "1"]),  # dies after its first commit
+    "0.3": (SPARK42_ENGINE, ["--check-exit", "4"]),  # check says "incompatible" (exit 4)
+    "0.4": (SPARK42_ENGINE, ["--crash-run", "3"]),  # the driver dies 3 s after its start
+    "0.5": (SPARK42_ENGINE, ["--crash-after-commits", "1"]),  # dies after its first commit
 }
 
 

@@ -1,8 +1,8 @@
 """The operator's scenarios against the real engine: kopf + the API emulator + ``planengine`` processes.
 
 Two builds of this checkout's engine are the two engine versions of the operator's catalog: ``0.1`` is
-``<repo>/.venv/bin/planengine`` (PySpark 4.3) and ``0.1-spark42`` is ``<repo>/.venv-spark42/bin/planengine``
-(PySpark 4.2; the same build twice when that venv does not exist). ``0.1-refuses`` and ``0.1-crashes`` are
+``<repo>/.venv/bin/planengine`` (PySpark 4.3) and ``0.2`` is ``<repo>/.venv-spark42/bin/planengine``
+(PySpark 4.2; the same build twice when that venv does not exist). ``0.3`` and ``0.4`` are
 the 4.2 build behind ``engine_wrapper.py`` knobs: its ``check`` answers "incompatible" (exit 4, JSON reasons)
 and its driver dies 3 s after starting. The job is stateless (filesystem json source -> calc -> Spark's
 file sink), so every input row must be in the committed output exactly once across every handover.
@@ -13,7 +13,7 @@ disturbs the old run.
 
 Every driver start is a JVM start (8-20 s quiet, minutes on a loaded machine), so the set is small: one
 test walks start -> second job on the same root -> refused target -> upgrade; one test has the target die
-in standby; one has it die after committing a batch past the upgrade snapshot (``0.1-crashes-late``), and the
+in standby; one has it die after committing a batch past the upgrade snapshot (``0.5``), and the
 rollback resumes from a fork of the target's state.
 """
 
@@ -128,7 +128,7 @@ def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path
     # 3. a target whose plan check fails (exit 4) is refused; the same driver keeps committing
     mark = time.monotonic()
     with world.feeding("r1", every=FEED_EVERY):
-        world.apply(world.job_manifest("r1", "0.1-refuses", storage=root))
+        world.apply(world.job_manifest("r1", "0.3", storage=root))
         refused = world.wait_status("r1", lambda s: (s.get("upgrade") or {}).get("step") == "Refused",
                                     "upgrade Refused", timeout=120)
     assert refused["phase"] == "Running" and refused["engineVersion"] == "0.1"
@@ -136,7 +136,7 @@ def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path
     assert "cannot restore this plan" in refused["error"]
     assert world.condition("r1", "Degraded")["status"] == "True"
     _still_committing(world, "r1")
-    assert [c["engine"] for c in world.calls(root, "check")] == ["0.1-refuses"]
+    assert [c["engine"] for c in world.calls(root, "check")] == ["0.3"]
     assert len(world.calls(root, "run")) == 1 and not list((root / "snapshots").glob("*"))
     world.assert_exactly_once("r1", timeout=JVM)
     refusal = time.monotonic() - mark
@@ -159,7 +159,7 @@ def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path
     assert status["driver"]["baselineBatches"] == baseline > 0  # the gate counts only the new run's batches
     assert status["lastSnapshot"]["id"] == upgrade["snapshot"]
     checks = world.calls(root, "check")
-    assert [c["engine"] for c in checks] == ["0.1-refuses", REAL_TARGET], checks
+    assert [c["engine"] for c in checks] == ["0.3", REAL_TARGET], checks
     runs = _runs(world, root, 2)
     assert [(r["engine"], r["runId"]) for r in runs] == [("0.1", first["runId"]), (REAL_TARGET, status["runId"])]
     # Warm standby: the target's process (one JVM start, no --from-snapshot) was launched before the old
@@ -191,7 +191,7 @@ def test_target_dying_in_standby_leaves_the_old_run_undisturbed(real_world: Worl
     first = _start(world, "c", root)
     mark = time.monotonic()
     with world.feeding("c", every=FEED_EVERY):
-        world.apply(world.job_manifest("c", "0.1-crashes", storage=root))
+        world.apply(world.job_manifest("c", "0.4", storage=root))
         status = world.wait_status("c", lambda s: (s.get("upgrade") or {}).get("step") == "Refused",
                                    "upgrade Refused", timeout=JVM)
     refused = time.monotonic() - mark
@@ -202,7 +202,7 @@ def test_target_dying_in_standby_leaves_the_old_run_undisturbed(real_world: Worl
     wait_for(lambda: "UpgradeRefused" in world.event_reasons("c"), 30, "the UpgradeRefused event",  # async
              lambda: world.event_reasons("c"))
     runs = _runs(world, root, 2)
-    assert [r["engine"] for r in runs] == ["0.1", "0.1-crashes"] and runs[1]["fromSnapshot"] is None, runs
+    assert [r["engine"] for r in runs] == ["0.1", "0.4"] and runs[1]["fromSnapshot"] is None, runs
     assert not (root / "snapshots").exists() or not list((root / "snapshots").iterdir())  # never stopped
     assert not (root / ".operator" / "standby.json").exists()  # the failed standby was cleaned up
     assert not (root / "runs" / runs[1]["runId"]).exists()  # the standby wrote nothing in the job root
@@ -226,10 +226,10 @@ def test_target_crashing_after_its_first_commit_rolls_back(real_world: World, tm
     world.start_operator()
     first = _start(world, "l", root)
     with world.feeding("l", every=FEED_EVERY):
-        world.apply(world.job_manifest("l", "0.1-crashes-late", storage=root))
+        world.apply(world.job_manifest("l", "0.5", storage=root))
         status = world.wait_status("l", lambda s: s.get("phase") == "RolledBack", "phase RolledBack", timeout=JVM)
     runs = _runs(world, root, 3)
-    assert [r["engine"] for r in runs] == ["0.1", "0.1-crashes-late", "0.1"], runs
+    assert [r["engine"] for r in runs] == ["0.1", "0.5", "0.1"], runs
     target_run, rollback_run = runs[1]["runId"], status["runId"]
     assert rollback_run == runs[2]["runId"] != first["runId"]
     upgrade_snapshot = json.loads((root / "runs" / target_run / "run.json").read_text())["fromSnapshot"]
@@ -243,7 +243,7 @@ def test_target_crashing_after_its_first_commit_rolls_back(real_world: World, tm
     assert past, "the target committed nothing past the upgrade snapshot"
     assert snapshot_last_batch(root, used, uid) >= max(past)
     checks = world.calls(root, "check")
-    assert [c["engine"] for c in checks] == ["0.1-crashes-late", "0.1"], checks  # 0.1 checked the fork
+    assert [c["engine"] for c in checks] == ["0.5", "0.1"], checks  # 0.1 checked the fork
     _still_committing(world, "l")
     world.assert_exactly_once("l", timeout=JVM)
     world.assert_windows_exactly_once("l")

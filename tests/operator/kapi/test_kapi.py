@@ -112,3 +112,19 @@ def test_list_selectors_table_and_watch_from_a_resource_version(api):
 ])
 def test_label_selectors(selector, labels, expected):
     assert label_match(labels, selector) is expected
+
+
+def test_pods_have_a_status_subresource_and_serve_their_log(api):
+    pods = "/api/v1/namespaces/default/pods"
+    code, pod = call(api, "POST", pods, {"metadata": {"name": "p1"}, "spec": {"containers": [
+        {"name": "c", "image": "engine:0.1"}]}, "status": {"phase": "Running"}})
+    assert code == 201 and "status" not in pod  # a client cannot create a pod's status
+    _, pod = call(api, "PATCH", f"{pods}/p1/status", {"status": {"phase": "Succeeded"}}, "application/merge-patch+json")
+    assert pod["status"] == {"phase": "Succeeded"}
+    _, pod = call(api, "PATCH", f"{pods}/p1", {"metadata": {"labels": {"a": "b"}}, "status": {"phase": "Failed"}},
+                  "application/merge-patch+json")
+    assert pod["status"] == {"phase": "Succeeded"}  # the main resource cannot change it
+    api.call(lambda a: a.pod_logs.__setitem__(("default", "p1"), "line 1\nline 2\n"))
+    with urllib.request.urlopen(f"{api.url}{pods}/p1/log", timeout=10) as rsp:
+        assert rsp.read().decode() == "line 1\nline 2\n"
+    assert call(api, "GET", f"{pods}/nope/log")[0] == 404

@@ -62,10 +62,13 @@ class NoopLauncher:
     def job_root(self, namespace: str, name: str, spec: dict[str, Any]) -> str:
         return f"/noop/{namespace}/{name}"
 
+    def plan_path(self, job: JobRef) -> str:
+        return f"{job.job_root}/plan.json"
+
     async def run_tool(self, job: JobRef, engine: str, key: str, argv: list[str],
                        files: dict[str, str] | None = None) -> ToolRun:
-        if argv[0] == "compile":
-            self.files[(job.job_root, "plan.json")] = json.dumps({"planId": f"noop-{job.name}"})
+        if argv[0] == "compile":  # like planengine compile FILE: the plan on stdout
+            return ToolRun(0, json.dumps({"planId": f"noop-{job.name}"}), "")
         return ToolRun(0, "{}", "")
 
     async def launch(self, job: JobRef, engine: str, run_id: str, argv: list[str]) -> dict[str, Any]:

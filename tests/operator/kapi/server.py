@@ -251,11 +251,9 @@ class KubeApi:
         if res.schema is not None:
             unknown = schema.prune(obj, res.schema, root=True)
         elif res.group == "" or res.kind in meta.SCHEMA_CHECKED:
-            for _ in range(50):  # kubernetes-validate names one unknown field at a time
-                found = meta.unknown_builtin_fields(res.kind, obj)
-                if not found or not _drop_path(obj, found[0]):
-                    break
-                unknown += found
+            unknown = meta.unknown_builtin_fields(res.kind, obj)
+            for path in sorted(unknown, key=len, reverse=True):
+                _drop_path(obj, path)
         if unknown and field_validation == "Strict":
             raise bad_request("strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown))
         if unknown and field_validation != "Ignore" and warnings is not None:

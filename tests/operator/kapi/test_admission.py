@@ -314,8 +314,13 @@ def test_builtin_kinds_are_validated(api, path, body, field):
 
 def test_builtin_kinds_drop_unknown_fields(api):
     code, stored, warnings = call_with_headers(api, "POST", "/api/v1/namespaces/default/configmaps", {
-        "metadata": {"name": "u"}, "data": {"a": "b"}, "spex": {"x": 1}})
-    assert code == 201 and "spex" not in stored and warnings == ['299 - "unknown field \\"spex\\""']
+        "metadata": {"name": "u"}, "data": {"a": "b"}, "spex": {"x": 1}, "imutable": True})
+    assert code == 201 and "spex" not in stored and "imutable" not in stored and stored["data"] == {"a": "b"}
+    assert sorted(warnings) == ['299 - "unknown field \\"imutable\\""', '299 - "unknown field \\"spex\\""']
+    code, pod, warnings = call_with_headers(api, "POST", "/api/v1/namespaces/default/pods", {
+        "metadata": {"name": "u"}, "spec": {"containers": [{"name": "c", "image": "x", "imagePull": "Never"}]}})
+    assert code == 201 and "imagePull" not in pod["spec"]["containers"][0]
+    assert warnings == ['299 - "unknown field \\"spec.containers[0].imagePull\\""']
 
 
 # ------------------------------------------------------------------------------------------ kubectl

@@ -311,3 +311,35 @@ def compile_rules(schema: dict[str, Any], path: str = "") -> list[FieldError]:
         if isinstance(schema.get(key), dict):
             errors += compile_rules(schema[key], f"{path}.{key}")
     return errors
+
+
+# ------------------------------------------------------------------------------------------ the CRD itself
+def structural_errors(schema: dict[str, Any], path: str = "", *, root: bool = True) -> list[FieldError]:
+    """What the API server refuses in a CRD's schema: non-structural nodes and defaults the schema rejects.
+
+    Every node needs a ``type`` (unless ``x-kubernetes-int-or-string`` or ``x-kubernetes-preserve-unknown-fields``
+    stand in), ``properties`` and ``additionalProperties`` exclude each other, ``metadata`` may only constrain
+    ``name``/``generateName``, and a ``default`` must survive pruning and validate against its own node.
+    """
+    errors: list[FieldError] = []
+    kind = schema.get("type")
+    if not kind and not schema.get("x-kubernetes-int-or-string") and not schema.get(
+            "x-kubernetes-preserve-unknown-fields"):
+        errors.append(FieldError("Required", f"{path}.type", "must not be empty for specified object fields"))
+    if "properties" in schema and "additionalProperties" in schema:
+        errors.append(FieldError("Forbidden", f"{path}.additionalProperties",
+                                 "additionalProperties and properties are mutual exclusive"))
+    if "default" in schema:
+        value = copy.deepcopy(schema["default"])
+        if prune(value, schema, f"{path}.default") or validate(value, schema, f"{path}.default"):
+            errors.append(FieldError("Invalid", f"{path}.default", "must result in valid values for the field",
+                                     schema["default"]))
+    for key, sub in (schema.get("properties") or {}).items():
+        if root and key == "metadata" and set(sub.get("properties") or {}) - {"name", "generateName"}:
+            errors.append(FieldError("Forbidden", f"{path}.properties[metadata]",
+                                     "must not specify anything other than name and generateName"))
+        errors += structural_errors(sub, f"{path}.properties[{key}]", root=False)
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            errors += structural_errors(schema[key], f"{path}.{key}", root=False)
+    return errors

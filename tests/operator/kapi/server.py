@@ -275,7 +275,7 @@ class KubeApi:
             for version in (obj.get("spec") or {}).get("versions") or []:
                 found = (version.get("schema") or {}).get("openAPIV3Schema") or {}
                 errors += [dataclasses.replace(e, field=f"spec.validation.openAPIV3Schema{e.field}")
-                           for e in schema.compile_rules(found)]
+                           for e in schema.structural_errors(found) + schema.compile_rules(found)]
         if errors:
             raise invalid(res.kind, res.group, str(md.get("name") or ""), errors)
 

@@ -257,9 +257,25 @@ def test_a_crd_whose_rule_does_not_compile_is_refused(api):
         "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"]
 
 
-def test_the_crd_rules_all_compile():
+def test_the_crd_is_structural_its_defaults_valid_and_its_rules_compile():
     crd = yaml.safe_load(CRD.read_text())
-    assert schema.compile_rules(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]) == []
+    found = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert schema.structural_errors(found) == [] and schema.compile_rules(found) == []
+
+
+@pytest.mark.parametrize("node,field", [
+    ({"description": "no type"}, ".properties[spec].properties[bad].type"),
+    ({"type": "string", "pattern": "^[a-z]+$", "default": "Abc"}, ".properties[spec].properties[bad].default"),
+    ({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}},
+     ".properties[spec].properties[bad].additionalProperties"),
+])
+def test_a_non_structural_crd_is_refused(api, node, field):
+    bad = json.loads(json.dumps(WIDGET_CRD))
+    bad["metadata"]["name"] = "things.test.io"
+    bad["spec"]["names"] = {"kind": "Thing", "plural": "things", "singular": "thing"}
+    bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["bad"] = node
+    code, answer = call(api, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", bad)
+    assert code == 422 and f"spec.validation.openAPIV3Schema{field}" in causes(answer), answer
 
 
 # ------------------------------------------------------------------------------------------ status subresource

@@ -325,9 +325,12 @@ class World:
             stop.set()
         if self.operator is not None and self.operator.thread.is_alive():
             self.operator.stop()
-        for record in self.tmp.glob("**/.operator/driver.json"):  # drivers outlive the operator (any job root)
-            with contextlib.suppress(OSError, ValueError, ProcessLookupError):
-                os.killpg(int(json.loads(record.read_text())["pid"]), 9)
+        # Drivers and warm standbys outlive the operator (any job root): a test that failed mid-upgrade must not
+        # leave a standby JVM behind.
+        for pattern in ("**/.operator/driver.json", "**/.operator/standby.json"):
+            for record in self.tmp.glob(pattern):
+                with contextlib.suppress(OSError, ValueError, KeyError, ProcessLookupError):
+                    os.killpg(int(json.loads(record.read_text())["pid"]), 9)
 
     # -------------------------------------------------------------------- kubectl
     def kubectl(self, *args: str) -> str:

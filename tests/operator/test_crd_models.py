@@ -108,3 +108,11 @@ def test_engine_version_rule_accepts_and_rejects_like_the_cel_regex():
     pattern = re.search(r"matches\('(.*)'\)", rule).group(1).replace("\\\\", "\\")
     assert re.match(pattern, "0.2") and re.match(pattern, "1.10.3")
     assert not re.match(pattern, "latest") and not re.match(pattern, "0.x")
+
+
+def test_the_upgrade_step_description_names_every_upgrade_step():
+    from planengine_operator.protocol import STEPS
+
+    described = schema()["properties"]["status"]["properties"]["upgrade"]["properties"]["step"]["description"]
+    missing = [step for type_, step in STEPS if type_ == "Upgrade" and step not in described]
+    assert missing == [], f"status.upgrade.step's description misses {missing}"

@@ -22,7 +22,6 @@ from pathlib import Path
 from planengine.api import TableEnvironment
 from planengine.plan import serde
 from planengine.plan.compiled_plan import CompiledPlan
-from planengine.runtime.executor import execute_compiled_plan
 from planengine.runtime.session import get_spark
 
 STATEMENT = "INSERT INTO upsert_sink SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k"
@@ -37,7 +36,7 @@ def plans(src: str) -> tuple[TableEnvironment, dict[str, CompiledPlan]]:
     data = json.loads(native.as_json().replace("group-aggregate_2", "group-aggregate_1")
                       .replace("group-aggregate-2_", "group-aggregate-1_"))
     data["planId"] = serde.compute_plan_id(data)
-    return env, {"native": native, "tws": CompiledPlan(data, env)}
+    return env, {"native": native, "tws": CompiledPlan(data)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(args.work, ignore_errors=True)
     for r in range(args.rounds):
         for name, plan in candidates.items():
-            job = execute_compiled_plan(plan, env, job_root=f"{args.work}/{name}-{r}")
+            job = env.execute_plan(plan, job_root=f"{args.work}/{name}-{r}")
             load = os.getloadavg()[0]
             start = time.monotonic()
             job.process_available()

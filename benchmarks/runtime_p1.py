@@ -53,11 +53,10 @@ def generate(directory: Path, rows: int, files: int = 8) -> None:
 def run_planengine(input_dir: Path, work: Path) -> float:
     from planengine.api import TableEnvironment
     from planengine.commands.compile import split_program
-    from planengine.runtime.executor import execute_compiled_plan
 
     env = TableEnvironment()
     plan = env.compile_plan(split_program(env, SQL.format(input=input_dir), "p1.sql"))
-    job = execute_compiled_plan(plan, env, job_root=str(work / "pe"))
+    job = env.execute_plan(plan, job_root=str(work / "pe"))
     start = time.perf_counter()
     job.process_available()
     elapsed = time.perf_counter() - start

@@ -15,19 +15,24 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from planengine.catalog.manager import CatalogManager
-from planengine.catalog.objects import CatalogFunction
+from planengine.catalog.objects import CatalogFunction, CatalogTable, ObjectIdentifier
+from planengine.connectors.discovery import load_factory
 from planengine.errors import PlanError, UserError, ValidationError
-from planengine.functions.registry import FunctionRegistry, default_registry
+from planengine.functions.defaults import default_registry
+from planengine.functions.registry import FunctionRegistry
 from planengine.plan import serde
+from planengine.plan.catalog_objects import CatalogLookup, PlanSession
 from planengine.plan.compiled_plan import CompiledPlan
+from planengine.plan.migrate import migrate_plan
 from planengine.planner.ddl import table_from_statement, view_from_query
 from planengine.planner.planner import Planner, PlanResult
+from planengine.planner.programs import explain_dag
 from planengine.sql import parse_script
 from planengine.sql import statements as S
 
@@ -58,7 +63,6 @@ class TableEnvironment:
         self.config: dict[str, str] = dict(config or {})
         self.catalog_manager = catalog_manager or CatalogManager()
         self.registry = registry or default_registry()
-        self.runner: Any = None  # set by the runtime to execute plans (planengine.runtime)
 
     # --- statements ---------------------------------------------------------------------------------
     def execute_sql(self, script: str, source: str | None = None) -> list[TableResult]:
@@ -168,33 +172,30 @@ class TableEnvironment:
     def _exec_CompilePlan(self, stmt: S.CompilePlan) -> TableResult:
         path = Path(stmt.path)
         if path.exists() and stmt.if_not_exists and not self._force_recompile():
-            return TableResult("PLAN", f"plan {path} exists; kept (IF NOT EXISTS)",
-                               plan=CompiledPlan.from_file(path, env=self))
+            kept = CompiledPlan.from_file(path, session=self.plan_session())
+            return TableResult("PLAN", f"plan {path} exists; kept (IF NOT EXISTS)", plan=kept)
         plan = self.compile_plan(_inserts(stmt.body))
         plan.write_to_file(path)
         return TableResult("PLAN", f"plan {plan.plan_id} written to {path}", plan=plan)
 
     def _exec_CompileAndExecutePlan(self, stmt: S.CompileAndExecutePlan) -> TableResult:
-        plan = CompiledPlan.from_file(stmt.path, if_absent=lambda: self.compile_plan(_inserts(stmt.body)), env=self)
+        plan = CompiledPlan.from_file(stmt.path, if_absent=lambda: self.compile_plan(_inserts(stmt.body)),
+                                      session=self.plan_session())
         return self._execute(plan)
 
     def _exec_ExecutePlan(self, stmt: S.ExecutePlan) -> TableResult:
         return self._execute(self.load_plan(stmt.path))
 
     def _exec_MigratePlan(self, stmt: S.MigratePlan) -> TableResult:
-        from planengine.plan.migrate import migrate_plan
-
-        old = CompiledPlan.from_file(stmt.old_path, env=self)
+        old = CompiledPlan.from_file(stmt.old_path)
         migrated, decisions = migrate_plan(old.data)
-        new = CompiledPlan(migrated, self)
+        new = CompiledPlan(migrated, self.plan_session())
         new.write_to_file(stmt.new_path)
         return TableResult("PLAN", "\n".join([f"plan migrated to {stmt.new_path}", *decisions]), plan=new)
 
     def _exec_Explain(self, stmt: S.Explain) -> TableResult:
         body = stmt.body
         if isinstance(body, S.Query):
-            from planengine.planner.programs import explain_dag
-
             node = self._planner().convert_query(body.location, body.query)
             return TableResult("EXPLAIN", "== Abstract Syntax Tree ==\n" + explain_dag([node]))
         return TableResult("EXPLAIN", self.explain_inserts(_inserts(body), stmt.details))
@@ -221,7 +222,7 @@ class TableEnvironment:
     def compile_plan(self, inserts: list[S.Insert]) -> CompiledPlan:
         result = self.plan_inserts(inserts)
         plan = serde.write_plan(result.sinks, self.config)
-        return CompiledPlan(plan, self, result.sinks)
+        return CompiledPlan(plan, self.plan_session(), result.sinks)
 
     def compile_plan_sql(self, insert_sql: str) -> CompiledPlan:
         """Compile one INSERT or statement set (given as SQL) into a plan."""
@@ -234,8 +235,8 @@ class TableEnvironment:
     def load_plan(self, path_or_json: str | Path) -> CompiledPlan:
         text = str(path_or_json)
         if text.lstrip().startswith("{"):
-            return CompiledPlan.from_json(text, self)
-        return CompiledPlan.from_file(text, env=self)
+            return CompiledPlan.from_json(text, self.plan_session())
+        return CompiledPlan.from_file(text, session=self.plan_session())
 
     def explain_sql(self, sql: str, details: Iterable[str] = ()) -> str:
         statements = parse_script(sql)
@@ -247,8 +248,6 @@ class TableEnvironment:
         return self.explain_inserts(_inserts(stmt), tuple(details))
 
     def explain_inserts(self, inserts: list[S.Insert], details: Iterable[str] = ()) -> str:
-        from planengine.planner.programs import explain_dag
-
         result = self.plan_inserts(inserts, trace=True)
         parts = ["== Abstract Syntax Tree ==", explain_dag(result.logical), "",
                  "== Optimized Logical Plan ==", explain_dag(result.optimized)]
@@ -265,16 +264,36 @@ class TableEnvironment:
     def create_statement_set(self) -> StatementSetBuilder:
         return StatementSetBuilder(self)
 
+    def plan_session(self) -> PlanSession:
+        """This session as plans see it: its options (live, not a copy) and explicit catalog lookups."""
+        return PlanSession(self.config, CatalogLookup(self._catalog_table, self._catalog_function,
+                                                            _mutable_options))
+
+    def _catalog_table(self, identifier: ObjectIdentifier) -> CatalogTable | None:
+        try:
+            entry = self.catalog_manager.get_table(identifier)
+        except ValidationError:
+            return None
+        return entry.object if isinstance(entry.object, CatalogTable) else None
+
+    def _catalog_function(self, path: tuple[str, ...]) -> CatalogFunction | None:
+        found = self.catalog_manager.resolve_function(path)
+        return None if found is None else found.function
+
+    def execute_plan(self, plan: CompiledPlan, **options: Any) -> Any:
+        """Run a plan in this session (``planengine.runtime.executor.execute_compiled_plan`` takes the options).
+
+        The plan layer never runs anything itself: the runtime sits above it and is called from here."""
+        try:
+            from planengine.runtime.executor import execute_compiled_plan  # deferred: pyspark is optional
+        except ImportError as error:
+            raise PlanError(
+                f"executing plans needs the Spark runtime ({error})",
+                hint="pip install 'planengine[spark]', or COMPILE PLAN to only write the plan",
+            ) from None
+        return execute_compiled_plan(CompiledPlan(plan.data, self.plan_session()), **options)
+
     def _execute(self, plan: CompiledPlan) -> TableResult:
-        if self.runner is None:
-            try:
-                from planengine.runtime.executor import default_runner
-            except ImportError as error:
-                raise PlanError(
-                    f"executing plans needs the Spark runtime ({error})",
-                    hint="pip install 'planengine[spark]', or COMPILE PLAN to only write the plan",
-                ) from None
-            self.runner = default_runner(self)
         options: dict[str, Any] = {}
         if str(self.config.get("planengine.until-idle", "false")).lower() == "true":
             options["until_idle"] = True
@@ -282,8 +301,13 @@ class TableEnvironment:
         if self.config.get("planengine.job-root"):
             # one sub-directory per plan, so a script with several INSERTs gets one job root each
             options["job_root"] = str(Path(self.config["planengine.job-root"]) / plan.plan_id[:16])
-        job = self.runner.execute(plan, **options)
+        job = self.execute_plan(plan, **options)
         return TableResult("JOB", f"plan {plan.plan_id[:12]} executed", plan=plan, job=job)
+
+
+def _mutable_options(connector: str) -> Collection[str]:
+    factory = load_factory(connector)
+    return factory.mutable_options() if factory is not None else ()
 
 
 class StatementSetBuilder:

@@ -84,7 +84,6 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from planengine.api import TableEnvironment
     from planengine.plan.compiled_plan import CompiledPlan
-    from planengine.runtime.executor import execute_compiled_plan
     from planengine.runtime.session import get_spark
 
     work = Path(os.environ.get("CLICKS_WORK_DIR") or tempfile.mkdtemp(prefix="planengine-clicks-"))
@@ -101,7 +100,7 @@ def main() -> int:
     spark = get_spark()
 
     shutil.copy(DATA / "part-1.json", work / "input" / "part-1.json")
-    job = execute_compiled_plan(plan, env, job_root=str(root))
+    job = env.execute_plan(plan, job_root=str(root))
     say(f"phase 1: run {job.run.run_id} with {len(job.queries)} queries; reading part-1.json")
     started = time.time()
     job.process_available()
@@ -111,10 +110,9 @@ def main() -> int:
     say(f"phase 1 stopped after {time.time() - started:.1f}s with snapshot {snapshot}")
 
     shutil.copy(DATA / "part-2.json", work / "input" / "part-2.json")
-    restored = CompiledPlan.from_file(root / "plan.json", env=env)
+    restored = CompiledPlan.from_file(root / "plan.json")
     say(f"phase 2: restoring plan {restored.plan_id[:12]} from {snapshot}; reading part-2.json, then draining")
-    result = execute_compiled_plan(restored, env, job_root=str(root), from_snapshot=snapshot, until_idle=True,
-                                   drain=True)
+    result = env.execute_plan(restored, job_root=str(root), from_snapshot=snapshot, until_idle=True, drain=True)
     say(f"phase 2 stopped: run {result.run_id}, snapshot {result.snapshot_id}")
 
     want = expected([DATA / "part-1.json", DATA / "part-2.json"])

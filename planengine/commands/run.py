@@ -65,13 +65,13 @@ def load_or_compile(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         inserts = split_program(env, read_text(args.script), args.script)
         if root.has_plan():
             print(f"[planengine] restoring the plan in force {root.plan_path} (not re-planning)", file=sys.stderr)
-            return env, root, CompiledPlan.from_json(root.read_plan_text(), env)
+            return env, root, CompiledPlan.from_json(root.read_plan_text())
         plan = env.compile_plan(inserts)
         root.write_plan_text(plan.as_json())
         print(f"[planengine] compiled plan {plan.plan_id[:12]} into {root.plan_path}", file=sys.stderr)
         return env, root, plan
     text = read_text(args.plan)
-    given = CompiledPlan.from_json(text, env)
+    given = CompiledPlan.from_json(text)
     if root.has_plan():
         in_force = json.loads(root.read_plan_text()).get("planId")
         if in_force != given.plan_id:
@@ -101,11 +101,8 @@ def run(args: argparse.Namespace) -> int:
         return run_standby(args)
     env, root, plan = load_or_compile(args)
     warn_ignored_partitions(args, dict(plan.data.get("config") or {}))
-    from planengine.runtime.executor import execute_compiled_plan
-
-    result = execute_compiled_plan(plan, env, job_root=str(root.path), from_snapshot=args.from_snapshot,
-                                   until_idle=args.until_idle, drain=args.drain, status_port=args.status_port,
-                                   block=True)
+    result = env.execute_plan(plan, job_root=str(root.path), from_snapshot=args.from_snapshot,
+                              until_idle=args.until_idle, drain=args.drain, status_port=args.status_port, block=True)
     summary = {"runId": result.run_id, "snapshot": result.snapshot_id, "lastBatchIds": result.queries}
     print(f"[planengine] run {result.run_id} stopped; snapshot {result.snapshot_id}", file=sys.stderr)
     print(json.dumps(summary))
@@ -123,9 +120,9 @@ def run_standby(args: argparse.Namespace) -> int:
 
     env = session(args)
     spark_conf_from_args(args)
-    plan = CompiledPlan.from_json(read_text(args.plan), env)
+    plan = CompiledPlan.from_json(read_text(args.plan), env.plan_session())
     warn_ignored_partitions(args, dict(plan.data.get("config") or {}))
-    result = serve(plan, env, job_root=args.job_root, status_port=args.status_port, drain=args.drain,
+    result = serve(plan, job_root=args.job_root, status_port=args.status_port, drain=args.drain,
                    warm_up=args.warm_up)
     if result is None:
         print(json.dumps({"runId": None, "snapshot": None, "lastBatchIds": {}}))

@@ -1,7 +1,7 @@
 """Ability mix-ins (FLIP-95): optional things a source or sink can do for the planner.
 
 A connector opts in by inheriting a mix-in. The planner checks ``isinstance``, calls the method, and
-records what it applied as a spec (``planengine.connectors.specs``) so that restoring a plan re-applies
+records what it applied as a spec (``planengine.exec.specs``) so that restoring a plan re-applies
 exactly those abilities; it never re-runs the search. Indices in filters and projections refer to the
 source's row *as produced at the time of the call* (after earlier abilities), as in Flink.
 """

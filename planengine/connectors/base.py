@@ -2,7 +2,7 @@
 
 The planner talks to connectors only through these classes: it asks a source for its changelog mode and
 abilities (``planengine.connectors.abilities``), records the abilities it applied as specs
-(``planengine.connectors.specs``), and asks for a *runtime provider*. Providers are the seam between
+(``planengine.exec.specs``), and asks for a *runtime provider*. Providers are the seam between
 planning and Spark: the planner-side object carries every typed option, and the Spark runtime implements
 ``create_stream`` / ``write`` / ``create_lookup_function`` (dispatching on ``provider.connector``) without
 ever re-parsing option strings. Until then those methods raise ``NotImplementedError`` saying so.

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, TypeVar
 
 from planengine.errors import InternalError
 from planengine.ir.changelog import INSERT_ONLY, ChangelogMode
+from planengine.ir.expressions import SELF_CONTAINED, ExprJson
 from planengine.ir.types import DataType, parse_type
 
 
@@ -95,9 +96,44 @@ def split_type_name(type_name: str) -> tuple[str, int]:
 
 # --- JSON fields -----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class NodeJson:
+    """Everything a node's fields need to be written or read, handed in by the plan serializer.
+
+    Node classes stay plain data: how expressions imply their input types and whether user-function classes
+    are written (``exprs``), and how tables are stored (``encode_table`` / ``decode_table``: the catalog-object
+    strategies of ``planengine.plan.catalog_objects``) come from here, never from ambient state.
+    """
+
+    exprs: ExprJson = SELF_CONTAINED
+    encode_table: Callable[[Any], dict[str, Any]] | None = None  # TableSpec -> JSON (writing)
+    decode_table: Callable[[dict[str, Any]], Any] | None = None  # JSON -> TableSpec (reading)
+
+    def table_to_json(self, spec: Any) -> dict[str, Any]:
+        if self.encode_table is None:
+            raise InternalError("a node with a table was written without the plan writer's table strategy")
+        return self.encode_table(spec)
+
+    def table_from_json(self, data: dict[str, Any]) -> Any:
+        if self.decode_table is None:
+            raise InternalError("a node with a table was read without the plan reader's table strategy")
+        return self.decode_table(data)
+
+
+# Expressions with all their types, no table strategies: node fields outside a plan (tests, inspection).
+SELF_CONTAINED_NODE = NodeJson()
+
+
+@dataclass(frozen=True)
 class Codec:
-    encode: Callable[[Any], Any]
-    decode: Callable[[Any], Any]
+    """How one node field becomes JSON and back; both functions receive the node's ``NodeJson``."""
+
+    encode: Callable[[Any, NodeJson], Any]
+    decode: Callable[[Any, NodeJson], Any]
+
+    @staticmethod
+    def plain(encode: Callable[[Any], Any], decode: Callable[[Any], Any]) -> Codec:
+        """A codec that needs no context (numbers, strings, value classes without expressions)."""
+        return Codec(lambda value, _ctx: encode(value), lambda data, _ctx: decode(data))
 
 
 def json_field(key: str, codec: Codec, default: Any = dataclasses.MISSING, *, omit_empty: bool = False) -> Any:
@@ -196,24 +232,24 @@ class ExecNode:
     def node_fields(self) -> list[dataclasses.Field[Any]]:
         return [f for f in dataclasses.fields(self) if "json" in f.metadata]
 
-    def specific_json(self) -> dict[str, Any]:
+    def specific_json(self, ctx: NodeJson = SELF_CONTAINED_NODE) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in self.node_fields():
             value = getattr(self, f.name)
             if f.metadata["omit_empty"] and (value is None or value == () or value == {} or value is False):
                 continue
-            out[f.metadata["json"]] = f.metadata["codec"].encode(value)
+            out[f.metadata["json"]] = f.metadata["codec"].encode(value, ctx)
         return out
 
     @classmethod
-    def decode_specific(cls, data: dict[str, Any]) -> dict[str, Any]:
+    def decode_specific(cls, data: dict[str, Any], ctx: NodeJson = SELF_CONTAINED_NODE) -> dict[str, Any]:
         kwargs = {}
         for f in dataclasses.fields(cls):
             if "json" not in f.metadata:
                 continue
             key = f.metadata["json"]
             if key in data:
-                kwargs[f.name] = f.metadata["codec"].decode(data[key])
+                kwargs[f.name] = f.metadata["codec"].decode(data[key], ctx)
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ValueError(f"missing field {key!r}")
         return kwargs
@@ -271,24 +307,31 @@ def _identity(v: Any) -> Any:
     return v
 
 
-RAW = Codec(_identity, _identity)
-INT = Codec(_identity, int)
-STR = Codec(_identity, str)
-BOOL = Codec(_identity, bool)
-INTS = Codec(lambda v: list(v), lambda v: tuple(int(x) for x in v))
-STRS = Codec(lambda v: list(v), lambda v: tuple(str(x) for x in v))
-TYPE = Codec(lambda v: None if v is None else str(v), lambda v: None if v is None else parse_type(v))
-PAIRS = Codec(lambda v: dict(v), lambda v: tuple(sorted((str(k), str(x)) for k, x in v.items())))
+RAW = Codec.plain(_identity, _identity)
+INT = Codec.plain(_identity, int)
+STR = Codec.plain(_identity, str)
+BOOL = Codec.plain(_identity, bool)
+INTS = Codec.plain(lambda v: list(v), lambda v: tuple(int(x) for x in v))
+STRS = Codec.plain(lambda v: list(v), lambda v: tuple(str(x) for x in v))
+TYPE = Codec.plain(lambda v: None if v is None else str(v), lambda v: None if v is None else parse_type(v))
+PAIRS = Codec.plain(lambda v: dict(v), lambda v: tuple(sorted((str(k), str(x)) for k, x in v.items())))
 
 
 def optional(codec: Codec) -> Codec:
-    return Codec(lambda v: None if v is None else codec.encode(v), lambda v: None if v is None else codec.decode(v))
+    return Codec(lambda v, ctx: None if v is None else codec.encode(v, ctx),
+                 lambda v, ctx: None if v is None else codec.decode(v, ctx))
 
 
 def of_json(cls: Any) -> Codec:
-    """For value classes with ``to_json`` / ``from_json``."""
-    return Codec(lambda v: v.to_json(), cls.from_json)
+    """For value classes with ``to_json()`` / ``from_json(data)`` that hold no expressions."""
+    return Codec.plain(lambda v: v.to_json(), cls.from_json)
+
+
+def of_expr_json(cls: Any) -> Codec:
+    """For value classes with ``to_json(ExprJson)`` / ``from_json(data, ExprJson)`` (they hold expressions)."""
+    return Codec(lambda v, ctx: v.to_json(ctx.exprs), lambda d, ctx: cls.from_json(d, ctx.exprs))
 
 
 def tuple_of(codec: Codec) -> Codec:
-    return Codec(lambda v: [codec.encode(x) for x in v], lambda v: tuple(codec.decode(x) for x in v))
+    return Codec(lambda v, ctx: [codec.encode(x, ctx) for x in v],
+                 lambda v, ctx: tuple(codec.decode(x, ctx) for x in v))

@@ -10,35 +10,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from planengine.catalog.objects import TableRef
 from planengine.exec.base import (
     BOOL,
     INT,
     INTS,
-    RAW,
     STR,
     Codec,
     ExecNode,
     ExecNodeMetadata,
     exec_node,
     json_field,
+    of_expr_json,
     of_json,
     optional,
     tuple_of,
 )
+from planengine.exec.specs import AbilitySpec, specs_from_json, specs_to_json
 from planengine.ir.aggregates import AggregateCall
 from planengine.ir.expressions import Expr, Literal
 from planengine.ir.sorting import SortKey
+from planengine.ir.types import parse_type
 from planengine.ir.windows import GroupWindow, OverFrame, WindowSpec
 
-EXPR = Codec(lambda e: e.to_json(), Expr.from_json)
+EXPR = Codec(lambda e, ctx: e.to_json(ctx.exprs), lambda d, ctx: Expr.from_json(d, ctx.exprs))
 OPT_EXPR = optional(EXPR)
 EXPRS = tuple_of(EXPR)
-AGGS = tuple_of(of_json(AggregateCall))
+AGGS = tuple_of(of_expr_json(AggregateCall))
 SORT_KEYS = tuple_of(of_json(SortKey))
 WINDOW = of_json(WindowSpec)
 OPT_INT = optional(INT)
-ROWS = Codec(lambda rows: [[v.to_json() for v in r] for r in rows],
-             lambda rows: tuple(tuple(Expr.from_json(v) for v in r) for r in rows))
+ROWS = tuple_of(tuple_of(EXPR))
 
 STATE_TTL = "table.exec.state.ttl"
 MINI_BATCH = ("table.exec.mini-batch.enabled", "table.exec.mini-batch.allow-latency", "table.exec.mini-batch.size")
@@ -53,42 +55,18 @@ def _meta(name: str, version: int = 1, consumed: tuple[str, ...] = (), operators
 class TableSpec:
     """A table as a plan stores it: identifier plus (depending on the compile strategy) schema and options.
 
-    ``resolved`` is filled at compile time from the catalog; the plan serializer decides how much of it
-    is written, and restore resolves the rest (DESIGN §3, catalog-object strategies).
+    ``resolved`` is filled at compile time from the catalog; how much of it the plan stores, and where restore
+    takes the rest from, is the catalog-object strategies' business (``planengine.plan.catalog_objects``),
+    handed to the node's codec through ``NodeJson``.
     """
 
     identifier: str
-    resolved: Any = None  # planengine.planner.logical.TableRef
+    resolved: TableRef | None = None
     temporary: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        from planengine.plan.catalog_objects import encode_table
 
-        return encode_table(self)
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> TableSpec:
-        from planengine.plan.catalog_objects import decode_table
-
-        return decode_table(data)
-
-
-TABLE = of_json(TableSpec)
-
-
-def _specs_codec() -> Codec:
-    def encode(specs: tuple[Any, ...]) -> list[Any]:
-        return [s.to_json() for s in specs]
-
-    def decode(data: list[Any]) -> tuple[Any, ...]:
-        from planengine.connectors.specs import spec_from_json
-
-        return tuple(spec_from_json(d) for d in data)
-
-    return Codec(encode, decode)
-
-
-SPECS = _specs_codec()
+TABLE = Codec(lambda t, ctx: ctx.table_to_json(t), lambda d, ctx: ctx.table_from_json(d))
+SPECS = Codec(lambda specs, ctx: specs_to_json(specs, ctx.exprs), lambda d, ctx: tuple(specs_from_json(d, ctx.exprs)))
 
 
 # --- sources, sinks, stateless ---------------------------------------------------------------------------
@@ -96,7 +74,7 @@ SPECS = _specs_codec()
 @dataclass(frozen=True, eq=False, kw_only=True)
 class TableSourceScan(ExecNode):
     table: TableSpec = json_field("table", TABLE)
-    abilities: tuple[Any, ...] = json_field("abilities", SPECS, (), omit_empty=True)
+    abilities: tuple[AbilitySpec, ...] = json_field("abilities", SPECS, (), omit_empty=True)
 
 
 @exec_node(_meta("calc"))
@@ -138,7 +116,7 @@ class WatermarkAssigner(ExecNode):
 class Sink(ExecNode):
     STATE_NAMES = ("materializedRows",)
     table: TableSpec = json_field("table", TABLE)
-    abilities: tuple[Any, ...] = json_field("abilities", SPECS, (), omit_empty=True)
+    abilities: tuple[AbilitySpec, ...] = json_field("abilities", SPECS, (), omit_empty=True)
     upsert_materialize: bool = json_field("requireUpsertMaterialize", BOOL, False)
     upsert_keys: tuple[int, ...] = json_field("upsertKeys", INTS, (), omit_empty=True)
     # Positions of the sink table's persisted columns that the input fills, in input order.
@@ -199,12 +177,11 @@ class GroupWindowAggregate(ExecNode):
     STATE_NAMES = ("windowAccumulators",)
     grouping: tuple[int, ...] = json_field("grouping", INTS)
     aggregates: tuple[AggregateCall, ...] = json_field("aggCalls", AGGS)
-    group_window: GroupWindow = json_field("window", Codec(
+    group_window: GroupWindow = json_field("window", Codec.plain(
         lambda w: {"spec": w.spec.to_json(), "properties": [list(p) for p in w.properties],
                    "timeType": None if w.time_type is None else str(w.time_type)},
         lambda d: GroupWindow(WindowSpec.from_json(d["spec"]), tuple(tuple(p) for p in d["properties"]),
-                              None if d.get("timeType") is None else __import__(
-                                  "planengine.ir.types", fromlist=["parse_type"]).parse_type(d["timeType"]))))
+                              None if d.get("timeType") is None else parse_type(d["timeType"]))))
 
 
 @exec_node(_meta("over-aggregate", consumed=(STATE_TTL,), operators=("over-aggregate",)))
@@ -316,7 +293,7 @@ class Join(ExecNode):
     join_type: str = json_field("joinType", STR)
     left_keys: tuple[int, ...] = json_field("leftKeys", INTS)
     right_keys: tuple[int, ...] = json_field("rightKeys", INTS)
-    filter_nulls: tuple[bool, ...] = json_field("filterNulls", Codec(list, tuple))
+    filter_nulls: tuple[bool, ...] = json_field("filterNulls", Codec.plain(list, tuple))
     non_equi_condition: Expr | None = json_field("nonEquiCondition", OPT_EXPR, None, omit_empty=True)
     left_ttl_ms: int | None = json_field("leftStateTtlMs", OPT_INT, None, omit_empty=True)
     right_ttl_ms: int | None = json_field("rightStateTtlMs", OPT_INT, None, omit_empty=True)
@@ -360,10 +337,10 @@ class LookupJoin(ExecNode):
     table: TableSpec = json_field("temporalTable", TABLE)
     # lookup key: dimension-table column index -> left field index (or a constant)
     lookup_keys: tuple[tuple[int, Any], ...] = json_field("lookupKeys", Codec(
-        lambda pairs: [{"tableField": k, **({"inputField": v} if isinstance(v, int) else {"constant": v.to_json()})}
-                       for k, v in pairs],
-        lambda data: tuple((d["tableField"], d["inputField"] if "inputField" in d else Expr.from_json(d["constant"]))
-                           for d in data)))
+        lambda pairs, ctx: [{"tableField": k, **({"inputField": v} if isinstance(v, int)
+                                                 else {"constant": v.to_json(ctx.exprs)})} for k, v in pairs],
+        lambda data, ctx: tuple((d["tableField"], d["inputField"] if "inputField" in d
+                                 else Expr.from_json(d["constant"], ctx.exprs)) for d in data)))
     remaining_condition: Expr | None = json_field("joinCondition", OPT_EXPR, None, omit_empty=True)
     projection_on_table: tuple[int, ...] = json_field("projectionOnTemporalTable", INTS, (), omit_empty=True)
 
@@ -388,4 +365,3 @@ ALL_NODE_CLASSES: tuple[type[ExecNode], ...] = (
     WindowJoin, LookupJoin, TemporalJoin,
 )
 
-_ = RAW  # re-exported codec for node-specific extensions

@@ -120,18 +120,3 @@ class FunctionRegistry:
 
     def nondeterministic_names(self) -> frozenset[str]:
         return frozenset(fn.name for fn in self._by_key.values() if not fn.deterministic)
-
-
-def default_registry() -> FunctionRegistry:
-    """The registry with every built-in of this engine version (built once, then shared)."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        from planengine.functions.builtins import register_all
-
-        registry = FunctionRegistry()
-        register_all(registry)
-        _DEFAULT = registry
-    return _DEFAULT
-
-
-_DEFAULT: FunctionRegistry | None = None

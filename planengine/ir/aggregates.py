@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from planengine.ir.expressions import Expr, FunctionRef, Literal
+from planengine.ir.expressions import SELF_CONTAINED, Expr, ExprJson, FunctionRef, Literal
 from planengine.ir.types import DataType, parse_type
 
 
@@ -44,9 +44,9 @@ class AggregateCall:
             text += f" FILTER ${self.filter_arg}"
         return text
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, ctx: ExprJson = SELF_CONTAINED) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
-        out["function"] = self.user_function.to_json() if self.user_function is not None else self.function
+        out["function"] = self.user_function.to_json(ctx) if self.user_function is not None else self.function
         if self.version is not None:
             out["version"] = self.version
         out["argList"] = list(self.args)
@@ -54,13 +54,13 @@ class AggregateCall:
             out["filterArg"] = self.filter_arg
         out["distinct"] = self.distinct
         if self.constants:
-            out["constants"] = [c.to_json() for c in self.constants]
+            out["constants"] = [c.to_json(ctx) for c in self.constants]
         out["type"] = str(self.type)
         return out
 
     @staticmethod
-    def from_json(data: dict[str, Any]) -> AggregateCall:
-        constants = tuple(Expr.from_json(c) for c in data.get("constants", []))
+    def from_json(data: dict[str, Any], ctx: ExprJson = SELF_CONTAINED) -> AggregateCall:
+        constants = tuple(Expr.from_json(c, ctx) for c in data.get("constants", []))
         user = FunctionRef.from_json(data["function"]) if isinstance(data["function"], dict) else None
         return AggregateCall(
             user_function=user,

@@ -15,46 +15,33 @@ True
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import datetime as dt
 import decimal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from planengine.ir.types import DataType, Kind, parse_type
 
-# The field types of the input row(s) an expression is read against, while a plan node is written or read.
-# An INPUT_REF whose type equals its input field's type is written without a type (it is implied).
-_INPUT_ROW: contextvars.ContextVar[tuple[DataType, ...] | None] = contextvars.ContextVar("input_row", default=None)
+
+@dataclass(frozen=True)
+class ExprJson:
+    """How expressions are written into / read from one plan node: passed explicitly by the plan serializer.
+
+    ``input_row`` holds the field types of the node's input row(s) (left ++ right for two inputs): an
+    INPUT_REF whose type equals its input field's type is written without a type and read back from here.
+    ``function_classes`` says whether user-function classes are written (the ``ALL`` compile strategy).
+    The default (no input row, classes written) is the self-contained form used outside plans.
+    """
+
+    input_row: tuple[DataType, ...] = ()
+    function_classes: bool = True
+
+    def implied_type(self, index: int) -> DataType | None:
+        return self.input_row[index] if 0 <= index < len(self.input_row) else None
 
 
-# Whether user-function classes are written (the ALL compile strategy); set by the plan writer.
-_WRITE_FUNCTION_CLASSES: contextvars.ContextVar[bool] = contextvars.ContextVar("function_classes", default=True)
-
-
-@contextlib.contextmanager
-def writing_function_classes(enabled: bool) -> Iterator[None]:
-    token = _WRITE_FUNCTION_CLASSES.set(enabled)
-    try:
-        yield
-    finally:
-        _WRITE_FUNCTION_CLASSES.reset(token)
-
-
-@contextlib.contextmanager
-def input_row(types: tuple[DataType, ...]) -> Iterator[None]:
-    token = _INPUT_ROW.set(types)
-    try:
-        yield
-    finally:
-        _INPUT_ROW.reset(token)
-
-
-def _implied_type(index: int) -> DataType | None:
-    row = _INPUT_ROW.get()
-    return row[index] if row is not None and 0 <= index < len(row) else None
+SELF_CONTAINED = ExprJson()
 
 
 @dataclass(frozen=True)
@@ -70,7 +57,7 @@ class FunctionRef:
     class_name: str | None = None
     temporary: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, ctx: ExprJson = SELF_CONTAINED) -> dict[str, Any]:
         if self.catalog_identifier is not None:
             out: dict[str, Any] = {"identifier": self.catalog_identifier}
         elif self.system:
@@ -79,7 +66,7 @@ class FunctionRef:
             return {"name": self.name, "version": self.version}
         if self.temporary:
             out["temporary"] = True
-        elif self.class_name is not None and _WRITE_FUNCTION_CLASSES.get():
+        elif self.class_name is not None and ctx.function_classes:
             out["class"] = self.class_name
         return out
 
@@ -105,16 +92,16 @@ class Expr:
     KIND: ClassVar[str]
     type: DataType
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, ctx: ExprJson = SELF_CONTAINED) -> dict[str, Any]:
         raise NotImplementedError
 
     @staticmethod
-    def from_json(data: dict[str, Any]) -> Expr:
+    def from_json(data: dict[str, Any], ctx: ExprJson = SELF_CONTAINED) -> Expr:
         kind = data["kind"]
         if kind == "INPUT_REF":
             if "type" in data:
                 return InputRef(data["inputIndex"], parse_type(data["type"]))
-            implied = _implied_type(data["inputIndex"])
+            implied = ctx.implied_type(data["inputIndex"])
             if implied is None:
                 raise ValueError(f"INPUT_REF {data['inputIndex']} has no type and no input field to imply it")
             return InputRef(data["inputIndex"], implied)
@@ -124,11 +111,11 @@ class Expr:
         if kind == "CALL":
             return Call(
                 FunctionRef.from_json(data["function"]),
-                tuple(Expr.from_json(o) for o in data.get("operands", [])),
+                tuple(Expr.from_json(o, ctx) for o in data.get("operands", [])),
                 parse_type(data["type"]),
             )
         if kind == "FIELD_ACCESS":
-            return FieldAccess(Expr.from_json(data["expr"]), data["name"], parse_type(data["type"]))
+            return FieldAccess(Expr.from_json(data["expr"], ctx), data["name"], parse_type(data["type"]))
         if kind == "CORRELATED_REF":
             return CorrelatedRef(data["correlation"], parse_type(data["type"]))
         raise ValueError(f"unknown expression kind {kind!r}")
@@ -143,8 +130,8 @@ class InputRef(Expr):
     index: int
     type: DataType
 
-    def to_json(self) -> dict[str, Any]:
-        if _implied_type(self.index) == self.type:
+    def to_json(self, ctx: ExprJson = SELF_CONTAINED) -> dict[str, Any]:
+        if ctx.implied_type(self.index) == self.type:
             return {"kind": self.KIND, "inputIndex": self.index}
         return {"kind": self.KIND, "inputIndex": self.index, "type": str(self.type)}
 
@@ -158,7 +145,7 @@ class Literal(Expr):
     value: Any  # None, bool, int, float, str, bytes, Decimal, date/time/datetime, timedelta (intervals)
     type: DataType
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, ctx: ExprJson = SELF_CONTAINED) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.KIND}
         if self.value is not None:
             out["value"] = _literal_to_json(self.value, self.type)
@@ -184,11 +171,11 @@ class Call(Expr):
     operands: tuple[Expr, ...]
     type: DataType
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, ctx: ExprJson = SELF_CONTAINED) -> dict[str, Any]:
         return {
             "kind": self.KIND,
-            "function": self.function.to_json(),
-            "operands": [o.to_json() for o in self.operands],
+            "function": self.function.to_json(ctx),
+            "operands": [o.to_json(ctx) for o in self.operands],
             "type": str(self.type),
         }
 
@@ -210,8 +197,8 @@ class FieldAccess(Expr):
     name: str
     type: DataType
 
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.KIND, "expr": self.expr.to_json(), "name": self.name, "type": str(self.type)}
+    def to_json(self, ctx: ExprJson = SELF_CONTAINED) -> dict[str, Any]:
+        return {"kind": self.KIND, "expr": self.expr.to_json(ctx), "name": self.name, "type": str(self.type)}
 
     def children(self) -> tuple[Expr, ...]:
         return (self.expr,)
@@ -228,7 +215,7 @@ class CorrelatedRef(Expr):
     correlation: int
     type: DataType
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, ctx: ExprJson = SELF_CONTAINED) -> dict[str, Any]:
         return {"kind": self.KIND, "correlation": self.correlation, "type": str(self.type)}
 
     def __str__(self) -> str:

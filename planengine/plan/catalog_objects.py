@@ -9,23 +9,24 @@ the catalog; ``ALL_ENFORCED`` uses the plan only; ``IDENTIFIER`` the catalog onl
 ``table.plan.restore.enrich-table-options`` (default true) catalog options are merged over plan options;
 only a connector's ``mutable_options`` may differ, anything else would change the topology and is refused.
 
-The strategies are applied while a plan is written or read, through a context variable, so exec nodes
-stay plain data and do not need to know about catalogs.
+The plan serializer hands ``CompileStrategy.encode_table`` / ``RestoreContext.decode_table`` to the nodes'
+table codecs (``planengine.exec.base.NodeJson``), so exec nodes stay plain data and know nothing about
+catalogs. What restore needs from the session comes in as explicit functions (``CatalogLookup``), built by
+the API from its catalogs and the connector factories: this layer imports neither.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import fnmatch
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from planengine.catalog.objects import CatalogTable, ObjectIdentifier
+from planengine.catalog.objects import CatalogFunction, CatalogTable, ObjectIdentifier, TableRef
 from planengine.errors import PlanIncompatible, ValidationError
+from planengine.exec.nodes import TableSpec
 from planengine.ir.schema import ResolvedSchema
 
 log = logging.getLogger("planengine.restore")
@@ -48,7 +49,7 @@ def mask_options(options: dict[str, str]) -> dict[str, str]:
     return {k: (MASK if is_secret_key(k) else v) for k, v in sorted(options.items())}
 
 
-def _choice(config: dict[str, str], key: str, allowed: tuple[str, ...], default: str) -> str:
+def _choice(config: Mapping[str, str], key: str, allowed: tuple[str, ...], default: str) -> str:
     value = str(config.get(key, default)).strip().upper()
     if value not in allowed:
         raise ValidationError(f"invalid value {config.get(key)!r} for '{key}'",
@@ -56,11 +57,48 @@ def _choice(config: dict[str, str], key: str, allowed: tuple[str, ...], default:
     return value
 
 
-def _flag(config: dict[str, str], key: str, default: bool) -> bool:
+def _flag(config: Mapping[str, str], key: str, default: bool) -> bool:
     value = str(config.get(key, str(default))).strip().lower()
     if value not in ("true", "false"):
         raise ValidationError(f"invalid value {config.get(key)!r} for '{key}'", hint="use 'true' or 'false'")
     return value == "true"
+
+
+def _no_table(identifier: ObjectIdentifier) -> CatalogTable | None:
+    return None
+
+
+def _no_function(path: tuple[str, ...]) -> CatalogFunction | None:
+    return None
+
+
+def _nothing_mutable(connector: str) -> Collection[str]:
+    return ()
+
+
+@dataclass(frozen=True)
+class CatalogLookup:
+    """What restoring a plan needs from the session it is restored in, as explicit functions.
+
+    ``table`` finds a catalog table (None when there is none), ``function`` a catalog or temporary function by
+    its path (``(name,)`` for a system function), ``mutable_options`` the option keys (or ``prefix.*``
+    patterns) a connector lets change without a topology change. The default finds nothing: the plan alone.
+    """
+
+    table: Callable[[ObjectIdentifier], CatalogTable | None] = _no_table
+    function: Callable[[tuple[str, ...]], CatalogFunction | None] = _no_function
+    mutable_options: Callable[[str], Collection[str]] = _nothing_mutable
+
+
+PLAN_ONLY = CatalogLookup()
+
+
+@dataclass(frozen=True)
+class PlanSession:
+    """The session a plan is restored and run in: its options and its catalog lookups."""
+
+    config: Mapping[str, str] = field(default_factory=dict)
+    catalog: CatalogLookup = PLAN_ONLY
 
 
 @dataclass(frozen=True)
@@ -68,32 +106,64 @@ class CompileStrategy:
     catalog_objects: str = "ALL"
 
     @staticmethod
-    def from_config(config: dict[str, str]) -> CompileStrategy:
+    def from_config(config: Mapping[str, str]) -> CompileStrategy:
         return CompileStrategy(_choice(config, COMPILE_CATALOG_OBJECTS, COMPILE_STRATEGIES, "ALL"))
+
+    @property
+    def writes_function_classes(self) -> bool:
+        return self.catalog_objects == "ALL"
+
+    def encode_table(self, spec: TableSpec) -> dict[str, Any]:
+        out: dict[str, Any] = {"identifier": spec.identifier}
+        ref = spec.resolved
+        if spec.temporary:
+            out["temporary"] = True
+            if ref is not None and ref.hint_options:
+                out["hintOptions"] = mask_options(dict(ref.hint_options))
+            return out
+        if ref is None:
+            return out
+        table: CatalogTable = ref.table
+        if self.catalog_objects in ("ALL", "SCHEMA"):
+            resolved: dict[str, Any] = {"schema": table.schema.to_json()}
+            if table.partition_keys:
+                resolved["partitionKeys"] = list(table.partition_keys)
+            if self.catalog_objects == "ALL":
+                resolved["options"] = mask_options(table.options_dict)
+            if table.comment:
+                resolved["comment"] = table.comment
+            out["resolvedTable"] = resolved
+        if ref.hint_options:
+            out["hintOptions"] = mask_options(dict(ref.hint_options))
+        return out
+
+
+def read_plan_table(data: dict[str, Any]) -> TableSpec:
+    """A table as the plan alone describes it (inspection and explain: no catalog, no checks)."""
+    identifier = ObjectIdentifier.parse(data["identifier"])
+    temporary = bool(data.get("temporary", False))
+    hint_options = tuple(sorted((data.get("hintOptions") or {}).items()))
+    plan_table = _plan_table(data)
+    ref = TableRef(identifier, plan_table, temporary, hint_options) if plan_table is not None else None
+    return TableSpec(data["identifier"], ref, temporary)
 
 
 @dataclass
 class RestoreContext:
+    """Restores the tables of one plan under the restore strategies, recording every decision it takes."""
+
     catalog_objects: str = "ALL"
     enrich: bool = True
-    catalogs: Any = None  # CatalogManager-like: get_table(identifier) raising CatalogError when missing
+    lookup: CatalogLookup = PLAN_ONLY
     decisions: list[str] = field(default_factory=list)
-    # id() of each table dict of the plan JSON -> the id of the node holding it, so decisions name the node.
-    table_nodes: dict[int, int] = field(default_factory=dict)
     current_node: int | None = None
 
-    def index_plan(self, plan: dict[str, Any]) -> None:
-        for node in plan.get("nodes", []):
-            for key in ("table", "temporalTable"):
-                if isinstance(node.get(key), dict):
-                    self.table_nodes[id(node[key])] = node["id"]
-
     @staticmethod
-    def from_config(config: dict[str, str], catalogs: Any) -> RestoreContext:
+    def from_session(session: PlanSession) -> RestoreContext:
         return RestoreContext(
-            _choice(config, RESTORE_CATALOG_OBJECTS, RESTORE_STRATEGIES, "ALL"),
-            _flag(config, ENRICH_TABLE_OPTIONS, True),
-            catalogs,
+            _choice(session.config, RESTORE_CATALOG_OBJECTS, RESTORE_STRATEGIES, "ALL"),
+            _flag(session.config, ENRICH_TABLE_OPTIONS, True),
+            session.catalog,
         )
 
     def note(self, message: str) -> None:
@@ -102,80 +172,22 @@ class RestoreContext:
         self.decisions.append(message)
         log.info(message)
 
-
-_COMPILE: contextvars.ContextVar[CompileStrategy | None] = contextvars.ContextVar("compile", default=None)
-_RESTORE: contextvars.ContextVar[RestoreContext | None] = contextvars.ContextVar("restore", default=None)
-
-
-@contextlib.contextmanager
-def compiling(strategy: CompileStrategy) -> Iterator[None]:
-    token = _COMPILE.set(strategy)
-    try:
-        yield
-    finally:
-        _COMPILE.reset(token)
-
-
-@contextlib.contextmanager
-def restoring(ctx: RestoreContext) -> Iterator[RestoreContext]:
-    token = _RESTORE.set(ctx)
-    try:
-        yield ctx
-    finally:
-        _RESTORE.reset(token)
-
-
-# --- writing -------------------------------------------------------------------------------------------------
-def encode_table(spec: Any) -> dict[str, Any]:
-    strategy = (_COMPILE.get() or CompileStrategy()).catalog_objects
-    out: dict[str, Any] = {"identifier": spec.identifier}
-    ref = spec.resolved
-    if spec.temporary:
-        out["temporary"] = True
-        if ref is not None and ref.hint_options:
-            out["hintOptions"] = mask_options(dict(ref.hint_options))
-        return out
-    if ref is None:
-        return out
-    table: CatalogTable = ref.table
-    if strategy in ("ALL", "SCHEMA"):
-        resolved: dict[str, Any] = {"schema": table.schema.to_json()}
-        if table.partition_keys:
-            resolved["partitionKeys"] = list(table.partition_keys)
-        if strategy == "ALL":
-            resolved["options"] = mask_options(table.options_dict)
-        if table.comment:
-            resolved["comment"] = table.comment
-        out["resolvedTable"] = resolved
-    if ref.hint_options:
-        out["hintOptions"] = mask_options(dict(ref.hint_options))
-    return out
-
-
-# --- reading -------------------------------------------------------------------------------------------------
-def decode_table(data: dict[str, Any]) -> Any:
-    from planengine.catalog.objects import TableRef
-    from planengine.exec.nodes import TableSpec
-
-    identifier_text = data["identifier"]
-    identifier = ObjectIdentifier.parse(identifier_text)
-    temporary = bool(data.get("temporary", False))
-    hint_options = tuple(sorted((data.get("hintOptions") or {}).items()))
-    ctx = _RESTORE.get()
-    plan_table = _plan_table(data)
-    if ctx is None:
-        # Reading without a catalog (inspection, explain): what the plan has is all there is.
-        ref = TableRef(identifier, plan_table, temporary, hint_options) if plan_table is not None else None
-        return TableSpec(identifier_text, ref, temporary)
-    ctx.current_node = ctx.table_nodes.get(id(data))
-    try:
-        table = _resolve(ctx, identifier, plan_table, temporary, data)
-    finally:
-        ctx.current_node = None
-    if any(v == MASK for _, v in hint_options):
-        raise PlanIncompatible(f"table {identifier}: a secret in an OPTIONS hint was masked in the plan",
-                               hint="move the secret into the catalog table's options")
-    return TableSpec(identifier_text, TableRef(identifier, table, temporary, hint_options), temporary)
+    def decode_table(self, data: dict[str, Any], node_id: int | None = None) -> TableSpec:
+        """The table of plan node ``node_id``, resolved as the strategies say (decisions name the node)."""
+        identifier_text = data["identifier"]
+        identifier = ObjectIdentifier.parse(identifier_text)
+        temporary = bool(data.get("temporary", False))
+        hint_options = tuple(sorted((data.get("hintOptions") or {}).items()))
+        plan_table = _plan_table(data)
+        self.current_node = node_id
+        try:
+            table = _resolve(self, identifier, plan_table, temporary, data)
+        finally:
+            self.current_node = None
+        if any(v == MASK for _, v in hint_options):
+            raise PlanIncompatible(f"table {identifier}: a secret in an OPTIONS hint was masked in the plan",
+                                   hint="move the secret into the catalog table's options")
+        return TableSpec(identifier_text, TableRef(identifier, table, temporary, hint_options), temporary)
 
 
 def _plan_table(data: dict[str, Any]) -> CatalogTable | None:
@@ -194,14 +206,7 @@ def _plan_table(data: dict[str, Any]) -> CatalogTable | None:
 
 
 def _lookup(ctx: RestoreContext, identifier: ObjectIdentifier) -> CatalogTable | None:
-    if ctx.catalogs is None:
-        return None
-    try:
-        entry = ctx.catalogs.get_table(identifier)
-    except ValidationError:
-        return None
-    obj = getattr(entry, "object", entry)
-    return obj if isinstance(obj, CatalogTable) else None
+    return ctx.lookup.table(identifier)
 
 
 def _resolve(ctx: RestoreContext, identifier: ObjectIdentifier, plan_table: CatalogTable | None, temporary: bool,
@@ -291,13 +296,10 @@ def _check_schema(identifier: ObjectIdentifier, plan_table: CatalogTable | None,
 
 def _enrich(identifier: ObjectIdentifier, plan_table: CatalogTable, catalog_table: CatalogTable,
             ctx: RestoreContext) -> CatalogTable:
-    from planengine.connectors.discovery import load_factory
-
     plan_opts = plan_table.options_dict
     cat_opts = catalog_table.options_dict
     connector = plan_opts.get("connector") or cat_opts.get("connector")
-    factory = load_factory(connector) if connector else None
-    mutable = set(factory.mutable_options()) if factory is not None else set()
+    mutable = set(ctx.lookup.mutable_options(connector)) if connector else set()
     merged = dict(plan_opts)
     for key in sorted(set(plan_opts) | set(cat_opts)):
         if key not in cat_opts:

@@ -1,4 +1,10 @@
-"""``CompiledPlan``: the compiled, versioned JSON plan and what can be done with it (DESIGN §3)."""
+"""``CompiledPlan``: the compiled, versioned JSON plan and what can be done with it (DESIGN §3).
+
+A plan is data: it is read, checked, written, explained and restored into an exec DAG here, and run by the
+runtime through the API (``TableEnvironment.execute_plan``), which sits above this layer. The session a plan
+belongs to comes in explicitly (``PlanSession``: options and catalog lookups, built by the API), never as an
+environment object.
+"""
 
 from __future__ import annotations
 
@@ -7,34 +13,41 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from planengine.errors import PlanError, PlanIncompatible, PlanMigrationRequired
+from planengine.exec import base as B
+from planengine.exec.nodes import Sink, TableSourceScan
+from planengine.exec.specs import FilterPushDownSpec, LimitPushDownSpec, PartitionPushDownSpec, WatermarkPushDownSpec
 from planengine.plan import serde
+from planengine.plan.catalog_objects import FORCE_RECOMPILE, PlanSession, RestoreContext
+from planengine.plan.explain import explain_plan_json
 from planengine.plan.restore import INCOMPATIBLE, NEEDS_MIGRATION, CheckReport, check_plan
 
-if TYPE_CHECKING:
-    from planengine.api import TableEnvironment
-
 log = logging.getLogger("planengine.plan")
+
+# Ability specs that keep a scan's row the table's physical row (projections and metadata change it).
+_ROW_KEEPING_SPECS = (FilterPushDownSpec, LimitPushDownSpec, PartitionPushDownSpec, WatermarkPushDownSpec)
 
 
 class CompiledPlan:
     """A plan as JSON plus, lazily, its restored exec DAG.
 
     Restoring never re-plans: the DAG is rebuilt node by node from the JSON, with tables resolved under the
-    catalog-object strategies of the environment it is restored in.
+    catalog-object strategies of the session it is restored in.
     """
 
-    def __init__(self, plan: dict[str, Any], env: TableEnvironment | None = None, sinks: list[Any] | None = None):
+    def __init__(self, plan: dict[str, Any], session: PlanSession | None = None, sinks: list[Sink] | None = None):
         self._plan = plan
-        self._env = env
-        self._sinks = sinks
+        # Options and catalog lookups of the session that compiled or loaded the plan: restore strategies,
+        # table.plan.force-recompile, where tables the plan does not fully store come from.
+        self.session = session or PlanSession()
+        self._sinks = sinks  # the DAG the plan was compiled from, when it was compiled in this process
         self.restore_decisions: list[str] = []
 
     # --- construction --------------------------------------------------------------------------------
     @staticmethod
-    def from_json(text: str, env: TableEnvironment | None = None) -> CompiledPlan:
+    def from_json(text: str, session: PlanSession | None = None) -> CompiledPlan:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
@@ -42,11 +55,11 @@ class CompiledPlan:
                             hint="compile it again with planengine compile") from None
         if not isinstance(data, dict) or "nodes" not in data:
             raise PlanError("plan JSON has no 'nodes': this is not a compiled plan")
-        return CompiledPlan(data, env)
+        return CompiledPlan(data, session)
 
     @staticmethod
     def from_file(path: str | os.PathLike[str], if_absent: Callable[[], CompiledPlan] | None = None,
-                  env: TableEnvironment | None = None) -> CompiledPlan:
+                  session: PlanSession | None = None) -> CompiledPlan:
         """Load a plan; with ``if_absent``, compile and write it first when the file does not exist."""
         p = Path(path)
         if not p.exists():
@@ -56,7 +69,7 @@ class CompiledPlan:
             plan = if_absent()
             plan.write_to_file(p, ignore_if_exists=True)
             return plan
-        return CompiledPlan.from_json(p.read_text(encoding="utf-8"), env)
+        return CompiledPlan.from_json(p.read_text(encoding="utf-8"), session)
 
     # --- properties ----------------------------------------------------------------------------------
     @property
@@ -75,16 +88,17 @@ class CompiledPlan:
         return serde.dumps(self._plan)
 
     def write_to_file(self, path: str | os.PathLike[str], ignore_if_exists: bool = False) -> None:
+        """Write the plan; an existing file is kept (``ignore_if_exists``) or refused, unless the session's
+        ``table.plan.force-recompile`` says to overwrite it."""
         p = Path(path)
         if p.exists():
-            force = self._env is not None and str(self._env.config.get("table.plan.force-recompile", "false")
-                                                  ).lower() == "true"
+            force = str(self.session.config.get(FORCE_RECOMPILE, "false")).lower() == "true"
             if ignore_if_exists and not force:
                 return
             if not force:
                 raise PlanError(f"plan file {p} already exists",
                                 hint="use COMPILE PLAN ... IF NOT EXISTS, delete the file, or SET "
-                                     "'table.plan.force-recompile' = 'true'")
+                                     f"'{FORCE_RECOMPILE}' = 'true'")
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_name(p.name + ".tmp")
         tmp.write_text(self.as_json(), encoding="utf-8")
@@ -94,8 +108,11 @@ class CompiledPlan:
     def check(self) -> CheckReport:
         return check_plan(self._plan)
 
-    def restore(self) -> list[Any]:
-        """The exec DAG (sinks), after the restore checks; raises with what to do when it cannot."""
+    def restore(self) -> list[Sink]:
+        """The exec DAG (sinks), after the restore checks; raises with what to do when it cannot.
+
+        The plan's session (options and catalog lookups) decides where tables the plan does not fully store
+        come from; without one, the plan alone is used under the default strategies."""
         if self._sinks is not None:
             return self._sinks
         report = self.check()
@@ -104,42 +121,22 @@ class CompiledPlan:
                                         + report.summary(), hint="COMPILE PLAN 'new.json' FROM 'old.json'")
         if report.status == INCOMPATIBLE:
             raise PlanIncompatible("this engine cannot restore the plan:\n" + report.summary())
-        from planengine.plan.catalog_objects import RestoreContext, restoring
-
-        config = dict(self._env.config) if self._env is not None else {}
-        catalogs = self._env.catalog_manager if self._env is not None else None
-        context = RestoreContext.from_config(config, catalogs)
-        context.index_plan(self._plan)
-        with restoring(context) as ctx:
-            sinks = serde.read_plan(self._plan)
+        tables = RestoreContext.from_session(self.session)
+        sinks = serde.read_plan(self._plan, tables)
         _check_catalog_rows(self._plan, sinks)
         self._sinks = sinks
-        self.restore_decisions = ctx.decisions
+        self.restore_decisions = tables.decisions
         log.info("restored plan %s (%d nodes) written by engine %s", self.plan_id, len(self._plan["nodes"]),
                  self.engine_version)
         return self._sinks
 
     def explain(self) -> str:
-        from planengine.plan.explain import explain_plan_json
-
         return explain_plan_json(self._plan)
-
-    def execute(self, **options: Any) -> Any:
-        """Run the plan (restoring it first). Needs the Spark runtime (``pip install planengine[spark]``)."""
-        try:
-            from planengine.runtime.executor import execute_compiled_plan
-        except ImportError as error:
-            raise PlanError(f"the Spark runtime is not available: {error}",
-                            hint="install planengine[spark]") from None
-        return execute_compiled_plan(self, self._env, **options)
 
 
 def _check_catalog_rows(plan: dict[str, Any], sinks: list[Any]) -> None:
     """A table the plan stores by identifier only (IDENTIFIER strategy, temporary tables) has no schema in the
     plan to compare with the catalog's; compare the rows its scan and sink nodes were planned for instead."""
-    from planengine.exec import base as B
-    from planengine.exec.nodes import Sink, TableSourceScan
-
     by_id = {n["id"]: n for n in plan.get("nodes", [])}
     for nid, node in enumerate(B.topological(list(sinks)), start=1):
         data = by_id.get(nid, {})
@@ -150,7 +147,7 @@ def _check_catalog_rows(plan: dict[str, Any], sinks: list[Any]) -> None:
             continue
         schema = ref.table.schema
         if isinstance(node, TableSourceScan):
-            if any(not isinstance(a, _row_keeping_specs()) for a in node.abilities):
+            if any(not isinstance(a, _ROW_KEEPING_SPECS) for a in node.abilities):
                 continue  # projected or metadata-reading scans: their row is not the table's physical row
             expected = [(c.name, str(c.type.without_time_attribute())) for c in schema.physical_columns]
             actual = [(f.name, str(f.type.without_time_attribute())) for f in node.output_type.fields]
@@ -171,13 +168,3 @@ def _check_catalog_rows(plan: dict[str, Any], sinks: list[Any]) -> None:
 def _columns(cols: list[tuple[str, str]]) -> str:
     return "(" + ", ".join(f"{name} {typ}".strip() for name, typ in cols) + ")"
 
-
-def _row_keeping_specs() -> tuple[type, ...]:
-    from planengine.connectors.specs import (
-        FilterPushDownSpec,
-        LimitPushDownSpec,
-        PartitionPushDownSpec,
-        WatermarkPushDownSpec,
-    )
-
-    return (FilterPushDownSpec, LimitPushDownSpec, PartitionPushDownSpec, WatermarkPushDownSpec)

@@ -1,52 +1,25 @@
 """Plan migration: rewrite nodes of retired versions into registered ones (``COMPILE PLAN 'new' FROM 'old'``).
 
 A node version that must stay restorable keeps its class registered. When an engine retires a version, it
-registers a migration from that version to a newer one: a pure function on the node's JSON. Migrating a
-plan applies them node by node (logging each decision), stamps this engine's version and recomputes the
-plan id. Migration never re-plans: the topology, uids and state names are kept.
+registers a migration from that version to a newer one (``planengine.plan.migrations``): a pure function on
+the node's JSON. Migrating a plan applies them node by node (logging each decision), stamps this engine's
+version and recomputes the plan id. Migration never re-plans: the topology, uids and state names are kept.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from planengine.errors import InternalError, PlanIncompatible
 from planengine.exec import base as B
+from planengine.plan.migrations import migration_step
+from planengine.plan.restore import INCOMPATIBLE, check_plan
 from planengine.plan.serde import compute_plan_id
 from planengine.version import ENGINE_VERSION
 
 log = logging.getLogger("planengine.migrate")
-
-NodeMigration = Callable[[dict[str, Any]], dict[str, Any]]
-_MIGRATIONS: dict[tuple[str, int], tuple[int, NodeMigration]] = {}
-
-
-def migration(name: str, from_version: int, to_version: int) -> Callable[[NodeMigration], NodeMigration]:
-    def register(fn: NodeMigration) -> NodeMigration:
-        _MIGRATIONS[(name, from_version)] = (to_version, fn)
-        return fn
-
-    return register
-
-
-def unregister_migration(name: str, from_version: int) -> None:
-    _MIGRATIONS.pop((name, from_version), None)
-
-
-def migration_target(name: str, version: int) -> int | None:
-    """The registered version a chain of migrations takes ``(name, version)`` to, or None if there is none."""
-    seen: set[int] = set()
-    while B.lookup(name, version) is None:
-        step = _MIGRATIONS.get((name, version))
-        if step is None or version in seen:
-            return None
-        seen.add(version)
-        version = step[0]
-    return version
-
 
 def _invariants(node: dict[str, Any]) -> tuple[Any, ...]:
     """What a migration must never change: identity, operator uids and state names (state is addressed by
@@ -61,8 +34,6 @@ def migrate_plan(plan: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     Only plans this engine can read are migrated: a plan from a newer engine, from outside the supported
     window, or edited by hand (planId mismatch) is refused rather than re-stamped with this engine's version.
     """
-    from planengine.plan.restore import INCOMPATIBLE, check_plan
-
     report = check_plan(plan)
     if report.status == INCOMPATIBLE:
         raise PlanIncompatible("this engine cannot migrate the plan:\n" + report.summary(),
@@ -72,7 +43,7 @@ def migrate_plan(plan: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     for node in new.get("nodes", []):
         name, version = B.split_type_name(node["type"])
         while B.lookup(name, version) is None:
-            step = _MIGRATIONS.get((name, version))
+            step = migration_step(name, version)
             if step is None:
                 raise PlanIncompatible(
                     f"node {node['id']}: no migration from {name} version {version}",

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planengine.exec import base as B
-from planengine.plan.migrate import migration_target
+from planengine.functions.defaults import default_registry
+from planengine.plan.migrations import migration_target
 from planengine.plan.serde import compute_plan_id
 from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION, SUPPORTED_MINOR_WINDOW
 
@@ -66,8 +67,6 @@ def _minor(version: str) -> tuple[int, int] | None:
 
 
 def check_plan(plan: dict[str, Any]) -> CheckReport:
-    from planengine.functions.registry import default_registry
-
     report = CheckReport(plan_id=plan.get("planId"), plan_engine_version=plan.get("engineVersion"))
     fmt = plan.get("formatVersion")
     if fmt != PLAN_FORMAT_VERSION:

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from planengine.errors import PlanError, UserError
 from planengine.exec import base as B
 from planengine.exec.nodes import Sink
 from planengine.ir.changelog import ChangelogMode
-from planengine.ir.expressions import input_row, writing_function_classes
-from planengine.ir.types import parse_type
+from planengine.ir.expressions import ExprJson
+from planengine.ir.types import DataType, parse_type
+from planengine.plan.catalog_objects import CompileStrategy, RestoreContext, mask_options, read_plan_table
 from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION
 
 
@@ -91,40 +93,36 @@ def node_configuration(node: B.ExecNode, config: dict[str, str]) -> tuple[tuple[
 
 
 def write_plan(sinks: list[Sink], config: dict[str, str]) -> dict[str, Any]:
-    from planengine.plan.catalog_objects import CompileStrategy, compiling, mask_options
-
     order = B.topological(list(sinks))
     ids = {id(n): i + 1 for i, n in enumerate(order)}
     nodes_json = []
     edges_json = []
     strategy = CompileStrategy.from_config(config)
-    with compiling(strategy), writing_function_classes(strategy.catalog_objects == "ALL"):
-        for node in order:
-            nid = ids[id(node)]
-            entry: dict[str, Any] = {"id": nid, "type": node.type_name}
-            configuration = dict(node.configuration) or dict(node_configuration(node, config))
-            if configuration:
-                entry["configuration"] = configuration
-            entry["outputType"] = str(node.output_type)
-            entry["changelogMode"] = str(node.changelog_mode)
-            if node.state:
-                entry["state"] = [s.to_json() for s in node.state]
-                entry["uids"] = list(node.uids) or [f"{nid}_{node.metadata.name}-{node.metadata.version}_{op}"
-                                                    for op in node.metadata.produced_operators]
-            with input_row(tuple(t for child in node.inputs for t in child.field_types)):
-                entry.update(node.specific_json())
-            entry["description"] = node.description
-            nodes_json.append(entry)
-            props = node.input_properties or tuple(B.InputProperty() for _ in node.inputs)
-            for child, prop in zip(node.inputs, props):
-                edge: dict[str, Any] = {"source": ids[id(child)], "target": nid}
-                if prop.distribution == "HASH":
-                    edge["shuffle"] = {"type": "HASH", "keys": list(prop.keys)}
-                elif prop.distribution != "ANY":
-                    edge["shuffle"] = {"type": prop.distribution}
-                edges_json.append(edge)  # no "shuffle": forward (same partitioning)
-    from planengine.planner.final_rewrites import infer_trigger_interval
-
+    for node in order:
+        nid = ids[id(node)]
+        entry: dict[str, Any] = {"id": nid, "type": node.type_name}
+        configuration = dict(node.configuration) or dict(node_configuration(node, config))
+        if configuration:
+            entry["configuration"] = configuration
+        entry["outputType"] = str(node.output_type)
+        entry["changelogMode"] = str(node.changelog_mode)
+        if node.state:
+            entry["state"] = [s.to_json() for s in node.state]
+            entry["uids"] = list(node.uids) or [f"{nid}_{node.metadata.name}-{node.metadata.version}_{op}"
+                                                for op in node.metadata.produced_operators]
+        ctx = B.NodeJson(ExprJson(_input_row(node.inputs), strategy.writes_function_classes),
+                         encode_table=strategy.encode_table)
+        entry.update(node.specific_json(ctx))
+        entry["description"] = node.description
+        nodes_json.append(entry)
+        props = node.input_properties or tuple(B.InputProperty() for _ in node.inputs)
+        for child, prop in zip(node.inputs, props):
+            edge: dict[str, Any] = {"source": ids[id(child)], "target": nid}
+            if prop.distribution == "HASH":
+                edge["shuffle"] = {"type": "HASH", "keys": list(prop.keys)}
+            elif prop.distribution != "ANY":
+                edge["shuffle"] = {"type": prop.distribution}
+            edges_json.append(edge)  # no "shuffle": forward (same partitioning)
     topology_config = {k: v for k, v in sorted(mask_options(config).items()) if k.startswith(TOPOLOGY_PREFIXES)}
     recorded_parallelism = max_parallelism(config)
     if recorded_parallelism is not None:
@@ -170,8 +168,11 @@ def dumps(plan: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def read_plan(plan: dict[str, Any]) -> list[Sink]:
-    """Build the exec DAG of a (checked) plan. Raise PlanError for structural problems."""
+def read_plan(plan: dict[str, Any], tables: RestoreContext | None = None) -> list[Sink]:
+    """Build the exec DAG of a (checked) plan. Raise PlanError for structural problems.
+
+    ``tables`` resolves the plan's tables under the restore strategies; without it the tables are what the
+    plan alone says (inspection, explain)."""
     nodes_by_id: dict[int, B.ExecNode] = {}
     inputs_of: dict[int, list[int]] = {}
     shuffles_of: dict[int, list[B.InputProperty]] = {}
@@ -195,8 +196,8 @@ def read_plan(plan: dict[str, Any]) -> list[Sink]:
         except KeyError as error:
             raise PlanError(f"node {nid}: input node {error.args[0]} is not defined before it") from None
         try:
-            with input_row(tuple(t for child in inputs for t in child.field_types)):
-                kwargs = cls.decode_specific(data)
+            ctx = B.NodeJson(ExprJson(_input_row(inputs)), decode_table=_table_reader(tables, nid))
+            kwargs = cls.decode_specific(data, ctx)
             node = cls(
                 inputs=inputs,
                 output_type=parse_type(data["outputType"]),
@@ -217,6 +218,25 @@ def read_plan(plan: dict[str, Any]) -> list[Sink]:
     if bad:
         raise PlanError(f"plan has dangling nodes that feed no sink: {[n.type_name for n in bad]}")
     return sinks  # type: ignore[return-value]
+
+
+def _input_row(inputs: tuple[B.ExecNode, ...]) -> tuple[DataType, ...]:
+    """The field types an INPUT_REF of a node reads: its inputs' fields, left ++ right."""
+    return tuple(t for child in inputs for t in child.field_types)
+
+
+def _table_reader(tables: RestoreContext | None, node_id: int) -> Callable[[dict[str, Any]], Any]:
+    if tables is None:
+        return read_plan_table
+    return lambda data: tables.decode_table(data, node_id)
+
+
+def infer_trigger_interval(config: dict[str, str]) -> str:
+    """The micro-batch trigger interval (DESIGN §5, phase B): the mini-batch latency when mini-batching is on,
+    else as fast as possible. Recorded in the plan's config so every engine version triggers the same way."""
+    if str(config.get("table.exec.mini-batch.enabled", "false")).lower() == "true":
+        return str(config.get("table.exec.mini-batch.allow-latency", "0 ms"))
+    return "0 ms"
 
 
 def node_ids(sinks: list[Sink]) -> dict[int, int]:

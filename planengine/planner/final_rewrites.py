@@ -1,4 +1,5 @@
-"""Final physical rewrites (DESIGN §5, phase C) and trigger-interval inference (phase B).
+"""Final physical rewrites (DESIGN §5, phase C); phase B, the trigger interval, is recorded by the plan writer
+(``planengine.plan.serde.infer_trigger_interval``).
 
 After changelog inference the exec DAG may hold Calc chains that came from different logical nodes (the
 window-aggregate reordering Calc under the sink's cast Calc, say). Merging them keeps one stateless step
@@ -101,10 +102,3 @@ def _keep(old: ExecNode, new: ExecNode) -> ExecNode:
             object.__setattr__(new, attr, getattr(old, attr))
     return new
 
-
-def infer_trigger_interval(config: dict[str, str]) -> str:
-    """The micro-batch trigger interval: the mini-batch latency when mini-batching is on, else as fast as
-    possible. Recorded in the plan's config so every engine version triggers the same way."""
-    if str(config.get("table.exec.mini-batch.enabled", "false")).lower() == "true":
-        return str(config.get("table.exec.mini-batch.allow-latency", "0 ms"))
-    return "0 ms"

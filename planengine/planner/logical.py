@@ -110,7 +110,7 @@ class LogicalScan(LogicalNode):
     """Reads a table: all of its columns (physical, metadata, computed), in declared order."""
 
     table: TableRef
-    # Abilities applied by push-down rules, in order (planengine.connectors.specs objects).
+    # Abilities applied by push-down rules, in order (planengine.exec.specs objects).
     ability_specs: tuple[Any, ...] = ()
     produced_type: DataType | None = None  # type after projection push-down, if any
 

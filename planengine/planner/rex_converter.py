@@ -22,7 +22,8 @@ from typing import Any, Protocol
 from sqlglot import exp
 
 from planengine.errors import SourceLocation, ValidationError
-from planengine.functions.registry import NO_LITERAL, CallContext, FunctionKind, FunctionRegistry, default_registry
+from planengine.functions.defaults import default_registry
+from planengine.functions.registry import NO_LITERAL, CallContext, FunctionKind, FunctionRegistry
 from planengine.ir.expressions import Call, Expr, FieldAccess, FunctionRef, Literal
 from planengine.ir.types import (
     BOOLEAN,

@@ -31,10 +31,12 @@ from typing import Any
 from planengine.errors import PlanIncompatible, UserError
 from planengine.exec import base as B
 from planengine.plan import serde
+from planengine.plan.compiled_plan import CompiledPlan
 from planengine.runtime import fencing
 from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.context import TranslationContext
 from planengine.runtime.jobroot import RUN_MARKER, JobRoot, Run, atomic_write_text, utc_now_iso
+from planengine.runtime.python_functions import register_user_functions
 from planengine.runtime.snapshots import take_snapshot
 from planengine.runtime.status_server import CAPABILITIES
 from planengine.runtime.stream import Stream
@@ -157,9 +159,8 @@ class JobResult:
 class Job:
     """A running plan: its queries, their status, stop and snapshot. Implements ``DriverControl``."""
 
-    def __init__(self, plan: Any, env: Any, job_root: JobRoot, run: Run, spark: Any):
+    def __init__(self, plan: CompiledPlan, job_root: JobRoot, run: Run, spark: Any):
         self.plan = plan
-        self.env = env
         self.job_root = job_root
         self.run = run
         self.spark = spark
@@ -175,15 +176,11 @@ class Job:
 
     # -- translation ------------------------------------------------------------------------------------
     def translate(self) -> None:
-        from planengine.plan.compiled_plan import CompiledPlan
-
         check_runtime_support(self.plan.data)
         # Always from the JSON, even right after compiling: a compiled run and a restored run must build
         # the very same Spark plans (same node ids, same uids).
-        sinks = CompiledPlan(self.plan.data, self.env).restore()
-        from planengine.runtime.python_functions import register_user_functions
-
-        register_user_functions(self.spark, sinks, self.env)
+        sinks = CompiledPlan(self.plan.data, self.plan.session).restore()
+        register_user_functions(self.spark, sinks, self.plan.session.catalog)
         ids = serde.node_ids(sinks)
         config = dict(self.plan.data.get("config") or {})
         ctx = TranslationContext(self.spark, config, ids, run_dir=self.run.path,
@@ -428,17 +425,17 @@ class _ProgressListener:
 
 
 # --- entry points ----------------------------------------------------------------------------------------------
-def execute_compiled_plan(plan: Any, env: Any, *, job_root: str | os.PathLike[str] | None = None,
+def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str] | None = None,
                           from_snapshot: str | None = None, until_idle: bool = False, drain: bool = False,
                           status_port: int | None = None, block: bool | None = None) -> Any:
     """Run a plan. With ``until_idle`` (or ``block``) it returns a ``JobResult`` after stopping; else the
     running ``Job`` (stop it with ``job.stop()``)."""
     from planengine.runtime.session import get_spark
 
-    root = JobRoot(job_root if job_root is not None else _default_job_root(env, plan))
+    root = JobRoot(job_root if job_root is not None else _default_job_root(plan))
     _install_plan(root, plan)
     spark = get_spark()
-    job = start_job(plan, env, root, spark, from_snapshot)
+    job = start_job(plan, root, spark, from_snapshot)
     run = job.run
     server = None
     try:
@@ -467,14 +464,14 @@ def execute_compiled_plan(plan: Any, env: Any, *, job_root: str | os.PathLike[st
             remove_driver_file(root, run.run_id)
 
 
-def start_job(plan: Any, env: Any, root: JobRoot, spark: Any, from_snapshot: str | None) -> Job:
+def start_job(plan: CompiledPlan, root: JobRoot, spark: Any, from_snapshot: str | None) -> Job:
     """Open (fork) the run, translate the plan into it and start its queries under the run lock.
 
     Shared by a cold start and a standby's ``POST /v1/start`` (``planengine.runtime.standby``): the run
     directory, the translation (control directories, channels live in the run) and the lock all belong
     to the run, so none of it can happen before the snapshot to start from is known."""
     run = open_run(root, plan.plan_id, from_snapshot)
-    job = Job(plan, env, root, run, spark)
+    job = Job(plan, root, run, spark)
     job.translate()
     try:
         job.start()
@@ -541,25 +538,11 @@ def check_plan_in_force(root: JobRoot, plan: Any) -> None:
                             hint="use a new job root, or upgrade the job (snapshot, then replace plan.json)")
 
 
-def _default_job_root(env: Any, plan: Any) -> str:
-    configured = (getattr(env, "config", None) or {}).get("planengine.job-root") or os.environ.get(
+def _default_job_root(plan: CompiledPlan) -> str:
+    configured = plan.session.config.get("planengine.job-root") or os.environ.get(
         "PLANENGINE_JOB_ROOT")
     if configured:
         return str(configured)
     import tempfile
 
     return os.path.join(tempfile.gettempdir(), "planengine-jobs", plan.plan_id[:16])
-
-
-class Runner:
-    """What ``TableEnvironment`` uses to execute plans (``env.runner``)."""
-
-    def __init__(self, env: Any):
-        self.env = env
-
-    def execute(self, plan: Any, **options: Any) -> Any:
-        return execute_compiled_plan(plan, self.env, **options)
-
-
-def default_runner(env: Any) -> Runner:
-    return Runner(env)

@@ -22,7 +22,8 @@ from typing import Any
 from sqlglot import exp
 
 from planengine.errors import ValidationError
-from planengine.functions.registry import NO_LITERAL, FunctionRegistry, RenderContext, default_registry
+from planengine.functions.defaults import default_registry
+from planengine.functions.registry import NO_LITERAL, FunctionRegistry, RenderContext
 from planengine.functions.spark_types import render_spark_type, spark_data_type
 from planengine.ir.expressions import Call, CorrelatedRef, Expr, FieldAccess, InputRef, Literal
 from planengine.ir.types import DataType, Kind

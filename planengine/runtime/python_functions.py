@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from planengine.catalog.objects import ObjectIdentifier
 from planengine.errors import PlanIncompatible
+from planengine.exec.base import topological
 from planengine.functions import python_udf
 from planengine.functions.spark_types import render_spark_type
 from planengine.ir.expressions import Call, Expr, FunctionRef
-from planengine.ir.types import DataType, Kind, array
+from planengine.ir.types import DataType, Kind, array, row
+from planengine.plan.catalog_objects import CatalogLookup
 
 TABLE_FUNCTION_PREFIX = "__table_fn_"
 
@@ -35,22 +38,19 @@ def user_calls(value: Any) -> Iterator[Call]:
             yield from user_calls(item)
 
 
-def resolve(ref: FunctionRef, env: Any) -> python_udf.PythonFunction:
+def resolve(ref: FunctionRef, catalog: CatalogLookup) -> python_udf.PythonFunction:
     if ref.class_name:
         return python_udf.load(ref.class_name)
-    catalogs = getattr(env, "catalog_manager", None)
     parts: tuple[str, ...] = (ref.name,)
     if ref.catalog_identifier is not None:
-        from planengine.catalog.objects import ObjectIdentifier
-
         parts = ObjectIdentifier.parse(ref.catalog_identifier).as_path()
-    found = catalogs.resolve_function(parts) if catalogs is not None else None
+    found = catalog.function(parts)
     if found is None:
         raise PlanIncompatible(
             f"the plan calls function {ref.catalog_identifier or ref.name}, which is not registered in this session",
             hint="temporary functions are stored in plans by name only: run the CREATE [TEMPORARY] FUNCTION "
                  "statement again before executing the plan")
-    return python_udf.load(found[2].class_name)
+    return python_udf.load(found.class_name)
 
 
 def table_function_udf_name(ref: FunctionRef) -> str:
@@ -59,15 +59,11 @@ def table_function_udf_name(ref: FunctionRef) -> str:
 
 def produced_row_type(result: DataType) -> DataType:
     """What a table function's UDF returns: an array of its rows (single values become one-field rows)."""
-    from planengine.ir.types import row
-
     element = result if result.kind is Kind.ROW else row(("f0", result))
     return array(element)
 
 
-def register_user_functions(spark: Any, sinks: list[Any], env: Any) -> None:
-    from planengine.exec.base import topological
-
+def register_user_functions(spark: Any, sinks: list[Any], catalog: CatalogLookup) -> None:
     registered: set[str] = set()
     for node in topological(list(sinks)):
         for call in getattr(node, "aggregates", ()) or ():
@@ -75,12 +71,12 @@ def register_user_functions(spark: Any, sinks: list[Any], env: Any) -> None:
             if ref is not None and not ref.class_name:
                 # Temporary functions are in plans by name only: resolve the class here, on the driver, so the
                 # operator (pickled to the workers) can load it there without the session's catalog.
-                object.__setattr__(ref, "class_name", resolve(ref, env).class_name)
+                object.__setattr__(ref, "class_name", resolve(ref, catalog).class_name)
         values = [getattr(node, f.name) for f in node.node_fields()]
         for call in user_calls(values):
             if call.function.name in registered:
                 continue
-            fn = resolve(call.function, env)
+            fn = resolve(call.function, catalog)
             if getattr(node, "table_function", False) and call is getattr(node, "invocation", None):
                 _register_table_function(spark, call, fn)
                 registered.add(table_function_udf_name(call.function))

@@ -50,9 +50,8 @@ class StartConflict(UserError):
 class StandbyDriver:
     """The ``DriverControl`` of a standby; after ``request_start`` it delegates to the started ``Job``."""
 
-    def __init__(self, plan: Any, env: Any, root: JobRoot):
+    def __init__(self, plan: Any, root: JobRoot):
         self.plan = plan
-        self.env = env
         self.root = root
         self.spark: Any = None
         self.job: executor.Job | None = None
@@ -96,7 +95,7 @@ class StandbyDriver:
                                       "reports phase Standby")
             began = time.monotonic()
             executor._install_plan(self.root, self.plan)
-            self.job = executor.start_job(self.plan, self.env, self.root, self.spark, from_snapshot)
+            self.job = executor.start_job(self.plan, self.root, self.spark, from_snapshot)
             self.started_from = from_snapshot
             self.phase = RUNNING
             print(f"[planengine] standby started run {self.job.run.run_id} from {from_snapshot} in "
@@ -115,7 +114,7 @@ class StandbyDriver:
                 self.changed.set()
 
 
-def run_standby(plan: Any, env: Any, *, job_root: str, status_port: int, drain: bool = False,
+def run_standby(plan: Any, *, job_root: str, status_port: int, drain: bool = False,
                 warm_up: bool = True) -> executor.JobResult | None:
     """Serve the status API, warm up, wait for ``POST /v1/start``, then run like a cold-started driver.
 
@@ -125,7 +124,7 @@ def run_standby(plan: Any, env: Any, *, job_root: str, status_port: int, drain: 
     root = JobRoot(job_root)
     executor.check_plan_in_force(root, plan)  # read only: a wrong plan fails now, before any handover
     executor.check_runtime_support(plan.data)
-    standby = StandbyDriver(plan, env, root)
+    standby = StandbyDriver(plan, root)
     server = StatusServer(standby, host=executor.status_host(), port=status_port).start()
     _install_signal_handlers(standby, drain)
     try:
@@ -134,7 +133,7 @@ def run_standby(plan: Any, env: Any, *, job_root: str, status_port: int, drain: 
         standby.spark = get_spark()
         if warm_up and standby.phase == STARTING:
             began = time.monotonic()
-            warm_up_engine(standby.spark, plan, env)
+            warm_up_engine(standby.spark, plan)
             standby.warm_up_seconds = round(time.monotonic() - began, 3)
         with standby._lock:
             if standby.phase == STARTING:
@@ -186,7 +185,7 @@ def _install_signal_handlers(standby: StandbyDriver, drain: bool) -> None:
 
 
 # --- warm-up --------------------------------------------------------------------------------------------------
-def warm_up_engine(spark: Any, plan: Any, env: Any) -> None:
+def warm_up_engine(spark: Any, plan: Any) -> None:
     """Load the classes and generate the code a first batch needs, in a throw-away directory.
 
     Two parts, each best effort (a failure is logged; the real start would report a real problem):
@@ -200,7 +199,7 @@ def warm_up_engine(spark: Any, plan: Any, env: Any) -> None:
         try:
             throwaway = Run("warm-up", tmp / "run")
             (throwaway.path / "checkpoints").mkdir(parents=True)
-            executor.Job(plan, env, JobRoot(tmp / "root"), throwaway, spark).translate()
+            executor.Job(plan, JobRoot(tmp / "root"), throwaway, spark).translate()
         except Exception:
             log.warning("warm-up: translating the plan into a temporary run failed", exc_info=True)
         try:

@@ -267,7 +267,6 @@ def run_program(program: Program, workdir: Path, keep: bool = False, retries: in
 
 def _run_once(program: Program, workdir: Path, keep: bool) -> Outcome:
     from planengine.plan.compiled_plan import CompiledPlan
-    from planengine.runtime.executor import execute_compiled_plan
 
     outcome = Outcome(program)
     started = time.monotonic()
@@ -283,7 +282,7 @@ def _run_once(program: Program, workdir: Path, keep: bool) -> Outcome:
         phase1: dict[str, list[ChangelogRow]] | None = None
         if program.restore_split:
             stage = "phase 1"
-            execute_compiled_plan(plan, env, job_root=str(job_root), until_idle=True, drain=False)
+            env.execute_plan(plan, job_root=str(job_root), until_idle=True, drain=False)
             phase1 = {}
             for s in program.sinks:
                 names, types, _ = _columns(env, s.name)
@@ -292,11 +291,11 @@ def _run_once(program: Program, workdir: Path, keep: bool) -> Outcome:
             write_sources(env, program, workdir, "after")
             stage = "phase 2 (restore)"
             env2 = new_env(program, workdir)
-            plan2 = CompiledPlan.from_file(job_root / "plan.json", env=env2)
-            execute_compiled_plan(plan2, env2, job_root=str(job_root), until_idle=True, drain=True)
+            plan2 = CompiledPlan.from_file(job_root / "plan.json")
+            env2.execute_plan(plan2, job_root=str(job_root), until_idle=True, drain=True)
         else:
             stage = "bounded run"
-            execute_compiled_plan(plan, env, job_root=str(job_root), until_idle=True, drain=True)
+            env.execute_plan(plan, job_root=str(job_root), until_idle=True, drain=True)
         stage = "compare"
         outcome.sinks = [judge_sink(env, program, s, workdir, (phase1 or {}).get(s.name) if phase1 else None)
                          for s in program.sinks]

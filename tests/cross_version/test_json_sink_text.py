@@ -50,7 +50,7 @@ def written(tmp_path_factory) -> Path:
     (data / "in" / "rows.json").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
     env = TableEnvironment()
     env.execute_sql(DDL.replace("{dir}", str(data)))
-    env.compile_plan_sql(INSERTS).execute(job_root=str(data / "job"), until_idle=True)
+    env.execute_plan(env.compile_plan_sql(INSERTS), job_root=str(data / "job"), until_idle=True)
     return data
 
 

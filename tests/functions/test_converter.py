@@ -10,7 +10,7 @@ import pytest
 from sqlglot import exp
 
 from planengine.errors import ValidationError
-from planengine.functions.registry import default_registry
+from planengine.functions.defaults import default_registry
 from planengine.ir.expressions import Call, Expr, FunctionRef, InputRef, Literal
 from planengine.ir.types import INT, parse_type
 from planengine.planner.rex_converter import convert_expression, fold_constant

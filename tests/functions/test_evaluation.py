@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from planengine.functions.registry import default_registry
+from planengine.functions.defaults import default_registry
 from planengine.ir.expressions import Call, Expr
 from planengine.runtime.expressions import render_spark_sql, render_spark_type
 from tests.functions.helpers import COLUMNS, RowScope, convert

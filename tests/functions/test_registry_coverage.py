@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from planengine.functions.registry import FunctionKind, default_registry
+from planengine.functions.defaults import default_registry
+from planengine.functions.registry import FunctionKind
 from tests.functions.test_evaluation import CASES
 from tests.functions.test_type_inference import ERRORS, INFERENCE
 

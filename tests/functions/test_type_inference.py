@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from planengine.errors import ValidationError
-from planengine.functions.registry import NO_LITERAL, CallContext, default_registry
+from planengine.functions.defaults import default_registry
+from planengine.functions.registry import NO_LITERAL, CallContext
 from planengine.ir.types import parse_type
 
 # (function, operand types, literals per operand or None, target type or None, expected result)

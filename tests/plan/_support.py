@@ -32,7 +32,7 @@ def restored_tables(sinks: list[Any]) -> dict[str, Any]:
 
 
 def restore(text: str, env: TableEnvironment) -> tuple[CompiledPlan, list[Any]]:
-    plan = CompiledPlan.from_json(text, env)
+    plan = CompiledPlan.from_json(text, env.plan_session())
     return plan, plan.restore()
 
 

@@ -19,7 +19,8 @@ from planengine.cli import main as cli_main
 from planengine.errors import PlanIncompatible, PlanMigrationRequired
 from planengine.exec import base as B
 from planengine.plan.compiled_plan import CompiledPlan
-from planengine.plan.migrate import migrate_plan, migration
+from planengine.plan.migrate import migrate_plan
+from planengine.plan.migrations import migration
 from planengine.plan.serde import compute_plan_id, dumps
 from tests.plan import _migration_nodes as T
 from tests.plan._support import REPO, cli

@@ -116,7 +116,7 @@ def test_malformed_json_is_a_user_error_with_line_and_column(tmp_path: Path) -> 
 def test_restore_checks_log_every_node_at_info(caplog: pytest.LogCaptureFixture) -> None:
     plan = good_plan()
     with caplog.at_level(logging.INFO, logger="planengine.restore"):
-        CompiledPlan.from_json(json.dumps(plan), env_with(DDL)).restore()
+        CompiledPlan.from_json(json.dumps(plan), env_with(DDL).plan_session()).restore()
     for node in plan["nodes"]:
         name, version = node["type"].rsplit("_", 1)
         assert f"restore check: node {node['id']} {name}-{version} registered" in caplog.text
@@ -128,7 +128,7 @@ def test_restore_refuses_an_incompatible_plan_with_the_reasons() -> None:
     from planengine.errors import PlanIncompatible
 
     with pytest.raises(PlanIncompatible, match="UPPER version 99"):
-        CompiledPlan.from_json(json.dumps(resealed(set_upper_version)), env_with(DDL)).restore()
+        CompiledPlan.from_json(json.dumps(resealed(set_upper_version)), env_with(DDL).plan_session()).restore()
 
 
 def test_version_window_is_this_minor_and_two_before() -> None:

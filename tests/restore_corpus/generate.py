@@ -84,7 +84,7 @@ def _run_phase_one(program: Program, data: Path) -> tuple[Any, Path]:
     if str(data) in plan.as_json():
         raise GenerationError(f"{program.name}: the plan names the data directory {data}; it would not restore "
                               "on another machine (keep paths out of the plan)")
-    result = plan.execute(job_root=str(data / JOB_ROOT), until_idle=True)
+    result = env.execute_plan(plan, job_root=str(data / JOB_ROOT), until_idle=True)
     if result.snapshot_id is None:
         raise GenerationError(f"{program.name}: phase 1 stopped without a snapshot")
     snapshot = data / JOB_ROOT / "snapshots" / result.snapshot_id

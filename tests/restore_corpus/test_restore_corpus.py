@@ -46,13 +46,13 @@ def test_case_restores_with_todays_engine(case: CorpusCase, tmp_path: Path, spar
     program.write_inputs(data, "before")
     program.write_inputs(data, "after")
 
-    plan = CompiledPlan.from_file(case.plan_path, env=env)
+    plan = CompiledPlan.from_file(case.plan_path)
     assert plan.engine_version == case.engine_version
     assert plan.check().exit_code == 0, plan.check().summary()
     for sink in program.sinks:
         assert sink_rows(spark, env, data, sink) == program.expected(sink, "before"), f"{sink}: phase-1 output"
 
-    result = plan.execute(job_root=str(job_root), from_snapshot=str(snapshot), until_idle=True, drain=True)
+    result = env.execute_plan(plan, job_root=str(job_root), from_snapshot=str(snapshot), until_idle=True, drain=True)
 
     assert result.snapshot_id is not None
     run = json.loads((job_root / "runs" / result.run_id / "run.json").read_text(encoding="utf-8"))

@@ -56,14 +56,14 @@ def test_case(case: Path, tmp_path: Path, spark) -> None:
         write_rows(tmp_path / name, "before", rows.get("before", []))
     plan = env.compile_plan_sql(spec["statement"])
     job_root = tmp_path / "job"
-    first = plan.execute(job_root=str(job_root), until_idle=True)
+    first = env.execute_plan(plan, job_root=str(job_root), until_idle=True)
     assert first.snapshot_id is not None
     for sink, expected in spec["sinks"].items():
         assert Counter(sink_changelog(spark, env, sink, tmp_path / sink)) == Counter(expected["before"]), sink
 
     for name, rows in (spec.get("sources") or {}).items():
         write_rows(tmp_path / name, "after", rows.get("after", []))
-    second = plan.execute(job_root=str(job_root), until_idle=True, drain=True)
+    second = env.execute_plan(plan, job_root=str(job_root), until_idle=True, drain=True)
     assert second.run_id != first.run_id
     for sink, expected in spec["sinks"].items():
         want = Counter(expected["before"]) + Counter(expected["after"])

@@ -45,7 +45,7 @@ def compile_plan(tmp_path: Path, ddl: str, statement: str, config: dict[str, str
 
 
 def aggregates(plan: Any, env: Any) -> list[tuple[Any, int, TranslationContext]]:
-    sinks = CompiledPlan(plan.data, env).restore()
+    sinks = CompiledPlan(plan.data, env.plan_session()).restore()
     ids = serde.node_ids(sinks)
     ctx = TranslationContext(None, dict(plan.data.get("config") or {}), ids)
     return [(n, ids[id(n)], ctx) for n in B.topological(list(sinks)) if isinstance(n, X.GroupAggregate)]
@@ -107,9 +107,7 @@ def test_the_decision_needs_the_plan(tmp_path: Path) -> None:
 
 # --- Spark ---------------------------------------------------------------------------------------------------
 def executed_plans(plan: Any, env: Any, root: Path) -> list[str]:
-    from planengine.runtime.executor import execute_compiled_plan
-
-    job = execute_compiled_plan(plan, env, job_root=str(root))
+    job = env.execute_plan(plan, job_root=str(root))
     try:
         job.process_available()
         return [q.query._jsq.explainInternal(False) for q in job.queries]
@@ -145,7 +143,7 @@ def test_version_1_keeps_transform_with_state(tmp_path: Path, spark: Any) -> Non
         "stream-exec-group-aggregate-2_", "stream-exec-group-aggregate-1_")
     data = json.loads(text)
     data["planId"] = serde.compute_plan_id(data)
-    old = CompiledPlan(data, env)
+    old = CompiledPlan(data)
     (executed,) = executed_plans(old, env, tmp_path / "job")
     assert "TransformWithState" in executed and "StateStoreSave" not in executed, executed
 

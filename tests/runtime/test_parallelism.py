@@ -34,6 +34,10 @@ def compile_plan(tmp: Path, **options: str):
     return env.compile_plan_sql(INSERT)
 
 
+def execute(plan, job_root: Path) -> None:
+    TableEnvironment().execute_plan(plan, job_root=str(job_root), until_idle=True)
+
+
 def state_partitions(job_root: Path) -> set[int]:
     """Partition directories of every stateful operator in every run's checkpoints."""
     found = set()
@@ -74,14 +78,14 @@ def test_runs_use_the_plans_partitions_whatever_the_session_says(tmp_path, sessi
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "in").symlink_to(tmp_path / "in")
     spark.conf.set(SHUFFLE_PARTITIONS_KEY, "5")  # a driver configured otherwise
-    recorded.execute(job_root=str(tmp_path / "a" / "job"), until_idle=True)
+    execute(recorded, tmp_path / "a" / "job")
     assert state_partitions(tmp_path / "a" / "job") == {0, 1, 2}
 
     legacy = compile_plan(tmp_path / "b")  # records nothing: the 2 every plan ran with before
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "in").symlink_to(tmp_path / "in")
     spark.conf.set(SHUFFLE_PARTITIONS_KEY, "5")
-    legacy.execute(job_root=str(tmp_path / "b" / "job"), until_idle=True)
+    execute(legacy, tmp_path / "b" / "job")
     assert state_partitions(tmp_path / "b" / "job") == {0, 1}
     windows = [json.loads(line) for f in (tmp_path / "b" / "out").glob("part-*") for line in f.read_text().split("\n")
                if line.strip()]

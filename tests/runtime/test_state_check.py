@@ -25,7 +25,6 @@ from planengine.api import TableEnvironment
 from planengine.commands.compile import split_program
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.restore import COMPATIBLE, INCOMPATIBLE, CheckReport
-from planengine.runtime.executor import execute_compiled_plan
 from planengine.runtime.state_check import check_snapshot_state
 from planengine.runtime.state_check.layout import read_layout, read_schema_file
 
@@ -83,7 +82,7 @@ def job(spark, tmp_path_factory) -> dict[str, Any]:
     write_input(data, 0)
     env = TableEnvironment({})
     plan = env.compile_plan(split_program(env, script(data), "job.sql"))
-    result = _run(lambda: execute_compiled_plan(plan, env, job_root=base / "root", until_idle=True))
+    result = _run(lambda: env.execute_plan(plan, job_root=base / "root", until_idle=True))
     assert result.snapshot_id is not None
     return {"plan": plan, "root": base / "root", "data": data,
             "snapshot": base / "root" / "snapshots" / result.snapshot_id}
@@ -183,8 +182,8 @@ def restore(job: dict[str, Any], root: Path, snapshot: Path, batch: int) -> str 
     the error message, or None if it worked."""
     write_input(job["data"], batch)
     try:
-        _run(lambda: execute_compiled_plan(job["plan"], None, job_root=root, from_snapshot=str(snapshot),
-                                           until_idle=True))
+        _run(lambda: TableEnvironment().execute_plan(job["plan"], job_root=root, from_snapshot=str(snapshot),
+                                                     until_idle=True))
     except Exception as error:
         return str(error)
     return None

@@ -8,7 +8,7 @@ predicate field indices mean the same thing to the source.
 from __future__ import annotations
 
 from planengine.connectors.abilities import SupportsFilterPushDown
-from planengine.connectors.specs import FilterPushDownSpec
+from planengine.exec.specs import FilterPushDownSpec
 from planengine.ir.expressions import Call, FunctionRef, conjunctions
 from planengine.ir.types import BOOLEAN
 from planengine.planner import logical as L

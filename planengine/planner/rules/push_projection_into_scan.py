@@ -8,7 +8,7 @@ normalisation needs the primary key and the before/after images whole.
 from __future__ import annotations
 
 from planengine.connectors.abilities import SupportsProjectionPushDown
-from planengine.connectors.specs import ProjectPushDownSpec
+from planengine.exec.specs import ProjectPushDownSpec
 from planengine.ir.expressions import input_refs, remap_inputs
 from planengine.ir.types import RowField, row
 from planengine.planner import logical as L

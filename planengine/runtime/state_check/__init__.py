@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from planengine.plan.catalog_objects import PlanSession
 from planengine.plan.restore import COMPATIBLE, INCOMPATIBLE, CheckReport
 from planengine.runtime.state_check.compare import ADVICE, compare_layouts
 from planengine.runtime.state_check.layout import LayoutError, read_layout
@@ -63,7 +64,7 @@ def stateful_lineage(plan_json: dict[str, Any]) -> dict[str, list[tuple[int, str
 
 
 def check_snapshot_state(plan_json: dict[str, Any], snapshot_dir: str, report: CheckReport, *,
-                         env: Any = None, spark: Any = None) -> None:
+                         session: PlanSession | None = None, spark: Any = None) -> None:
     """Add to ``report`` everything that keeps this engine from restoring ``snapshot_dir`` under ``plan_json``.
 
     Runtime support of the plan's nodes is the caller's check (``commands/check.py``); a plan with a node
@@ -87,7 +88,7 @@ def check_snapshot_state(plan_json: dict[str, Any], snapshot_dir: str, report: C
         return
     if not any(layout["operators"] for layout in stored.values()) and not _declares_state(plan_json):
         return
-    _compare_with_probe(plan_json, stored, info, report, env, spark)
+    _compare_with_probe(plan_json, stored, info, report, session or PlanSession(), spark)
 
 
 def _check_lineage(old_plan: dict[str, Any], plan_json: dict[str, Any], info: Any, report: CheckReport) -> bool:
@@ -138,7 +139,7 @@ def _declares_state(plan_json: dict[str, Any]) -> bool:
 
 
 def _compare_with_probe(plan_json: dict[str, Any], stored: dict[str, dict[str, Any]], info: Any,
-                        report: CheckReport, env: Any, spark: Any) -> None:
+                        report: CheckReport, session: PlanSession, spark: Any) -> None:
     from planengine.plan.compiled_plan import CompiledPlan
     from planengine.runtime.state_check.probe import expected_layouts, stored_session_conf
 
@@ -150,7 +151,7 @@ def _compare_with_probe(plan_json: dict[str, Any], stored: dict[str, dict[str, A
     committed = [uid for uid in stored if info.last_batch_ids.get(uid, -1) >= 0]
     restored_conf = stored_session_conf(info.checkpoint_dir(committed[0])) if committed else None
     try:
-        probe = expected_layouts(CompiledPlan(plan_json, env), env, spark, restored_conf)
+        probe = expected_layouts(CompiledPlan(plan_json, session), spark, restored_conf)
     except Exception as error:  # the plan cannot even start here: the handover would fail the same way
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         report.add(INCOMPATIBLE, f"this engine could not run the plan's queries over empty input to learn their "

@@ -60,7 +60,7 @@ class _Query:
     output_mode: str = "append"
 
 
-def expected_layouts(plan: Any, env: Any, spark: Any, restored_conf: dict[str, str] | None = None) -> ProbeResult:
+def expected_layouts(plan: Any, spark: Any, restored_conf: dict[str, str] | None = None) -> ProbeResult:
     """Query uid -> the state layout this engine creates for ``plan`` (a ``CompiledPlan``).
 
     ``restored_conf`` is the SQL configuration a snapshot's offset log recorded (``stored_session_conf``).
@@ -77,7 +77,7 @@ def expected_layouts(plan: Any, env: Any, spark: Any, restored_conf: dict[str, s
             _apply_restored_conf(spark, restored_conf, result.notes)
         else:  # fresh queries: the partitions the plan records (a restored query keeps its checkpoint's)
             use_plan_partitions(spark, dict(plan.data.get("config") or {}))
-        queries = _translate(plan, env, spark, tmp, result.notes)
+        queries = _translate(plan, spark, tmp, result.notes)
         for query in queries:
             checkpoint = tmp / "checkpoints" / query.uid
             _run_once(query, checkpoint)
@@ -142,7 +142,7 @@ def _apply_restored_conf(spark: Any, stored: dict[str, str], notes: list[str]) -
 
 
 # --- translation ------------------------------------------------------------------------------------------
-def _translate(plan: Any, env: Any, spark: Any, tmp: Path, notes: list[str]) -> list[_Query]:
+def _translate(plan: Any, spark: Any, tmp: Path, notes: list[str]) -> list[_Query]:
     from planengine.exec import base as B
     from planengine.plan import serde
     from planengine.plan.compiled_plan import CompiledPlan
@@ -152,8 +152,8 @@ def _translate(plan: Any, env: Any, spark: Any, tmp: Path, notes: list[str]) -> 
     from planengine.runtime.translators import get_translator
 
     check_runtime_support(plan.data)
-    sinks = CompiledPlan(plan.data, env).restore()  # as Job.translate: always from the JSON
-    register_user_functions(spark, sinks, env)
+    sinks = CompiledPlan(plan.data, plan.session).restore()  # as Job.translate: always from the JSON
+    register_user_functions(spark, sinks, plan.session.catalog)
     run_dir = tmp / "run"
     (run_dir / "checkpoints").mkdir(parents=True)
     empty_dir = tmp / "empty-input"

@@ -37,12 +37,12 @@ def test_scan_pushes_filters_and_projection_and_reads_once(tmp_path: Path, spark
     # (id > 1 OR name IS NULL) runs in PostgreSQL; price < 10 (an implicit CAST) stays in the plan
     assert [a["type"] for a in scan["abilities"]] == ["FilterPushDown", "ProjectPushDown"]
     root = tmp_path / "job"
-    first = plan.execute(job_root=str(root), until_idle=True)
+    first = env.execute_plan(plan, job_root=str(root), until_idle=True)
     want = ["+I[3, null, 3.25, 2024-01-03T00:00:01.500]", "+I[4, d, 0.10, null]", "+I[5, e, 5.00, 2024-01-05T10:00]"]
     assert Counter(changelog(spark, tmp_path / "out", OUT_ITEMS)) == Counter(want)
     # A continued run does not read the (bounded, finished) table again.
     pg_execute(postgres_db, "INSERT INTO items VALUES (6, 'f', 1.00, NULL, NULL)")
-    second = plan.execute(job_root=str(root), until_idle=True)
+    second = env.execute_plan(plan, job_root=str(root), until_idle=True)
     assert second.run_id != first.run_id
     assert Counter(changelog(spark, tmp_path / "out", OUT_ITEMS)) == Counter(want)
 
@@ -71,7 +71,7 @@ def test_lookup_join_left_with_condition_sees_changes_after_expiry(tmp_path: Pat
                                             {"id": 12, "uid": 9, "amount": 7}, {"id": 13, "uid": None, "amount": 8},
                                             {"id": 14, "uid": 3, "amount": 9}])
     root = tmp_path / "job"
-    plan.execute(job_root=str(root), until_idle=True)
+    env.execute_plan(plan, job_root=str(root), until_idle=True)
     first = ["+I[10, ann, 1]", "+I[11, null, null]", "+I[12, null, null]", "+I[13, null, null]", "+I[14, cy, 2]"]
     assert Counter(changelog(spark, tmp_path / "out", OUT_LOOKUP)) == Counter(first)
 
@@ -80,7 +80,7 @@ def test_lookup_join_left_with_condition_sees_changes_after_expiry(tmp_path: Pat
                "UPDATE users SET tier = 1 WHERE uid = 2", "DELETE FROM users WHERE uid = 3")
     write_json(tmp_path / "orders", "two", [{"id": 20, "uid": 1, "amount": 1}, {"id": 21, "uid": 2, "amount": 1},
                                             {"id": 22, "uid": 3, "amount": 1}])
-    plan.execute(job_root=str(root), until_idle=True)
+    env.execute_plan(plan, job_root=str(root), until_idle=True)
     second = ["+I[20, ANN, 5]", "+I[21, bob, 1]", "+I[22, null, null]"]
     assert Counter(changelog(spark, tmp_path / "out", OUT_LOOKUP)) == Counter(first + second)
 
@@ -94,7 +94,7 @@ def test_lookup_join_inner_drops_misses(tmp_path: Path, spark, postgres_db) -> N
                                 "JOIN users FOR SYSTEM_TIME AS OF o.proc AS u ON o.uid = u.uid")
     write_json(tmp_path / "orders", "one", [{"id": 1, "uid": 1, "amount": 5}, {"id": 2, "uid": 2, "amount": 6},
                                             {"id": 3, "uid": 7, "amount": 7}, {"id": 4, "uid": 1, "amount": 1}])
-    plan.execute(job_root=str(tmp_path / "job"), until_idle=True)
+    env.execute_plan(plan, job_root=str(tmp_path / "job"), until_idle=True)
     want = ["+I[1, ann, 6]", "+I[2, bob, 6]", "+I[4, ann, 2]"]
     assert Counter(changelog(spark, tmp_path / "out", OUT_LOOKUP)) == Counter(want)
 
@@ -115,11 +115,11 @@ def test_upsert_sink_applies_changelog_by_primary_key(tmp_path: Path, spark, pos
                                          {"op": "-U", "id": 1, "v": 1}, {"op": "+U", "id": 1, "v": 3},
                                          {"op": "+I", "id": 3, "v": 4}])
     root = tmp_path / "job"
-    plan.execute(job_root=str(root), until_idle=True)
+    env.execute_plan(plan, job_root=str(root), until_idle=True)
     assert pg_rows(postgres_db, "SELECT * FROM totals ORDER BY id") == [(1, 30, "1"), (2, 20, "2"), (3, 40, "3")]
     write_json(tmp_path / "src", "two", [{"op": "-D", "id": 2, "v": 2}, {"op": "-U", "id": 3, "v": 4},
                                          {"op": "+U", "id": 3, "v": 5}, {"op": "+I", "id": 4, "v": 0}])
-    plan.execute(job_root=str(root), until_idle=True)
+    env.execute_plan(plan, job_root=str(root), until_idle=True)
     assert pg_rows(postgres_db, "SELECT * FROM totals ORDER BY id") == [(1, 30, "1"), (3, 50, "3"), (4, 0, "4")]
     commits = pg_rows(postgres_db, "SELECT query_uid, batch_id, row_count FROM planengine_sink_commits ORDER BY 2")
     assert [c[1] for c in commits] == [0, 1] and all(c[0].endswith("_stream-exec-sink-1_sink") for c in commits)

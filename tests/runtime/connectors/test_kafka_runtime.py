@@ -209,9 +209,9 @@ def test_round_trip_through_a_broker(spark, tmp_path) -> None:
     """)
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.json").write_text('{"id": 1, "name": "a"}\n{"id": 2, "name": "b"}\n')
-    env.compile_plan_sql("INSERT INTO topic_t SELECT * FROM src").execute(job_root=str(tmp_path / "j1"),
-                                                                           until_idle=True)
-    env.compile_plan_sql("INSERT INTO back SELECT * FROM topic_t").execute(job_root=str(tmp_path / "j2"),
-                                                                            until_idle=True)
+    env.execute_plan(env.compile_plan_sql("INSERT INTO topic_t SELECT * FROM src"), job_root=str(tmp_path / "j1"),
+                     until_idle=True)
+    env.execute_plan(env.compile_plan_sql("INSERT INTO back SELECT * FROM topic_t"), job_root=str(tmp_path / "j2"),
+                     until_idle=True)
     got = sorted(tuple(r) for r in spark.read.schema("id BIGINT, name STRING").json(str(tmp_path / "back")).collect())
     assert got == [(1, "a"), (2, "b")]

@@ -55,11 +55,11 @@ def test_postgres_case(case: Path, tmp_path: Path, spark, postgres_db) -> None:
         write_json(tmp_path / name, "before", rows.get("before", []))
     plan = env.compile_plan_sql(spec["statement"])
     root = tmp_path / "job"
-    plan.execute(job_root=str(root), until_idle=True)
+    env.execute_plan(plan, job_root=str(root), until_idle=True)
     check(spark, env, spec, postgres_db, tmp_path, "before")
 
     pg_execute(postgres_db, *(spec.get("postgres") or {}).get("between", []))
     for name, rows in (spec.get("sources") or {}).items():
         write_json(tmp_path / name, "after", rows.get("after", []))
-    plan.execute(job_root=str(root), until_idle=True)
+    env.execute_plan(plan, job_root=str(root), until_idle=True)
     check(spark, env, spec, postgres_db, tmp_path, "after")

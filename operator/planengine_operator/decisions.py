@@ -88,10 +88,14 @@ class JobView:
     new_run_id: str  # used only if this decision starts a run
     fleet_allowed: bool = True  # the fleet rollout has a free slot and is not paused
     spec_job_root: str | None = None  # the job root the spec's storage names (immutable once in force)
+    # Hash of what the program's ConfigMaps hold now (``sources.observed_hash``); None: not known.
+    source_hash: str | None = None
 
     def next_status(self, **changes: Any) -> JobStatus:
-        """A deep copy of the status with ``changes`` (typed values; ``None`` removes a field)."""
+        """A deep copy of the status with ``changes`` (typed values; ``None`` removes a field). Every status
+        the operator writes names the engine version it is steering the job to (``kubectl get spj``)."""
         status = self.status.model_copy(deep=True)
+        status.desiredEngineVersion = target_engine(self)
         for key, value in changes.items():
             setattr(status, key, value)
         return status
@@ -141,14 +145,30 @@ def backoff_seconds(count: int, config: OperatorConfig) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- snapshots
+@dataclasses.dataclass(frozen=True)
+class SnapshotPolicy:
+    """The job's snapshot schedule and retention: ``spec.snapshots`` field by field over the operator's."""
+
+    interval: float  # seconds; 0 = no periodic snapshots
+    max_count: int
+    max_age: float  # seconds
+
+
+def snapshot_policy(view: JobView) -> SnapshotPolicy:
+    own, default = view.spec.snapshots, view.config.snapshots
+    return SnapshotPolicy(interval=parse_duration(own.interval or default.interval),
+                          max_count=own.maxCount or default.maxCount,
+                          max_age=parse_duration(own.maxAge or default.maxAge))
+
+
 def record_snapshot(view: JobView, status: JobStatus, ref: dict[str, Any] | None) -> None:
     """Make ``ref`` the newest snapshot of ``status`` (in place) and apply the retention to the history."""
     if not ref or not ref.get("id"):
         return
     snapshot = SnapshotRef.model_validate(ref)
     history = [s for s in status.snapshots if s.id != snapshot.id] + [snapshot]
-    keep, _ = retention(history, view.now, view.config.snapshots.maxCount,
-                        parse_duration(view.config.snapshots.maxAge), pinned=_pinned(view, snapshot.id))
+    policy = snapshot_policy(view)
+    keep, _ = retention(history, view.now, policy.max_count, policy.max_age, pinned=_pinned(view, snapshot.id))
     status.lastSnapshot = snapshot
     status.snapshots = keep
 
@@ -188,8 +208,10 @@ def conditions(
     if degraded is None and phase == "RolledBack":
         degraded = ("RolledBack", (status.upgrade.message if status.upgrade else None) or "upgrade rolled back")
     if degraded is None and status.error and phase not in (None, "Pending"):
-        blocked = specdiff.classify(view.spec, status, view.config.defaultEngineVersion)
-        if blocked in (Change.UPGRADE_BLOCKED, Change.PLAN_CHANGED):
+        blocked = specdiff.classify(view.spec, status, view.config.defaultEngineVersion, view.source_hash)
+        if blocked is Change.PLAN_CHANGED:
+            degraded = ("PlanChangeRefused", status.error)
+        elif blocked is Change.UPGRADE_BLOCKED:
             degraded = ("ChangeRefused", status.error)
     wanted = {
         "Ready": ("True" if ready else "False", phase or "Pending", f"phase {phase or 'Pending'}"),

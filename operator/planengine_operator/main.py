@@ -15,7 +15,7 @@ from typing import Any
 import kopf
 from aiohttp import web
 
-from planengine_operator import kube, metrics, webhook
+from planengine_operator import kube, metrics, sources, webhook
 from planengine_operator.config import OperatorConfig
 from planengine_operator.fleet import Fleet
 from planengine_operator.launchers.base import Launcher
@@ -104,14 +104,35 @@ def fleet_index(namespace: str, name: str, spec: kopf.Spec, status: kopf.Status,
     return {(namespace, name): typed.phase}
 
 
-async def _reconcile(body: kopf.Body, memo: kopf.Memo) -> None:
+@kopf.index("", "v1", "configmaps", labels={"planengine.io/plan-id": kopf.ABSENT})
+def configmap_digests(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict[Any, Any]:
+    """Digest of every key of every ConfigMap (a watch keeps it current), so that each reconcile can tell whether
+    the SQL script or catalog a job was compiled from changed without an API call (``sources``). The operator's
+    own plan ConfigMaps are left out."""
+    data = body.get("data") or {}
+    return {(namespace, name): {key: sources.text_digest(str(value)) for key, value in data.items()}}
+
+
+def _digest_lookup(index: kopf.Index | None, namespace: str) -> sources.DigestLookup | None:
+    if index is None:
+        return None
+
+    def lookup(name: str, key: str) -> str | None:
+        for digests in index.get((namespace, name), []):
+            return digests.get(key)
+        return None
+
+    return lookup
+
+
+async def _reconcile(body: kopf.Body, memo: kopf.Memo, digests: kopf.Index | None = None) -> None:
     assert Runtime.reconciler is not None
     key = f"{body['metadata']['namespace']}/{body['metadata']['name']}"
     lock = Runtime.locks.setdefault(key, asyncio.Lock())
     if lock.locked():
         return  # the running pass will see this state too; the timer comes back anyway
     async with lock:
-        await Runtime.reconciler.reconcile(body, memo)
+        await Runtime.reconciler.reconcile(body, memo, _digest_lookup(digests, body["metadata"]["namespace"]))
     paused = Runtime.fleet.take_announcement(*key.split("/", 1)) if Runtime.fleet else None
     if paused:
         kopf.event(body, type="Warning", reason="RolloutPaused", message=paused[:1000])
@@ -120,13 +141,14 @@ async def _reconcile(body: kopf.Body, memo: kopf.Memo) -> None:
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
 @kopf.on.resume(GROUP, VERSION, PLURAL)
-async def changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    await _reconcile(body, memo)
+async def changed(body: kopf.Body, memo: kopf.Memo, configmap_digests: kopf.Index, **_: Any) -> None:
+    await _reconcile(body, memo, configmap_digests)
 
 
 @kopf.timer(GROUP, VERSION, PLURAL, interval=TICK_SECONDS, initial_delay=min(TICK_SECONDS, 1.0))
-async def tick(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    await _reconcile(body, memo)
+async def tick(body: kopf.Body, memo: kopf.Memo, configmap_digests: kopf.Index, **_: Any) -> None:
+    """The level-based loop: also notices an edited script ConfigMap (the index is current) within a tick."""
+    await _reconcile(body, memo, configmap_digests)
 
 
 if WEBHOOK is not None:

@@ -56,6 +56,18 @@ class Storage(_Model):
     uri: str | None = None
 
 
+class InitialSnapshot(_Model):
+    uri: str
+
+
+class SnapshotPolicy(_Model):
+    """``spec.snapshots``: per-job overrides of the operator's ``snapshots`` configuration (None: the default)."""
+
+    interval: str | None = None
+    maxCount: int | None = None
+    maxAge: str | None = None
+
+
 class DriverResources(_Model):
     cores: int = 1
     memory: str = "1Gi"
@@ -83,6 +95,8 @@ class JobSpec(_Model):
     restartNonce: int | None = None
     snapshotNonce: int | None = None
     storage: Storage | None = None
+    initialSnapshot: InitialSnapshot | None = None
+    snapshots: SnapshotPolicy = Field(default_factory=SnapshotPolicy)
     driver: DriverResources = Field(default_factory=DriverResources)
     executor: ExecutorResources = Field(default_factory=ExecutorResources)
     sparkConf: dict[str, str] = Field(default_factory=dict)
@@ -128,6 +142,7 @@ class Operation(_Model):
     targetRunId: str | None = None
     upgradeSnapshot: str | None = None
     recompile: bool | None = None
+    snapshotPath: str | None = None
 
 
 class StableSpec(_Model):
@@ -170,10 +185,12 @@ class JobStatus(_Model):
     phase: Phase | None = None
     observedGeneration: int | None = None
     engineVersion: str | None = None
+    desiredEngineVersion: str | None = None
     planId: str | None = None
     runId: str | None = None
     jobRoot: str | None = None
     specHash: str | None = None
+    sourceHash: str | None = None
     restartNonce: int | None = None
     snapshotNonce: int | None = None
     driver: DriverRef | None = None

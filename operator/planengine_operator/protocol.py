@@ -9,7 +9,7 @@ operator version) is dropped and the job re-classified.
 
 Operations and their steps (``status.operation.step``)::
 
-    Start    Claim -> Compile -> Launch
+    Start    Claim -> Compile -> [Check] -> Launch    (Check: spec.initialSnapshot readable by the engine)
     Restart  Stop -> [Fork] -> Launch              (runtime settings, restartNonce, automatic recovery)
     Suspend  Stop                                   -> Suspended
     Resume   Launch (from the last snapshot)
@@ -133,15 +133,44 @@ def _compile(view: JobView, op: Operation, observed: DriverObservation) -> Decis
 
 def _compiled(view: JobView, op: Operation, result: Result) -> Decision:
     recompiled = bool(op.recompile)
-    decision = goto(view, op, "Launch", runId=view.new_run_id, planFile=None, recompile=None,
-                    stateless=True if recompiled else None, snapshot=None if recompiled else op.snapshot)
+    if op.snapshotPath and not recompiled:  # spec.initialSnapshot: the engine must accept it before the start
+        decision = goto(view, op, "Check", planFile=None,
+                        message=f"checking initial snapshot {op.snapshotPath} on engine {op.engineVersion}")
+    else:
+        decision = goto(view, op, "Launch", runId=view.new_run_id, planFile=None, recompile=None,
+                        stateless=True if recompiled else None, snapshot=None if recompiled else op.snapshot,
+                        snapshotPath=None)
     status = decision.status
     assert status is not None
     status.planId = result.values.get("planId")
     status.specHash = specdiff.program_hash(view.spec)
+    status.sourceHash = result.values.get("sourceHash")
     status.jobRoot = view.job_root
     status.phase = "Starting"
     return decision
+
+
+def _check_initial(view: JobView, op: Operation, observed: DriverObservation) -> Decision:
+    return Decision(action=Action("check", {"engineVersion": op.engineVersion, "snapshotPath": op.snapshotPath}))
+
+
+def _initial_checked(view: JobView, op: Operation, result: Result) -> Decision:
+    """``check --snapshot`` answered: start from the snapshot (the engine forks it), or stop with the reason."""
+    if result.values.get("verdict") != "compatible":
+        reason = result.values.get("reason") or str(result.values.get("verdict"))
+        return fail(view, op, Result(False, {"permanent": True},
+                                     f"engine {op.engineVersion} cannot start this plan from initial snapshot "
+                                     f"{op.snapshotPath}: {reason}; fix or remove spec.initialSnapshot (create the "
+                                     "SparkPlanJob again: the field cannot change later)",
+                                     "InitialSnapshotIncompatible"))
+    return goto(view, op, "Launch", runId=view.new_run_id, message=f"starting from initial snapshot {op.snapshotPath}")
+
+
+def _initial_check_failed(view: JobView, op: Operation, result: Result) -> Decision:
+    if result.permanent:
+        return fail(view, op, Result(False, {"permanent": True}, f"{result.error} (initial snapshot {op.snapshotPath})",
+                                     "InitialSnapshotUnreadable"))
+    return retry(view, op, result)
 
 
 # ---------------------------------------------------------------------------------------------- Launch / Activate
@@ -151,7 +180,7 @@ def _launch(view: JobView, op: Operation, observed: DriverObservation) -> Decisi
     # status must record for the new run (driver reference, the snapshot's batch count the gate subtracts).
     return Decision(action=Action("launch", {"runId": op.runId, "engineVersion": op.engineVersion,
                                              "snapshot": op.snapshot, "planFile": op.planFile,
-                                             "stateless": bool(op.stateless)}))
+                                             "stateless": bool(op.stateless), "snapshotPath": op.snapshotPath}))
 
 
 def _activate(view: JobView, op: Operation, observed: DriverObservation) -> Decision:
@@ -179,8 +208,9 @@ def _launched(view: JobView, op: Operation, result: Result) -> Decision:
     status.conditions = conditions(view, "Running")
     if op.type in ("Start", "Restart", "Resume"):
         status.lastStableSpec = stable_spec(view, op.engineVersion or "")
+    origin = f" from initial snapshot {op.snapshotPath}" if op.snapshotPath else ""
     return Decision(status=status, events=[Event("Normal", "Started",
-                                                 f"run {op.runId} on engine {op.engineVersion} ({op.type})")])
+                                                 f"run {op.runId} on engine {op.engineVersion} ({op.type}){origin}")])
 
 
 def _handed_over(view: JobView, op: Operation, result: Result) -> Decision:
@@ -458,6 +488,7 @@ def rollback_blocked(view: JobView, op: Operation, reason: str) -> Decision:
 STEPS: dict[tuple[str, str], Step] = {
     ("Start", "Claim"): Step(_claim, on_ok=_claimed, on_fail=fail),
     ("Start", "Compile"): Step(_compile, on_ok=_compiled, on_fail=fail),
+    ("Start", "Check"): Step(_check_initial, on_ok=_initial_checked, on_fail=_initial_check_failed),
     ("Start", "Launch"): Step(_launch, on_ok=_launched, on_fail=retry),
     ("Restart", "Stop"): Step(_stop, on_ok=_stopped, on_fail=retry),
     ("Restart", "Fork"): Step(_fork, on_ok=_forked, on_fail=retry),

@@ -10,6 +10,7 @@ object's status is the log the protocol resumes from. Each action kind has one e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -22,7 +23,7 @@ from typing import Any
 
 import kopf
 
-from planengine_operator import builders, kube, metrics, statemachine, validation
+from planengine_operator import builders, kube, metrics, sources, statemachine, validation
 from planengine_operator.config import OperatorConfig
 from planengine_operator.launchers.base import JobRef, Launcher, LaunchError, ToolPending, ToolRun
 from planengine_operator.models import JobSpec, JobStatus, status_patch
@@ -52,7 +53,9 @@ class Reconciler:
         }
 
     # ------------------------------------------------------------------------------------- entry
-    async def reconcile(self, body: kopf.Body, memo: Any) -> None:
+    async def reconcile(self, body: kopf.Body, memo: Any, digests: sources.DigestLookup | None = None) -> None:
+        """``digests`` answers what the job's ConfigMaps hold now (the operator's index); without it a change of
+        their content is not looked for."""
         started = time.monotonic()
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         if getattr(memo, "status", None) is None or memo.uid != body["metadata"].get("uid"):
@@ -62,10 +65,11 @@ class Reconciler:
         spec = JobSpec.model_validate(spec_dict)
         job_root = memo.status.jobRoot or self.launcher.job_root(namespace, name, spec_dict)
         job = JobRef(namespace, name, body["metadata"].get("uid", ""), job_root, dict(body))
+        source_hash = sources.observed_hash(spec, digests) if digests is not None else None
         try:
             for _ in range(MAX_STEPS_PER_TICK):
                 observed = await self.launcher.observe(job)
-                view = self._view(body, spec, memo.status, job_root)
+                view = self._view(body, spec, memo.status, job_root, source_hash)
                 decision = statemachine.decide(view, observed)
                 if _starts_fleet_upgrade(memo.status, decision):
                     self.fleet.claim(namespace, name)  # before any await, so slots are never oversold
@@ -73,7 +77,7 @@ class Reconciler:
                 if decision.action is None:
                     break
                 result = await self._execute(job, view, decision.action)
-                view = self._view(body, spec, memo.status, job_root)
+                view = self._view(body, spec, memo.status, job_root, source_hash)
                 await self._record(body, memo, statemachine.advance(view, decision.action, result))
                 if not result.ok and not result.values.get("permanent"):
                     break  # a transient failure: try again on the next tick
@@ -81,7 +85,8 @@ class Reconciler:
             self.fleet.observe(namespace, name, spec_dict, memo.status)
             metrics.RECONCILE_SECONDS.observe(time.monotonic() - started)
 
-    def _view(self, body: kopf.Body, spec: JobSpec, status: JobStatus, job_root: str) -> JobView:
+    def _view(self, body: kopf.Body, spec: JobSpec, status: JobStatus, job_root: str,
+              source_hash: str | None = None) -> JobView:
         now = datetime.now(UTC)
         return JobView(
             name=body["metadata"]["name"], namespace=body["metadata"]["namespace"],
@@ -90,6 +95,7 @@ class Reconciler:
             fleet_allowed=self.fleet.allowed(body["metadata"]["namespace"], body["metadata"]["name"]),
             spec_job_root=self.launcher.job_root(body["metadata"]["namespace"], body["metadata"]["name"],
                                                  dict(body.get("spec") or {})),
+            source_hash=source_hash,
         )
 
     async def _record(self, body: kopf.Body, memo: Any, decision: Decision) -> None:
@@ -145,18 +151,16 @@ class Reconciler:
         spec = view.spec
         force = bool(params.get("force"))
         existing = None if force else await self.launcher.read_file(job, "plan.json")
+        catalog = await self._catalog(job, spec, required=not existing and spec.plan.compiledPlanRef is None)
         if spec.plan.compiledPlanRef is not None:
             plan_text = await self._compiled_plan_ref(job, spec)
+            program = plan_text
         elif existing:
             plan_text = existing  # restore: the job root already holds the plan in force
+            program = await self._program(job, spec, required=False)
         else:
-            program = spec.plan.sql or await self._configmap_key(
-                job, spec.plan.configMapRef.name if spec.plan.configMapRef else None,
-                (spec.plan.configMapRef.key if spec.plan.configMapRef else None) or "script.sql", "SQL script")
-            catalog = None
-            if spec.catalog is not None:
-                ref = spec.catalog.configMapRef
-                catalog = await self._configmap_key(job, ref.name, ref.key or "catalog.sql", "catalog")
+            program = await self._program(job, spec, required=True)
+            assert program is not None
             script = builders.build_compile_script(program, catalog, spec.planOptions)
             run = await self.launcher.run_tool(job, params["engineVersion"], "compile",
                                                ["compile", "{work}/job.sql"], files={"job.sql": script})
@@ -166,6 +170,12 @@ class Reconciler:
             if plan_text is None:
                 return Result(False, {"permanent": True}, "planengine compile exited 0 but printed no plan: "
                                                           f"{(run.stdout or run.stderr)[-300:]}", "CompileFailed")
+        # What the plan was compiled from, to notice a later edit of a referenced ConfigMap's content (None when
+        # a restored job's ConfigMap is gone: then nothing is compared until the next compile).
+        source_hash = None
+        if program is not None and (spec.catalog is None or catalog is not None):
+            source_hash = sources.source_hash(sources.text_digest(program),
+                                              sources.text_digest(catalog) if catalog is not None else None)
         try:
             plan_id = str(json.loads(plan_text).get("planId") or "")
         except ValueError as exc:
@@ -177,7 +187,32 @@ class Reconciler:
         configmap = builders.build_plan_configmap(job.name, plan_text, plan_id)
         kopf.adopt(configmap, owner=job.body)
         await kube.apply(job.namespace, "configmaps", configmap)
-        return Result(True, {"planId": plan_id})
+        return Result(True, {"planId": plan_id, "sourceHash": source_hash})
+
+    async def _program(self, job: JobRef, spec: JobSpec, *, required: bool) -> str | None:
+        """The SQL script: inline, or the ``plan.configMapRef`` key (None if absent and not ``required``)."""
+        if spec.plan.sql is not None:
+            return spec.plan.sql
+        ref = spec.plan.configMapRef
+        if ref is None:
+            return None
+        try:
+            return await self._configmap_key(job, ref.name, ref.key or "script.sql", "SQL script")
+        except LaunchError:
+            if required:
+                raise
+            return None
+
+    async def _catalog(self, job: JobRef, spec: JobSpec, *, required: bool) -> str | None:
+        if spec.catalog is None:
+            return None
+        ref = spec.catalog.configMapRef
+        try:
+            return await self._configmap_key(job, ref.name, ref.key or "catalog.sql", "catalog")
+        except LaunchError:
+            if required:
+                raise
+            return None
 
     async def _compiled_plan_ref(self, job: JobRef, spec: JobSpec) -> str:
         ref = spec.plan.compiledPlanRef
@@ -208,7 +243,10 @@ class Reconciler:
         engine = params["engineVersion"]
         argv = ["check", "--plan", f"{job.job_root}/plan.json", "--json"]
         key = f"check-{engine}"
-        if params.get("snapshot"):  # the rollback: can this engine read the state in that snapshot?
+        if params.get("snapshotPath"):  # spec.initialSnapshot: can this engine start the new plan from it?
+            argv = ["check", "--plan", self.launcher.plan_path(job), "--snapshot", params["snapshotPath"], "--json"]
+            key = f"initial-check-{engine}"
+        elif params.get("snapshot"):  # the rollback: can this engine read the state in that snapshot?
             argv[3:3] = ["--snapshot", f"{job.job_root}/snapshots/{params['snapshot']}"]
             key = f"rollback-check-{engine}"
         run = await self.launcher.run_tool(job, engine, key, argv)
@@ -333,6 +371,8 @@ class Reconciler:
     async def _launch(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         snapshot = None if params.get("stateless") else params.get("snapshot")
         snapshot_path = f"{job.job_root}/snapshots/{snapshot}" if snapshot else None
+        if params.get("snapshotPath"):  # spec.initialSnapshot (checked): the engine forks it into the new run
+            snapshot_path = params["snapshotPath"]
         plan = params.get("planFile") or self.launcher.plan_path(job)
         argv = builders.run_argv(plan, job.job_root, snapshot_path)
         started = await self.launcher.launch(job, params["engineVersion"], params["runId"], argv)
@@ -340,6 +380,9 @@ class Reconciler:
         if snapshot:
             text = await self.launcher.read_file(job, f"snapshots/{snapshot}/manifest.json")
             baseline = _committed_in_manifest(text)
+        elif params.get("snapshotPath") and self.launcher.kind == "local":
+            with contextlib.suppress(OSError):
+                baseline = _committed_in_manifest((Path(params["snapshotPath"]) / "manifest.json").read_text())
         return Result(True, {**started, "baselineBatches": baseline})
 
 

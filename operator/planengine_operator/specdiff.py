@@ -60,17 +60,27 @@ def target_engine(spec: JobSpec, default_engine: str) -> str:
     return spec.engineVersion or default_engine
 
 
-def classify(spec: JobSpec, status: JobStatus, default_engine: str) -> Change:
+def source_changed(status: JobStatus, source_hash: str | None) -> bool:
+    """The program's text changed under an unchanged reference (a ConfigMap's content was edited).
+
+    ``source_hash`` is the hash of what the referenced ConfigMaps hold now (``sources.observed_hash``); None
+    when it is not known (a ConfigMap missing, a ``compiledPlanRef.uri``), which is never a change.
+    """
+    return bool(status.sourceHash and source_hash and source_hash != status.sourceHash)
+
+
+def classify(spec: JobSpec, status: JobStatus, default_engine: str, source_hash: str | None = None) -> Change:
     """The single most important pending change, in the order they must be handled.
 
     Suspension wins over everything but a refused program change, because a suspended job must not be
-    upgraded or restarted; the upgrade comes before a plain restart because it restarts anyway.
+    upgraded or restarted; the upgrade comes before a plain restart because it restarts anyway. A program
+    change is a change of the spec's program (``specHash``) or of the text it references (``sourceHash``).
     """
     if not status.planId or not status.runId:
         if status.phase == "Suspended" and spec.state == "suspended":
             return Change.NONE
         return Change.START if spec.state == "running" else Change.NONE
-    if status.specHash and program_hash(spec) != status.specHash:
+    if (status.specHash and program_hash(spec) != status.specHash) or source_changed(status, source_hash):
         return Change.RECOMPILE if spec.upgradeMode == "stateless" else Change.PLAN_CHANGED
     suspended = status.phase == "Suspended"
     if spec.state == "suspended":

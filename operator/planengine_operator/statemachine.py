@@ -37,7 +37,6 @@ from __future__ import annotations
 from typing import Any
 
 from planengine_operator import specdiff, validation
-from planengine_operator.config import parse_duration
 from planengine_operator.decisions import (
     RUNNING_PHASES,
     Action,
@@ -54,6 +53,7 @@ from planengine_operator.decisions import (
     parse_iso,
     retention,
     seconds_since,
+    snapshot_policy,
     target_engine,
 )
 from planengine_operator.models import Operation, Restarts, UpgradeRecord
@@ -79,12 +79,16 @@ def decide(view: JobView, observed: DriverObservation) -> Decision:
         return step.act(view, op, observed)
     if status.phase == "Failed" and status.observedGeneration == view.generation:
         return Decision()  # a permanent failure waits for a spec change
-    problems = validation.problems(view.spec, status, view.config, view.spec_job_root)
+    problems = validation.problems(view.spec, status, view.config, view.spec_job_root, view.source_hash)
     if problems:  # the admission webhook's rules: a spec that got past it is reported, not attempted
+        if _keeps_running(view, problems[0]):
+            return _steady(view, observed)
         return _refuse_invalid(view, problems[0])
-    change = specdiff.classify(view.spec, status, view.config.defaultEngineVersion)
+    change = specdiff.classify(view.spec, status, view.config.defaultEngineVersion, view.source_hash)
     if change is Change.START:
-        return _begin(view, "Start", "Claim", phase="Pending", engineVersion=target_engine(view))
+        initial = view.spec.initialSnapshot
+        return _begin(view, "Start", "Claim", phase="Pending", engineVersion=target_engine(view),
+                      snapshotPath=initial.uri.removeprefix("file://") if initial is not None else None)
     if change is Change.RECOMPILE:
         return _begin(view, "Start", "Claim", phase="Restarting", engineVersion=target_engine(view),
                       recompile=True)
@@ -135,6 +139,13 @@ def _begin_upgrade(view: JobView) -> Decision:
     return Decision(status=status, events=[Event("Normal", "UpgradeStarted", f"upgrade {source} -> {target}")])
 
 
+def _keeps_running(view: JobView, problem: validation.Problem) -> bool:
+    """A refused program change on a running job, already reported: keep supervising the run it has (health,
+    automatic restarts, periodic snapshots) with the problem shown, instead of leaving the job unwatched."""
+    return (problem.reason == "PlanChangeRefused" and view.status.phase in RUNNING_PHASES
+            and (view.status.error or "") == problem.message)
+
+
 def _refuse_invalid(view: JobView, problem: validation.Problem) -> Decision:
     """Report a broken rule once (error, Degraded condition, Warning event) and do nothing else."""
     if (view.status.error or "") == problem.message:
@@ -156,7 +167,7 @@ def _steady(view: JobView, observed: DriverObservation, waiting: str | None = No
         failure = _driver_failure(view, observed)
         if failure:
             return _auto_restart(view, failure)
-        interval = parse_duration(view.config.snapshots.interval)
+        interval = snapshot_policy(view).interval
         last = (status.lastSnapshot.createdAt if status.lastSnapshot else None) or (
             status.driver.startedAt if status.driver else None)
         if interval > 0 and seconds_since(last, view.now) >= interval:
@@ -171,7 +182,7 @@ def _steady(view: JobView, observed: DriverObservation, waiting: str | None = No
     if conditions_differ(status.conditions, wanted):
         new.conditions = wanted
     if status.error and not waiting and phase in RUNNING_PHASES:
-        blocked = specdiff.classify(view.spec, status, view.config.defaultEngineVersion)
+        blocked = specdiff.classify(view.spec, status, view.config.defaultEngineVersion, view.source_hash)
         if blocked not in (Change.UPGRADE_BLOCKED, Change.PLAN_CHANGED):
             new.error = None
     return Decision(status=None if new == status else new)

@@ -31,6 +31,14 @@ STORAGE_URI_MESSAGE = (
 )
 
 
+SOURCE_CHANGE_MESSAGE = (
+    "the content of a ConfigMap the program is read from ({refs}) changed since the plan was compiled (source "
+    "hash {old}, now {new}); a running job keeps the plan it was compiled with because its state belongs to that "
+    "topology. Put the previous content back, create a new SparkPlanJob for the new program, or set upgradeMode: "
+    "stateless to restart with the new program and empty state"
+)
+
+
 COMPILED_PLAN_URI_MESSAGE = (
     "plan.compiledPlanRef.uri cannot be used with the Kubernetes launcher: the operator reads the compiled plan to "
     "record its planId and publish it, and it cannot read files on the cluster's volumes; put plan.json into a "
@@ -57,9 +65,10 @@ class Problem:
 
 
 def problems(spec: JobSpec, status: JobStatus | None, config: OperatorConfig,
-             spec_job_root: str | None = None) -> list[Problem]:
+             spec_job_root: str | None = None, source_hash: str | None = None) -> list[Problem]:
     """Every rule the spec breaks, most fundamental first; ``status`` is what the job runs now (None for a
-    job not created yet) and ``spec_job_root`` the job root the launcher derives from this spec.
+    job not created yet), ``spec_job_root`` the job root the launcher derives from this spec and
+    ``source_hash`` the hash of what the referenced ConfigMaps hold now (None: unknown, as in the webhook).
 
     >>> from planengine_operator.config import OperatorConfig
     >>> spec = JobSpec.model_validate({"engineVersion": "9.9", "plan": {"sql": "SELECT 1"}})
@@ -88,9 +97,30 @@ def problems(spec: JobSpec, status: JobStatus | None, config: OperatorConfig,
             f"spec.storage now names job root {spec_job_root}, but the job's plan, checkpoints and snapshots are "
             f"in {in_force}; put spec.storage back, or create a new SparkPlanJob to move the job",
         ))
-    if specdiff.classify(spec, status, config.defaultEngineVersion) is Change.PLAN_CHANGED:
-        found.append(Problem("spec.plan", "PlanChangeRefused", PLAN_CHANGE_MESSAGE))
+    if spec.initialSnapshot is not None and not storage_uri_supported(spec.initialSnapshot.uri):
+        found.append(Problem("spec.initialSnapshot.uri", "InitialSnapshotUnsupported",
+                             f"initialSnapshot.uri must be an absolute path or a file:/// URI of a snapshot directory "
+                             f"(got {spec.initialSnapshot.uri!r})"))
+    if specdiff.classify(spec, status, config.defaultEngineVersion, source_hash) is Change.PLAN_CHANGED:
+        if status.specHash and specdiff.program_hash(spec) != status.specHash:
+            found.append(Problem("spec.plan", "PlanChangeRefused", PLAN_CHANGE_MESSAGE))
+        else:
+            found.append(Problem("spec.plan", "PlanChangeRefused", SOURCE_CHANGE_MESSAGE.format(
+                refs=", ".join(_referenced_configmaps(spec)), old=status.sourceHash, new=source_hash)))
     return found
+
+
+def _referenced_configmaps(spec: JobSpec) -> list[str]:
+    """The ConfigMap keys the program is read from, as ``field: name/key`` for a message."""
+    refs = []
+    if spec.plan.configMapRef is not None:
+        refs.append(f"plan.configMapRef {spec.plan.configMapRef.name}/{spec.plan.configMapRef.key or 'script.sql'}")
+    if spec.plan.compiledPlanRef is not None and spec.plan.compiledPlanRef.name:
+        refs.append(f"plan.compiledPlanRef {spec.plan.compiledPlanRef.name}/{spec.plan.compiledPlanRef.key}")
+    if spec.catalog is not None:
+        refs.append(f"catalog.configMapRef {spec.catalog.configMapRef.name}/"
+                    f"{spec.catalog.configMapRef.key or 'catalog.sql'}")
+    return refs
 
 
 def new_problems(new: list[Problem], old: list[Problem]) -> list[Problem]:

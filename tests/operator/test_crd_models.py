@@ -94,7 +94,7 @@ def test_crd_contract_points():
     assert crd["spec"]["names"]["shortNames"] == ["spj"]
     assert version["subresources"] == {"status": {}}
     assert [c["name"] for c in version["additionalPrinterColumns"]] == [
-        "Engine", "Phase", "Ready", "Last snapshot", "Age"]
+        "Desired", "Running", "Phase", "Upgrade", "Ready", "Last snapshot", "Age"]
     spec = schema()["properties"]["spec"]
     assert "storage is immutable" in spec["x-kubernetes-validations"][0]["message"]
     assert spec["properties"]["upgradeMode"]["enum"] == ["snapshot", "last-checkpoint", "stateless"]

@@ -46,10 +46,10 @@ ALIVE = DriverObservation(running=True, run_id="r1", healthy=True, batches=10)
 WITH_STANDBY = DriverObservation(running=True, run_id="r1", healthy=True, batches=10, standby_run_id="r2")
 
 
-def view(status, spec=None, now=NOW, run_id="r2", fleet_allowed=True):
+def view(status, spec=None, now=NOW, run_id="r2", fleet_allowed=True, source_hash=None):
     return JobView(name="j", namespace="ns", generation=2, spec=JobSpec.model_validate(spec or SPEC),
                    status=JobStatus.model_validate(status), config=CONFIG, job_root="/jobs/ns/j", now=now,
-                   new_run_id=run_id, fleet_allowed=fleet_allowed)
+                   new_run_id=run_id, fleet_allowed=fleet_allowed, source_hash=source_hash)
 
 
 def stored(new: JobStatus) -> dict:
@@ -629,6 +629,7 @@ def test_retention_keeps_newest_and_pinned_and_drops_old():
 TABLE = {
     ("Start", "Claim"): ("claim", "Compile", "Failed"),
     ("Start", "Compile"): ("compile", "Launch", "Failed"),
+    ("Start", "Check"): ("check", "Launch", "Check"),  # spec.initialSnapshot
     ("Start", "Launch"): ("launch", "Running", "Launch"),
     ("Restart", "Stop"): ("stop", "Launch", "Stop"),
     ("Restart", "Fork"): ("fork", "Launch", "Fork"),
@@ -668,6 +669,8 @@ def table_status(type_, step):
         upgrade = {"from": "0.1", "to": "0.2", "step": step, "started": iso(NOW), "snapshot": "s1"}
         return running(operation={k: v for k, v in op.items() if v is not None}, upgrade=upgrade, phase="Upgrading")
     if type_ == "Start":
+        if step == "Check":
+            op["snapshotPath"] = "/jobs/ns/other/snapshots/s0"
         return {"phase": "Pending", "operation": op}
     return running(operation=op)
 
@@ -713,3 +716,133 @@ def test_a_step_no_row_knows_is_dropped_and_the_job_reclassified():
     decision = decide(view(status), ALIVE)
     assert decision.action is None and "operation" not in written(decision)
     assert "Teleport" in written(decision)["error"]
+
+
+# ------------------------------------------------------------------------------------------ GitOps additions
+CM_SPEC = {"plan": {"configMapRef": {"name": "etl"}}, "engineVersion": "0.1"}
+
+
+def test_every_status_names_the_engine_the_job_is_steered_to():
+    status, _ = begin({}, observed=DriverObservation.gone())
+    assert status["desiredEngineVersion"] == "0.1"
+    following = {k: v for k, v in SPEC.items() if k != "engineVersion"}  # follows the operator's default
+    assert written(decide(view(running(), following), ALIVE))["desiredEngineVersion"] == "0.1"
+    status, _ = begin(running(), UPGRADE_SPEC)
+    assert status["desiredEngineVersion"] == "0.2" and status["engineVersion"] == "0.1"
+
+
+def test_compile_records_the_source_hash():
+    status, _ = begin({}, CM_SPEC, observed=DriverObservation.gone())
+    status = step(status, "claim", Result(True), CM_SPEC)
+    status = step(status, "compile", Result(True, {"planId": "abc", "sourceHash": "h1"}), CM_SPEC)
+    assert status["sourceHash"] == "h1" and status["operation"]["step"] == "Launch"
+
+
+def test_an_edited_script_configmap_is_a_refused_program_change_and_the_run_stays_supervised():
+    spec = JobSpec.model_validate(CM_SPEC)
+    status = running(specHash=program_hash(spec), sourceHash="h1")
+    # The ConfigMap still holds what was compiled (or is not known): nothing to do.
+    for observed_hash in ("h1", None):
+        assert decide(view(status, CM_SPEC, source_hash=observed_hash), ALIVE).action is None
+        assert "error" not in written(decide(view(status, CM_SPEC, source_hash=observed_hash), ALIVE))
+    # Edited: refused (upgradeMode snapshot), said once, with the ConfigMap and both hashes.
+    decision = decide(view(status, CM_SPEC, source_hash="h2"), ALIVE)
+    assert decision.action is None
+    apply(status, decision)
+    assert "etl/script.sql" in status["error"] and "h1" in status["error"] and "h2" in status["error"]
+    assert "stateless" in status["error"]
+    degraded = {c["type"]: c for c in status["conditions"]}["Degraded"]
+    assert (degraded["status"], degraded["reason"]) == ("True", "PlanChangeRefused")
+    assert [e.reason for e in decision.events] == ["PlanChangeRefused"]
+    assert status["phase"] == "Running" and "operation" not in status
+    # Afterwards the old run is still watched: a steady tick writes nothing, a dead driver is restarted.
+    again = decide(view(status, CM_SPEC, source_hash="h2"), ALIVE)
+    assert again.status is None and again.action is None and again.events == []
+    restart = decide(view(status, CM_SPEC, source_hash="h2"), DriverObservation.gone(exit_code=1))
+    assert written(restart)["operation"]["type"] == "Restart"
+    # The old content back: the problem is gone.
+    back = decide(view(status, CM_SPEC, source_hash="h1"), ALIVE)
+    assert "error" not in written(back)
+    assert {c["type"]: c for c in written(back)["conditions"]}["Degraded"]["status"] == "False"
+
+
+def test_an_edited_script_configmap_under_stateless_recompiles():
+    spec_dict = {**CM_SPEC, "upgradeMode": "stateless"}
+    status = running(specHash=program_hash(JobSpec.model_validate(spec_dict)), sourceHash="h1")
+    status, decision = begin(status, spec_dict)
+    assert "operation" not in status  # unchanged content
+    decision = decide(view(status, spec_dict, source_hash="h2"), ALIVE)
+    op = written(decision)["operation"]
+    assert (op["type"], op["step"], op["recompile"]) == ("Start", "Claim", True)
+
+
+INITIAL = "/jobs/ns/source/snapshots/s7"
+INITIAL_SPEC = {**SPEC, "initialSnapshot": {"uri": f"file://{INITIAL}"}}
+
+
+def test_initial_snapshot_is_checked_then_forked_by_the_first_run():
+    status, _ = begin({}, INITIAL_SPEC, observed=DriverObservation.gone())
+    assert status["operation"]["snapshotPath"] == INITIAL  # file:// dropped: a path the engine opens
+    status = step(status, "claim", Result(True), INITIAL_SPEC)
+    status = step(status, "compile", Result(True, {"planId": "abc"}), INITIAL_SPEC)
+    assert status["operation"]["step"] == "Check"
+    decision = decide(view(status, INITIAL_SPEC), DriverObservation.gone())
+    assert decision.action.kind == "check" and decision.action.params["snapshotPath"] == INITIAL
+    status = step(status, "check", Result(True, {"verdict": "compatible"}), INITIAL_SPEC)
+    assert status["operation"]["step"] == "Launch" and status["operation"]["runId"]
+    decision = decide(view(status, INITIAL_SPEC), DriverObservation.gone())
+    assert decision.action.kind == "launch" and decision.action.params["snapshotPath"] == INITIAL
+    result = Result(True, {"name": "1", "statusUrl": "http://x"})
+    advanced = advance(view(status, INITIAL_SPEC), decision.action, result)
+    assert INITIAL in advanced.events[0].message
+    apply(status, advanced)
+    assert status["phase"] == "Running" and "operation" not in status
+    # A later restart of the running job starts from the job's own state, never from the initial snapshot.
+    restart, _ = begin(status, {**INITIAL_SPEC, "restartNonce": 1})
+    assert "snapshotPath" not in restart["operation"]
+
+
+@pytest.mark.parametrize(("result", "reason"), [
+    (Result(True, {"verdict": "incompatible", "reason": "snapshot is incomplete: no manifest.json"}),
+     "InitialSnapshotIncompatible"),
+    (Result(False, {"permanent": True}, "planengine check exited 2: no such snapshot", "CheckFailed"),
+     "InitialSnapshotUnreadable"),
+])
+def test_an_initial_snapshot_the_engine_refuses_fails_the_start(result, reason):
+    status, _ = begin({}, INITIAL_SPEC, observed=DriverObservation.gone())
+    status = step(status, "claim", Result(True), INITIAL_SPEC)
+    status = step(status, "compile", Result(True, {"planId": "abc"}), INITIAL_SPEC)
+    status = step(status, "check", result, INITIAL_SPEC)
+    assert status["phase"] == "Failed" and INITIAL in status["error"]
+    assert {c["type"]: c for c in status["conditions"]}["Degraded"]["reason"] == reason
+    assert decide(view(status, INITIAL_SPEC), DriverObservation.gone()).action is None  # until the spec changes
+
+
+def test_a_relative_initial_snapshot_that_got_in_is_reported():
+    spec = {**SPEC, "initialSnapshot": {"uri": "snapshots/s1"}}
+    decision = decide(view({}, spec), DriverObservation.gone())
+    assert decision.action is None and "initialSnapshot.uri" in written(decision)["error"]
+
+
+def test_per_job_snapshot_schedule_and_retention_override_the_operators():
+    assert CONFIG.snapshots.interval == "0s"  # no periodic snapshots by default
+    spec = {**SPEC, "snapshots": {"interval": "10m", "maxCount": 2}}
+    long_ago = iso(NOW - timedelta(minutes=11))
+    status = running(driver={"configHash": config_hash(JobSpec.model_validate(spec)), "startedAt": long_ago,
+                             "baselineBatches": 0})
+    assert decide(view(status, SPEC), ALIVE).action is None
+    status, _ = begin(status, spec)
+    assert (status["operation"]["type"], status["operation"]["message"]) == ("Snapshot", "periodic")
+    for n in range(4):
+        ref = {"id": f"s{n}", "createdAt": iso(NOW + timedelta(seconds=n))}
+        status = step(status, "snapshot", Result(True, {"snapshot": ref["id"], "snapshotRef": ref}), spec)
+        status, _ = begin(status, {**spec, "snapshotNonce": n + 1})
+    assert [s["id"] for s in status["snapshots"]] == ["s2", "s3"]  # the job's maxCount, not the operator's 10
+    # maxAge from the spec; the operator's maxCount still applies.
+    aged = {**SPEC, "snapshots": {"maxAge": "1h"}}
+    status = running(snapshots=[{"id": "old", "createdAt": iso(NOW - timedelta(hours=2))}])
+    aged = {**aged, "snapshotNonce": 1}
+    status, _ = begin(status, aged)
+    ref = {"id": "new", "createdAt": iso(NOW)}
+    status = step(status, "snapshot", Result(True, {"snapshot": "new", "snapshotRef": ref}), aged)
+    assert [s["id"] for s in status["snapshots"]] == ["new"]

@@ -8,7 +8,8 @@ NOT the engine. It implements the *contract* the operator relies on, faithfully 
   The "program" is a copy from the first ``'path' = '...'`` in the script (a directory of input files) to
   the second (the sink directory).
 * ``check --plan P [--snapshot S] --json``: exit 0 / 3 / 4 (compatible / needs migration / incompatible)
-  chosen by ``--check-exit N`` in the engine's command prefix; the JSON says why.
+  chosen by ``--check-exit N`` in the engine's command prefix; the JSON says why. A snapshot without a
+  ``manifest.json`` (missing or incomplete) is incompatible (exit 4), as the engine's state check says.
 * ``migrate --plan OLD -o NEW``: rewrites the plan for this engine version.
 * ``run --plan P --job-root R [--from-snapshot S] [--status-port N] [--until-idle]``: a new run directory
   ``runs/<run-id>/checkpoints/<uid>/`` (the run id comes from ``PLANENGINE_RUN_ID``), seeded by copying
@@ -93,6 +94,11 @@ def cmd_compile(args: argparse.Namespace, knobs: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace, knobs: argparse.Namespace) -> int:
     plan = json.loads(Path(args.plan).read_text())
+    if args.snapshot and not (Path(args.snapshot) / "manifest.json").is_file():  # as the engine's state check
+        print(json.dumps({"compatible": False, "needsMigration": False, "planId": plan.get("planId"),
+                          "engineVersion": knobs.engine_version,
+                          "reasons": [f"snapshot {args.snapshot} is incomplete: it has no manifest.json"]}))
+        return 4
     code = knobs.check_snapshot_exit if args.snapshot and knobs.check_snapshot_exit is not None else knobs.check_exit
     reasons = {0: [], 3: [f"node contract-copy_1 is below the minimum plan version of {knobs.engine_version}"],
                4: [f"engine {knobs.engine_version} cannot restore node contract-copy_1 (state layout changed)"

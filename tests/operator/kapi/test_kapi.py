@@ -100,8 +100,8 @@ def test_list_selectors_table_and_watch_from_a_resource_version(api):
     assert [(e["type"], e["object"]["status"]["phase"]) for e in events] == [("MODIFIED", "Upgrading")]
     _, table = call(api, "GET", JOBS, accept="application/json;as=Table;v=v1;g=meta.k8s.io")
     columns = [c["name"] for c in table["columnDefinitions"]]
-    assert columns[:4] == ["Name", "Engine", "Phase", "Ready"]
-    assert table["rows"][0]["cells"][2] == "Upgrading"
+    assert columns[:4] == ["Name", "Desired", "Running", "Phase"]
+    assert table["rows"][0]["cells"][3] == "Upgrading"
 
 
 @pytest.mark.parametrize(("selector", "labels", "expected"), [

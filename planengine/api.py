@@ -22,6 +22,9 @@ from typing import Any
 
 from planengine.catalog.manager import CatalogManager
 from planengine.catalog.objects import CatalogFunction, CatalogTable, ObjectIdentifier
+from planengine.client.tableau import DEFAULT_MAX_WIDTH, render_table
+from planengine.config import REGISTRY
+from planengine.config import validate as validate_options
 from planengine.connectors.discovery import load_factory
 from planengine.errors import PlanError, UserError, ValidationError
 from planengine.functions.defaults import default_registry
@@ -48,10 +51,14 @@ class TableResult:
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     plan: CompiledPlan | None = None
     job: Any = None
+    columns: tuple[str, ...] = ()  # ROWS: the column headers (printed as a table like Flink's SQL client)
+    max_width: int = DEFAULT_MAX_WIDTH  # ROWS: table.display.max-column-width when the result was made
 
     def __str__(self) -> str:
         if self.kind == "ROWS":
-            return "\n".join(" | ".join(str(v) for v in r) for r in self.rows)
+            if not self.columns:
+                return "\n".join(" | ".join(str(v) for v in r) for r in self.rows)
+            return render_table(self.columns, self.rows, max_width=self.max_width, footer=self.message)
         return self.message
 
 
@@ -60,7 +67,7 @@ class TableEnvironment:
 
     def __init__(self, config: dict[str, str] | None = None, catalog_manager: CatalogManager | None = None,
                  registry: FunctionRegistry | None = None):
-        self.config: dict[str, str] = dict(config or {})
+        self.config: dict[str, str] = validate_options(dict(config or {}))
         self.catalog_manager = catalog_manager or CatalogManager()
         self.registry = registry or default_registry()
 
@@ -142,16 +149,20 @@ class TableEnvironment:
 
     def _exec_SetOption(self, stmt: S.SetOption) -> TableResult:
         if stmt.key is None:
-            return TableResult("ROWS", rows=sorted(self.config.items()))
-        self.config[stmt.key] = stmt.value or ""
-        return TableResult("OK", f"set {stmt.key}")
+            return TableResult("ROWS", rows=sorted(self.config.items()), columns=("key", "value"))
+        result = REGISTRY.check(stmt.key, stmt.value or "")
+        self.config[result.key] = result.value
+        if result.note:
+            log.warning("%s", result.note)
+        return TableResult("OK", f"set '{result.key}' = '{result.value}'")
 
     def _exec_ResetOption(self, stmt: S.ResetOption) -> TableResult:
         if stmt.key is None:
             self.config.clear()
-        else:
-            self.config.pop(stmt.key, None)
-        return TableResult("OK", "reset")
+            return TableResult("OK", "reset all session options")
+        key = REGISTRY.check_reset(stmt.key)
+        self.config.pop(key, None)
+        return TableResult("OK", f"reset '{key}'")
 
     def _exec_Show(self, stmt: S.Show) -> TableResult:
         cm = self.catalog_manager

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planengine.catalog.objects import TableRef
+from planengine.config import options as O
 from planengine.exec.base import (
     BOOL,
     INT,
@@ -42,8 +43,9 @@ WINDOW = of_json(WindowSpec)
 OPT_INT = optional(INT)
 ROWS = tuple_of(tuple_of(EXPR))
 
-STATE_TTL = "table.exec.state.ttl"
-MINI_BATCH = ("table.exec.mini-batch.enabled", "table.exec.mini-batch.allow-latency", "table.exec.mini-batch.size")
+# Consumed options are declared in the option registry (planengine.config.options) with the defaults plans freeze.
+STATE_TTL = O.STATE_TTL.key
+MINI_BATCH = (O.MINI_BATCH_ENABLED.key, O.MINI_BATCH_LATENCY.key, O.MINI_BATCH_SIZE.key)
 
 
 def _meta(name: str, version: int = 1, consumed: tuple[str, ...] = (), operators: tuple[str, ...] = (),
@@ -102,7 +104,7 @@ class Exchange(ExecNode):
     pass
 
 
-@exec_node(_meta("watermark-assigner", consumed=("table.exec.source.idle-timeout",),
+@exec_node(_meta("watermark-assigner", consumed=(O.SOURCE_IDLE_TIMEOUT.key,),
                  operators=("watermark-assigner",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class WatermarkAssigner(ExecNode):
@@ -110,7 +112,7 @@ class WatermarkAssigner(ExecNode):
     watermark: Expr = json_field("watermarkExpr", EXPR)
 
 
-@exec_node(_meta("sink", consumed=("table.exec.sink.not-null-enforcer", "table.exec.sink.upsert-materialize",
+@exec_node(_meta("sink", consumed=(O.SINK_NOT_NULL_ENFORCER.key, O.SINK_UPSERT_MATERIALIZE.key,
                                     STATE_TTL), operators=("sink", "upsert-materializer")))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Sink(ExecNode):
@@ -159,7 +161,7 @@ class WindowTableFunction(ExecNode):
     window: WindowSpec = json_field("windowing", WINDOW)
 
 
-@exec_node(_meta("window-aggregate", consumed=(STATE_TTL, "table.local-time-zone"),
+@exec_node(_meta("window-aggregate", consumed=(STATE_TTL, O.LOCAL_TIME_ZONE.key),
                  operators=("window-aggregate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class WindowAggregate(ExecNode):
@@ -252,11 +254,11 @@ class ChangelogNormalize(ExecNode):
     generate_update_before: bool = json_field("generateUpdateBefore", BOOL, True)
 
 
-@exec_node(_meta("sort-limit", consumed=(STATE_TTL, "table.exec.non-temporal-sort.enabled"), operators=("sort-limit",)),
+@exec_node(_meta("sort-limit", consumed=(STATE_TTL, O.NON_TEMPORAL_SORT.key), operators=("sort-limit",)),
            # Version 2: same JSON, new strategy for ORDER BY without LIMIT (fetch 2147483647): Flink's
            # StreamSortOperator, sorted at the end of input (runtime/translators/sort_limit.py); version 1
            # keeps the Top-N over everything for its plans.
-           _meta("sort-limit", 2, consumed=(STATE_TTL, "table.exec.non-temporal-sort.enabled"),
+           _meta("sort-limit", 2, consumed=(STATE_TTL, O.NON_TEMPORAL_SORT.key),
                  operators=("sort-limit",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class SortLimit(ExecNode):
@@ -329,7 +331,7 @@ class WindowJoin(ExecNode):
     right_window_fields: tuple[int, ...] = json_field("rightWindowStartEnd", INTS)
 
 
-@exec_node(_meta("lookup-join", consumed=("table.exec.async-lookup.buffer-capacity", "table.exec.async-lookup.timeout"),
+@exec_node(_meta("lookup-join", consumed=(O.ASYNC_LOOKUP_CAPACITY.key, O.ASYNC_LOOKUP_TIMEOUT.key),
                  operators=("lookup-join",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class LookupJoin(ExecNode):

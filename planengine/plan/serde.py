@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from planengine.config import REGISTRY
 from planengine.errors import PlanError, UserError
 from planengine.exec import base as B
 from planengine.exec.nodes import Sink
@@ -35,20 +36,10 @@ def _spark_version() -> str:
 
 SPARK_VERSION = _spark_version()
 
-# Options a node may consume, with the defaults frozen into plans when the session does not set them.
-OPTION_DEFAULTS: dict[str, str] = {
-    "table.exec.state.ttl": "0 ms",
-    "table.exec.mini-batch.enabled": "false",
-    "table.exec.mini-batch.allow-latency": "0 ms",
-    "table.exec.mini-batch.size": "-1",
-    "table.exec.source.idle-timeout": "0 ms",
-    "table.exec.sink.not-null-enforcer": "ERROR",
-    "table.exec.sink.upsert-materialize": "AUTO",
-    "table.exec.async-lookup.buffer-capacity": "100",
-    "table.exec.async-lookup.timeout": "3 min",
-    "table.local-time-zone": "UTC",
-    "table.exec.non-temporal-sort.enabled": "false",
-}
+# Options a node may consume, with the defaults frozen into plans when the session does not set them: every
+# plan-scoped option of the registry (planengine.config.options).
+OPTION_DEFAULTS: dict[str, str] = {o.key: o.default for o in REGISTRY.options()
+                                   if o.scope == "plan" and o.default is not None}
 # Session options recorded in the plan envelope because they shape the topology or its semantics.
 TOPOLOGY_PREFIXES = ("table.exec.", "table.optimizer.", "table.local-time-zone")
 # The job's max parallelism (Flink's name): Spark's shuffle partitions, i.e. how many partitions every state
@@ -232,8 +223,11 @@ def _table_reader(tables: RestoreContext | None, node_id: int) -> Callable[[dict
 
 
 def infer_trigger_interval(config: dict[str, str]) -> str:
-    """The micro-batch trigger interval (DESIGN §5, phase B): the mini-batch latency when mini-batching is on,
-    else as fast as possible. Recorded in the plan's config so every engine version triggers the same way."""
+    """The micro-batch trigger interval (DESIGN §5, phase B): the session's ``pipeline.trigger-interval`` when set,
+    else the mini-batch latency when mini-batching is on, else as fast as possible. Recorded in the plan's config
+    so every engine version triggers the same way."""
+    if config.get("pipeline.trigger-interval"):
+        return str(config["pipeline.trigger-interval"])
     if str(config.get("table.exec.mini-batch.enabled", "false")).lower() == "true":
         return str(config.get("table.exec.mini-batch.allow-latency", "0 ms"))
     return "0 ms"

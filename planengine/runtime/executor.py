@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planengine.connectors.options import parse_duration_ms
 from planengine.errors import PlanIncompatible, UserError
 from planengine.exec import base as B
 from planengine.plan import serde
@@ -159,8 +160,11 @@ class JobResult:
 class Job:
     """A running plan: its queries, their status, stop and snapshot. Implements ``DriverControl``."""
 
-    def __init__(self, plan: CompiledPlan, job_root: JobRoot, run: Run, spark: Any):
+    def __init__(self, plan: CompiledPlan, job_root: JobRoot, run: Run, spark: Any, *, paced: bool = True):
         self.plan = plan
+        # Continuous runs start micro-batches at the plan's trigger interval; an until-idle run processes what
+        # is there as fast as it can (pacing would only delay the stop).
+        self.trigger = trigger_options(plan.data.get("config") or {}) if paced else {}
         self.job_root = job_root
         self.run = run
         self.spark = spark
@@ -219,7 +223,8 @@ class Job:
                  ", ".join(q.uid for q in self.queries))
 
     def _query_options(self, spec: Any) -> Any:
-        return QueryOptions(spec.uid, str(self.run.checkpoint_dir(spec.uid)), fence=self.fence)
+        return QueryOptions(spec.uid, str(self.run.checkpoint_dir(spec.uid)), trigger=dict(self.trigger),
+                            fence=self.fence)
 
     def _restart_transient_failures(self) -> None:
         """Restart, from its checkpoint, a query that died of a transient infrastructure error.
@@ -435,7 +440,7 @@ def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str
     root = JobRoot(job_root if job_root is not None else _default_job_root(plan))
     _install_plan(root, plan)
     spark = get_spark()
-    job = start_job(plan, root, spark, from_snapshot)
+    job = start_job(plan, root, spark, from_snapshot, paced=not until_idle)
     run = job.run
     server = None
     try:
@@ -464,14 +469,26 @@ def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str
             remove_driver_file(root, run.run_id)
 
 
-def start_job(plan: CompiledPlan, root: JobRoot, spark: Any, from_snapshot: str | None) -> Job:
+def trigger_options(plan_config: dict[str, Any]) -> dict[str, Any]:
+    """``DataStreamWriter.trigger`` arguments for the plan's recorded ``pipeline.trigger-interval`` ({} = start the
+    next micro-batch as soon as the last one committed).
+
+    >>> trigger_options({"pipeline.trigger-interval": "10 s"}), trigger_options({"pipeline.trigger-interval": "0 ms"})
+    ({'processingTime': '10000 milliseconds'}, {})
+    """
+    interval = parse_duration_ms(str(plan_config.get("pipeline.trigger-interval") or "0 ms"))
+    return {"processingTime": f"{interval} milliseconds"} if interval > 0 else {}
+
+
+def start_job(plan: CompiledPlan, root: JobRoot, spark: Any, from_snapshot: str | None, *,
+              paced: bool = True) -> Job:
     """Open (fork) the run, translate the plan into it and start its queries under the run lock.
 
     Shared by a cold start and a standby's ``POST /v1/start`` (``planengine.runtime.standby``): the run
     directory, the translation (control directories, channels live in the run) and the lock all belong
     to the run, so none of it can happen before the snapshot to start from is known."""
     run = open_run(root, plan.plan_id, from_snapshot)
-    job = Job(plan, root, run, spark)
+    job = Job(plan, root, run, spark, paced=paced)
     job.translate()
     try:
         job.start()

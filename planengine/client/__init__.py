@@ -1,0 +1,2 @@
+"""What users of the SQL client see: tables printed like Flink's SQL client, the interactive prompt and
+bounded SELECT previews."""

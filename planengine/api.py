@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from planengine.catalog.manager import CatalogManager
 from planengine.catalog.objects import CatalogFunction, CatalogTable, ObjectIdentifier
-from planengine.client.tableau import DEFAULT_MAX_WIDTH, render_table
+from planengine.client.catalog_statements import CatalogStatements
+from planengine.client.results import TableResult
 from planengine.config import REGISTRY
 from planengine.config import validate as validate_options
 from planengine.connectors.discovery import load_factory
@@ -33,7 +33,7 @@ from planengine.plan import serde
 from planengine.plan.catalog_objects import CatalogLookup, PlanSession
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.migrate import migrate_plan
-from planengine.planner.ddl import table_from_statement, view_from_query
+from planengine.planner.ddl import view_from_query
 from planengine.planner.planner import Planner, PlanResult
 from planengine.planner.programs import explain_dag
 from planengine.sql import parse_script
@@ -42,27 +42,7 @@ from planengine.sql import statements as S
 log = logging.getLogger("planengine")
 
 
-@dataclass
-class TableResult:
-    """What executing one statement produced: a message, rows (SHOW), text (EXPLAIN) or a plan."""
-
-    kind: str  # OK | ROWS | EXPLAIN | PLAN | JOB
-    message: str = ""
-    rows: list[tuple[Any, ...]] = field(default_factory=list)
-    plan: CompiledPlan | None = None
-    job: Any = None
-    columns: tuple[str, ...] = ()  # ROWS: the column headers (printed as a table like Flink's SQL client)
-    max_width: int = DEFAULT_MAX_WIDTH  # ROWS: table.display.max-column-width when the result was made
-
-    def __str__(self) -> str:
-        if self.kind == "ROWS":
-            if not self.columns:
-                return "\n".join(" | ".join(str(v) for v in r) for r in self.rows)
-            return render_table(self.columns, self.rows, max_width=self.max_width, footer=self.message)
-        return self.message
-
-
-class TableEnvironment:
+class TableEnvironment(CatalogStatements):
     """A session: catalogs, configuration and functions; plans and runs statements."""
 
     def __init__(self, config: dict[str, str] | None = None, catalog_manager: CatalogManager | None = None,
@@ -86,12 +66,6 @@ class TableEnvironment:
             if error.location is None:
                 raise type(error)(error.message, location=stmt.location, hint=error.hint) from None
             raise
-
-    def _exec_CreateTable(self, stmt: S.CreateTable) -> TableResult:
-        table = table_from_statement(stmt, self.registry)
-        identifier = self.catalog_manager.qualify(stmt.name)
-        self.catalog_manager.create_table(identifier, table, stmt.temporary, stmt.if_not_exists)
-        return TableResult("OK", f"table {identifier} created")
 
     def _exec_CreateView(self, stmt: S.CreateView) -> TableResult:
         planner = self._planner()
@@ -163,14 +137,6 @@ class TableEnvironment:
         key = REGISTRY.check_reset(stmt.key)
         self.config.pop(key, None)
         return TableResult("OK", f"reset '{key}'")
-
-    def _exec_Show(self, stmt: S.Show) -> TableResult:
-        cm = self.catalog_manager
-        listing = {
-            "TABLES": cm.list_tables, "VIEWS": cm.list_views, "FUNCTIONS": cm.list_functions,
-            "CATALOGS": cm.list_catalogs, "DATABASES": cm.list_databases,
-        }[stmt.kind]
-        return TableResult("ROWS", rows=[(n,) for n in listing()])
 
     def _exec_Insert(self, stmt: S.Insert) -> TableResult:
         plan = self.compile_plan([stmt])

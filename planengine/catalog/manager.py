@@ -231,6 +231,39 @@ class CatalogManager:
     def drop_table(self, identifier: IdentifierLike, temporary: bool = False, if_exists: bool = False) -> None:
         self._drop_relation(self._identifier(identifier), "table", temporary, if_exists)
 
+    def alter_table(self, identifier: IdentifierLike, table: CatalogTable) -> None:
+        """Replace the definition of the table the identifier resolves to (the temporary one if it is shadowed)."""
+        ident = self._identifier(identifier)
+        if ident in self._temporary_relations:
+            if isinstance(self._temporary_relations[ident], CatalogView):
+                raise messages.wrong_kind(ident, "temporary view", "table", "ALTER")
+            self._temporary_relations[ident] = table
+            return
+        self.get_catalog(ident.catalog).alter_table((ident.database, ident.name), table)
+
+    def rename_table(self, identifier: IdentifierLike, new_name: IdentifierLike) -> ObjectIdentifier:
+        """``ALTER TABLE t RENAME TO u``: the same table under a new name in the same catalog."""
+        ident, target = self._identifier(identifier), self._identifier(new_name)
+        entry = self.get_table(ident)
+        if entry.is_view:
+            raise messages.wrong_kind(ident, "view", "table", "ALTER TABLE")
+        if target.catalog != ident.catalog:
+            raise CatalogError(f"cannot rename {ident} to {target}: a table cannot move to another catalog",
+                               hint="create the table in the other catalog and drop this one")
+        if self.find_table(target) is not None:
+            raise CatalogError(f"cannot rename {ident} to {target}: a table or view of that name exists",
+                               hint="pick another name, or drop the existing one first")
+        table = entry.object
+        assert isinstance(table, CatalogTable)
+        if entry.is_temporary:
+            del self._temporary_relations[ident]
+            self._temporary_relations[target] = table
+        else:
+            catalog = self.get_catalog(ident.catalog)
+            catalog.create_table((target.database, target.name), table)
+            catalog.drop_table((ident.database, ident.name))
+        return target
+
     def drop_view(self, identifier: IdentifierLike, temporary: bool = False, if_exists: bool = False) -> None:
         self._drop_relation(self._identifier(identifier), "view", temporary, if_exists)
 

@@ -89,9 +89,36 @@ class ResetOptionStatement(exp.Expression):
 
 
 class ShowStatement(exp.Expression):
-    """``SHOW TABLES|VIEWS|FUNCTIONS|CATALOGS|DATABASES``: ``this`` is the upper-case kind (``str``)."""
+    """``SHOW <kind> ...``: ``this`` is the upper-case kind (``str``): ``TABLES``, ``VIEWS``, ``FUNCTIONS``,
+    ``USER FUNCTIONS``, ``CATALOGS``, ``DATABASES``, ``COLUMNS``, ``CREATE TABLE``, ``CREATE VIEW``,
+    ``CURRENT CATALOG`` or ``CURRENT DATABASE``.
 
-    arg_types = {"this": True}
+    ``target`` is the ``exp.Table`` a kind is about (``SHOW COLUMNS FROM t``, ``SHOW CREATE TABLE t``) or the
+    database listed (``SHOW TABLES FROM db``); ``like`` the pattern literal of ``[NOT] LIKE 'p'`` (``not_like``)."""
+
+    arg_types = {"this": True, "target": False, "like": False, "not_like": False}
+
+
+class DescribeStatement(exp.Expression):
+    """``DESCRIBE|DESC [EXTENDED] t``: ``this`` is the ``exp.Table``."""
+
+    arg_types = {"this": True, "extended": False}
+
+
+class AlterTableStatement(exp.Expression):
+    """``ALTER TABLE [IF EXISTS] t <action>``; ``action`` (``str``) is one of
+
+    * ``RENAME``: ``RENAME TO t2``, ``expression`` the new ``exp.Table``;
+    * ``RENAME COLUMN``: ``RENAME a TO b``, ``expressions`` the two ``exp.Identifier``s;
+    * ``SET``: ``SET ('k' = 'v', ...)``, ``expressions`` the ``exp.Property`` options;
+    * ``RESET``: ``RESET ('k', ...)``, ``expressions`` the key literals;
+    * ``ADD`` / ``MODIFY``: ``expressions`` the column definitions, ``WATERMARK`` and ``PRIMARY KEY`` elements
+      (as in CREATE TABLE); a column's ``FIRST`` / ``AFTER col`` is its ``exp.ColumnDef`` arg ``position``;
+    * ``DROP``: ``expressions`` the dropped column identifiers, or ``exp.var("PRIMARY KEY")`` /
+      ``exp.var("WATERMARK")``.
+    """
+
+    arg_types = {"this": True, "action": True, "exists": False, "expression": False, "expressions": False}
 
 
 class CreateCatalogStatement(exp.Expression):
@@ -178,6 +205,8 @@ FLINK_STATEMENT_CLASSES: tuple[type[exp.Expression], ...] = (
     SetOptionStatement,
     ResetOptionStatement,
     ShowStatement,
+    DescribeStatement,
+    AlterTableStatement,
     CreateCatalogStatement,
     CreateFunctionStatement,
     StatementSetBlock,

@@ -115,7 +115,11 @@ def convert(node: exp.Expression, origin: Origin) -> st.Statement:
     if isinstance(node, ast.ExplainPlanStatement):
         return st.ExplainPlan(**header, path=node.this.name)
     if isinstance(node, ast.ShowStatement):
-        return st.Show(**header, kind=node.this)
+        return _convert_show(node, origin)
+    if isinstance(node, ast.DescribeStatement):
+        return st.Describe(**header, name=name_parts(node.this))
+    if isinstance(node, ast.AlterTableStatement):
+        return _convert_alter(node, origin)
     if isinstance(node, exp.Query | exp.Values):
         return st.Query(**header, query=node)
     raise origin.error(f"unsupported statement: {node.key.upper()}")
@@ -131,6 +135,8 @@ def _convert_create(node: exp.Create, origin: Origin) -> st.Statement:
             raise origin.error("CREATE TABLE ... AS SELECT is not supported; create the table, then INSERT")
         return _convert_create_table(node, origin, temporary, exists)
     if kind == "VIEW":
+        if node.args.get("replace"):
+            raise origin.error("CREATE OR REPLACE VIEW is not supported; DROP VIEW IF EXISTS, then CREATE VIEW")
         target = node.this
         columns = tuple(col.name for col in target.expressions) if isinstance(target, exp.Schema) else ()
         return st.CreateView(
@@ -146,9 +152,50 @@ def _convert_create(node: exp.Create, origin: Origin) -> st.Statement:
     raise origin.error(f"CREATE {kind} is not supported; expected TABLE, VIEW, FUNCTION, CATALOG or DATABASE")
 
 
-def _convert_create_table(node: exp.Create, origin: Origin, temporary: bool, exists: bool) -> st.CreateTable:
-    schema = node.this
-    elements = schema.expressions if isinstance(schema, exp.Schema) else []
+def _convert_show(node: ast.ShowStatement, origin: Origin) -> st.Statement:
+    header = origin.header()
+    kind: str = node.this
+    like = node.args.get("like")
+    pattern = {"like": like.name if like is not None else None, "not_like": bool(node.args.get("not_like"))}
+    target = node.args.get("target")
+    if kind.startswith("CREATE "):
+        return st.ShowCreate(**header, kind=kind.removeprefix("CREATE "), name=name_parts(target))
+    if kind.startswith("CURRENT "):
+        return st.ShowCurrent(**header, kind=kind.removeprefix("CURRENT "))
+    if kind == "COLUMNS":
+        return st.ShowColumns(**header, name=name_parts(target), **pattern)
+    return st.Show(**header, kind=kind, database=name_parts(target) if target is not None else (), **pattern)
+
+
+def _convert_alter(node: ast.AlterTableStatement, origin: Origin) -> st.AlterTable:
+    action: str = node.args["action"]
+    fields: dict = {}
+    items = node.expressions
+    if action == "RENAME":
+        fields["new_name"] = name_parts(node.expression)
+    elif action == "RENAME COLUMN":
+        fields["column"], fields["new_column"] = items[0].name, items[1].name
+    elif action == "SET":
+        fields["options"] = _options(items)
+    elif action == "RESET":
+        fields["keys"] = tuple(item.name for item in items)
+    elif action in ("ADD", "MODIFY"):
+        columns, watermark, primary_key = _schema_elements(items, origin)
+        fields.update(columns=tuple(columns), watermark=watermark, primary_key=primary_key)
+    else:  # DROP
+        names = [item.name for item in items]
+        fields["drop_primary_key"] = names == ["PRIMARY KEY"] and isinstance(items[0], exp.Var)
+        fields["drop_watermark"] = names == ["WATERMARK"] and isinstance(items[0], exp.Var)
+        if not (fields["drop_primary_key"] or fields["drop_watermark"]):
+            fields["keys"] = tuple(names)
+    return st.AlterTable(**origin.header(), name=name_parts(node.this), action=action,
+                         if_exists=bool(node.args.get("exists")), **fields)
+
+
+def _schema_elements(
+    elements: list[exp.Expression], origin: Origin
+) -> tuple[list[st.ColumnDef], st.WatermarkDef | None, tuple[str, ...] | None]:
+    """Columns, the watermark and the primary key of a CREATE TABLE column list (or an ALTER TABLE ADD)."""
     columns: list[st.ColumnDef] = []
     watermark = None
     primary_key: tuple[str, ...] | None = None
@@ -171,7 +218,19 @@ def _convert_create_table(node: exp.Create, origin: Origin, temporary: bool, exi
             primary_key = tuple(part.name for part in key.expressions)
         else:
             raise origin.error(f"unsupported element in the column list: {element.sql('flink')}")
+    return columns, watermark, primary_key
 
+
+def _convert_create_table(node: exp.Create, origin: Origin, temporary: bool, exists: bool) -> st.CreateTable:
+    schema = node.this
+    elements = schema.expressions if isinstance(schema, exp.Schema) else []
+    columns, watermark, primary_key = _schema_elements(elements, origin)
+    placed = next((c for c in columns if c.position is not None), None)
+    if placed is not None:
+        raise origin.error(f"column '{placed.name}': FIRST / AFTER belong in ALTER TABLE ... ADD|MODIFY, not in "
+                           "CREATE TABLE (columns are created in written order)")
+    if exists and node.args.get("replace"):
+        raise origin.error("CREATE OR REPLACE TABLE cannot have IF NOT EXISTS; use one of them")
     properties = node.args.get("properties")
     props = properties.expressions if properties else []
     comment = next((p.this.name for p in props if isinstance(p, exp.SchemaCommentProperty)), None)
@@ -191,6 +250,7 @@ def _convert_create_table(node: exp.Create, origin: Origin, temporary: bool, exi
         temporary=temporary,
         if_not_exists=exists,
         comment=comment,
+        or_replace=bool(node.args.get("replace")),
     )
 
 
@@ -208,6 +268,11 @@ def _column(node: exp.ColumnDef) -> tuple[st.ColumnDef, bool]:
         type_text = render_type(kind)
         if not_null and not type_text.endswith(" NOT NULL"):
             type_text += " NOT NULL"
+    written = node.args.get("position")  # ALTER TABLE ... ADD c INT FIRST | AFTER b
+    position = None
+    if written is not None:
+        first = str(written.args.get("position")).upper() == "FIRST"
+        position = ("FIRST", None) if first else ("AFTER", written.this.name)
     column = st.ColumnDef(
         name=node.name,
         type_text=type_text,
@@ -216,6 +281,7 @@ def _column(node: exp.ColumnDef) -> tuple[st.ColumnDef, bool]:
         is_metadata=metadata is not None,
         virtual=bool(metadata is not None and metadata.args.get("virtual")),
         comment=comment,
+        position=position,
     )
     return column, is_key
 

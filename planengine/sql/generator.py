@@ -52,7 +52,11 @@ class FlinkGenerator(Generator):
             f"SET {_literal_sql(e.this)} = {_literal_sql(e.expression)}" if e.this else "SET"
         ),
         ast.ResetOptionStatement: lambda self, e: f"RESET {_literal_sql(e.this)}" if e.this else "RESET",
-        ast.ShowStatement: lambda self, e: f"SHOW {e.this}",
+        ast.ShowStatement: lambda self, e: self.showstatement_sql(e),
+        ast.DescribeStatement: lambda self, e: (
+            f"DESCRIBE {'EXTENDED ' if e.args.get('extended') else ''}{self.sql(e, 'this')}"
+        ),
+        ast.AlterTableStatement: lambda self, e: self.altertablestatement_sql(e),
         ast.CreateCatalogStatement: lambda self, e: (
             f"CREATE CATALOG {self.sql(e, 'this')} WITH ({self.expressions(e, flat=True)})"
         ),
@@ -149,6 +153,33 @@ class FlinkGenerator(Generator):
         language = expression.args.get("language")
         parts += [f"LANGUAGE {language}"] if language else []
         return " ".join(parts)
+
+    def showstatement_sql(self, expression: ast.ShowStatement) -> str:
+        kind: str = expression.this
+        text = f"SHOW {kind}"
+        target = expression.args.get("target")
+        if target is not None:
+            text += f" {'FROM ' if kind in ('COLUMNS', 'TABLES', 'VIEWS', 'FUNCTIONS') else ''}{self.sql(target)}"
+        like = expression.args.get("like")
+        if like is not None:
+            text += f" {'NOT ' if expression.args.get('not_like') else ''}LIKE {_literal_sql(like)}"
+        return text
+
+    def altertablestatement_sql(self, expression: ast.AlterTableStatement) -> str:
+        action: str = expression.args["action"]
+        head = f"ALTER TABLE {'IF EXISTS ' if expression.args.get('exists') else ''}{self.sql(expression, 'this')}"
+        items = expression.expressions
+        if action == "RENAME":
+            return f"{head} RENAME TO {self.sql(expression, 'expression')}"
+        if action == "RENAME COLUMN":
+            return f"{head} RENAME {self.sql(items[0])} TO {self.sql(items[1])}"
+        if action == "SET":
+            return f"{head} SET ({self.expressions(expression, flat=True)})"
+        if action == "RESET":
+            return f"{head} RESET ({', '.join(_literal_sql(item) for item in items)})"
+        if action == "DROP" and len(items) == 1 and isinstance(items[0], exp.Var):
+            return f"{head} DROP {items[0].name}"
+        return f"{head} {action} ({self.expressions(expression, flat=True)})"
 
     def statementsetblock_sql(self, expression: ast.StatementSetBlock) -> str:
         inserts = "".join(f"{self.sql(insert)}; " for insert in expression.expressions)

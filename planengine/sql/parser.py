@@ -37,8 +37,15 @@ STATEMENT_KEYWORDS = (
     "COMPILE",
     "EXECUTE",
     "BEGIN",
+    "DESCRIBE",
+    "DESC",
+    "ALTER",
 )
 SHOW_KINDS = ("TABLES", "VIEWS", "FUNCTIONS", "CATALOGS", "DATABASES")
+# What SHOW may be followed by, for the error message.
+SHOW_FORMS = ("TABLES", "VIEWS", "[USER] FUNCTIONS", "CATALOGS", "DATABASES", "COLUMNS FROM <table>",
+              "CREATE TABLE|VIEW <name>", "CURRENT CATALOG|DATABASE")
+ALTER_ACTIONS = ("RENAME", "SET", "RESET", "ADD", "MODIFY", "DROP")
 EXPLAIN_DETAILS = ("ESTIMATED_COST", "CHANGELOG_MODE", "PLAN_ADVICE", "JSON_EXECUTION_PLAN")
 
 # Window TVF parameters: positional order per kind, and the arg key each named parameter fills.
@@ -224,11 +231,130 @@ class FlinkParser(BaseParser):
         return ast.ResetOptionStatement(this=self._parse_option_word(stop=None, what="an option key"))
 
     def _parse_show(self) -> ast.ShowStatement:
-        kind = self._curr.text.upper() if self._curr else ""
-        if kind not in SHOW_KINDS:
-            self.raise_error(f"expected {', '.join(SHOW_KINDS[:-1])} or {SHOW_KINDS[-1]} after SHOW")
+        word = self._curr.text.upper() if self._curr else ""
+        if word == "CREATE":
+            self._advance()
+            kind = self._curr.text.upper() if self._curr else ""
+            if kind not in ("TABLE", "VIEW"):
+                self.raise_error("expected TABLE or VIEW after SHOW CREATE")
+            self._advance()
+            return ast.ShowStatement(this=f"CREATE {kind}", target=self._parse_object_name(kind.lower()))
+        if word == "CURRENT":
+            self._advance()
+            kind = self._curr.text.upper() if self._curr else ""
+            if kind not in ("CATALOG", "DATABASE"):
+                self.raise_error("expected CATALOG or DATABASE after SHOW CURRENT")
+            self._advance()
+            return ast.ShowStatement(this=f"CURRENT {kind}")
+        if word == "COLUMNS":
+            self._advance()
+            self._expect(self._match(TokenType.FROM) or self._match(TokenType.IN),
+                         "expected FROM <table> after SHOW COLUMNS")
+            return self._parse_show_like(ast.ShowStatement(this="COLUMNS", target=self._parse_object_name("table")))
+        if word == "USER":
+            self._advance()
+            self._expect(self._match_text_seq("FUNCTIONS"), "expected FUNCTIONS after SHOW USER")
+            return self._parse_show_like(ast.ShowStatement(this="USER FUNCTIONS"))
+        if word not in SHOW_KINDS:
+            guess = difflib.get_close_matches(word, [*SHOW_KINDS, "COLUMNS"], n=1, cutoff=0.6) if word else []
+            found = f"did you mean SHOW {guess[0]}? " if guess else ""
+            self.raise_error(f"{found}expected {', '.join(SHOW_FORMS[:-1])} or {SHOW_FORMS[-1]} after SHOW")
         self._advance()
-        return ast.ShowStatement(this=kind)
+        show = ast.ShowStatement(this=word)
+        if word in ("TABLES", "VIEWS", "FUNCTIONS") and (self._match(TokenType.FROM) or self._match(TokenType.IN)):
+            show.set("target", self._parse_object_name("database"))
+        return self._parse_show_like(show)
+
+    def _parse_show_like(self, show: ast.ShowStatement) -> ast.ShowStatement:
+        """``[NOT] LIKE 'pattern'`` after a SHOW listing (SQL LIKE: ``%`` and ``_``)."""
+        not_like = self._match_text_seq("NOT", "LIKE")
+        if not_like or self._match(TokenType.LIKE) or self._match(TokenType.ILIKE):
+            show.set("like", self._expect_string("the LIKE pattern"))
+            show.set("not_like", bool(not_like))
+        return show
+
+    def _parse_object_name(self, what: str) -> exp.Table:
+        if not self._curr or self._curr.token_type in (TokenType.STRING, TokenType.SEMICOLON):
+            self.raise_error(f"expected a {what} name, found {_found(self._curr)}")
+        table = self._parse_table_parts()
+        if not isinstance(table, exp.Table) or not table.name:
+            self.raise_error(f"expected a {what} name, found {_found(self._curr)}")
+        return table
+
+    def _parse_describe(self) -> ast.DescribeStatement:
+        extended = self._match_text_seq("EXTENDED")
+        return ast.DescribeStatement(this=self._parse_object_name("table or view"), extended=extended)
+
+    # ---- ALTER TABLE ---------------------------------------------------------------------------------------
+
+    def _parse_alter_table(self) -> ast.AlterTableStatement:
+        self._expect(self._match(TokenType.TABLE), f"expected TABLE after ALTER, found {_found(self._curr)} "
+                     "(planengine alters tables; re-create a view with DROP VIEW and CREATE VIEW)")
+        exists = self._match_text_seq("IF", "EXISTS")
+        table = self._parse_object_name("table")
+        word = self._curr.text.upper() if self._curr else ""
+        if word not in ALTER_ACTIONS:
+            self.raise_error(f"expected {', '.join(ALTER_ACTIONS[:-1])} or {ALTER_ACTIONS[-1]} after ALTER TABLE "
+                             f"{table.name}, found {_found(self._curr)}")
+        self._advance()
+        alter = ast.AlterTableStatement(this=table, action=word, exists=exists)
+        if word == "RENAME":
+            if self._match_text_seq("TO"):
+                alter.set("expression", self._parse_object_name("table"))
+                return alter
+            old = self._parse_id_var(any_token=False)
+            self._expect(old, f"expected TO <new table name> or <column> TO <new column>, found {_found(self._curr)}")
+            self._expect(self._match_text_seq("TO"), f"expected TO <new name> after RENAME {old.name if old else ''}")
+            new = self._parse_id_var(any_token=False)
+            self._expect(new, f"expected the new column name, found {_found(self._curr)}")
+            alter.set("action", "RENAME COLUMN")
+            alter.set("expressions", [old, new])
+        elif word == "SET":
+            self._expect(self._curr and self._curr.token_type == TokenType.L_PAREN,
+                         "expected ('key' = 'value', ...) after ALTER TABLE ... SET")
+            alter.set("expressions", self._parse_wrapped_properties())
+        elif word == "RESET":
+            self._expect(self._curr and self._curr.token_type == TokenType.L_PAREN,
+                         "expected ('key', ...) after ALTER TABLE ... RESET")
+            alter.set("expressions", self._parse_wrapped_csv(lambda: self._expect_string("an option key")))
+        elif word in ("ADD", "MODIFY"):
+            alter.set("expressions", self._parse_alter_elements(word))
+        else:  # DROP
+            alter.set("expressions", self._parse_alter_drop())
+        return alter
+
+    def _parse_alter_elements(self, action: str) -> list[exp.Expression]:
+        """``ADD|MODIFY`` one element or a parenthesised list of them, as in CREATE TABLE's column list."""
+        if self._curr and self._curr.token_type == TokenType.L_PAREN:
+            schema = self._parse_schema()
+            return list(schema.expressions) if isinstance(schema, exp.Schema) else []
+        if self._match_text_seq("WATERMARK"):
+            return [self._parse_watermark()]
+        if self._match(TokenType.PRIMARY_KEY):
+            return [self._parse_primary_key()]
+        if self._match(TokenType.CONSTRAINT):
+            self._parse_id_var(any_token=False)
+            self._expect(self._match(TokenType.PRIMARY_KEY), "expected PRIMARY KEY after CONSTRAINT <name>")
+            return [self._parse_primary_key()]
+        column = self._parse_field_def()
+        if not isinstance(column, exp.ColumnDef):
+            self.raise_error(f"expected a column definition, WATERMARK or PRIMARY KEY after {action}")
+        return [column]
+
+    def _parse_alter_drop(self) -> list[exp.Expression]:
+        if self._match(TokenType.PRIMARY_KEY):
+            return [exp.var("PRIMARY KEY")]
+        if self._match(TokenType.CONSTRAINT):
+            self._parse_id_var(any_token=False)
+            return [exp.var("PRIMARY KEY")]
+        if self._match_text_seq("WATERMARK"):
+            return [exp.var("WATERMARK")]
+        if self._curr and self._curr.token_type == TokenType.L_PAREN:
+            return self._parse_wrapped_csv(lambda: self._parse_id_var(any_token=False))
+        column = self._parse_id_var(any_token=False)
+        self._expect(column, f"expected a column, (columns), PRIMARY KEY or WATERMARK after DROP, found "
+                             f"{_found(self._curr)}")
+        return [column]
 
     def _parse_explain(self) -> exp.Expression:
         if self._match_text_seq("PLAN"):
@@ -333,6 +459,9 @@ class FlinkParser(BaseParser):
         "SET": _parse_set_option,
         "RESET": _parse_reset_option,
         "SHOW": _parse_show,
+        "DESCRIBE": _parse_describe,
+        "DESC": _parse_describe,
+        "ALTER": _parse_alter_table,
         "EXPLAIN": _parse_explain,
         "COMPILE": _parse_compile,
         "EXECUTE": _parse_execute,

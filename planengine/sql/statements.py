@@ -38,6 +38,8 @@ class ColumnDef:
     is_metadata: bool = False
     virtual: bool = False
     comment: str | None = None
+    # ALTER TABLE ... ADD|MODIFY: ("FIRST", None) or ("AFTER", column); None keeps the place (MODIFY) or appends
+    position: tuple[str, str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class CreateTable(Statement):
     temporary: bool = False
     if_not_exists: bool = False
     comment: str | None = None
+    or_replace: bool = False  # CREATE OR REPLACE TABLE: replace an existing table of the same name
 
 
 @dataclass(frozen=True)
@@ -182,4 +185,57 @@ class ExplainPlan(Statement):
 
 @dataclass(frozen=True)
 class Show(Statement):
-    kind: str  # TABLES | VIEWS | FUNCTIONS | CATALOGS | DATABASES
+    kind: str  # TABLES | VIEWS | FUNCTIONS | USER FUNCTIONS | CATALOGS | DATABASES
+    database: NameParts = ()  # SHOW TABLES FROM [catalog.]database
+    like: str | None = None  # [NOT] LIKE 'pattern' (SQL LIKE: % and _)
+    not_like: bool = False
+
+
+@dataclass(frozen=True)
+class ShowColumns(Statement):
+    """``SHOW COLUMNS FROM t [[NOT] LIKE 'p']``: DESCRIBE's table, filtered by column name."""
+
+    name: NameParts
+    like: str | None = None
+    not_like: bool = False
+
+
+@dataclass(frozen=True)
+class ShowCreate(Statement):
+    kind: str  # TABLE | VIEW
+    name: NameParts
+
+
+@dataclass(frozen=True)
+class ShowCurrent(Statement):
+    kind: str  # CATALOG | DATABASE
+
+
+@dataclass(frozen=True)
+class Describe(Statement):
+    name: NameParts
+
+
+@dataclass(frozen=True)
+class AlterTable(Statement):
+    """``ALTER TABLE [IF EXISTS] t <action>``; the fields used depend on the action:
+
+    * ``RENAME``: ``new_name``; ``RENAME COLUMN``: ``column`` to ``new_column``;
+    * ``SET``: ``options``; ``RESET``: ``keys``;
+    * ``ADD`` / ``MODIFY``: ``columns`` (each with its ``position``), ``watermark``, ``primary_key``;
+    * ``DROP``: ``keys`` (column names), or ``drop_primary_key`` / ``drop_watermark``.
+    """
+
+    name: NameParts
+    action: str  # RENAME | RENAME COLUMN | SET | RESET | ADD | MODIFY | DROP
+    if_exists: bool = False
+    new_name: NameParts = ()
+    column: str | None = None
+    new_column: str | None = None
+    options: tuple[tuple[str, str], ...] = ()
+    keys: tuple[str, ...] = ()
+    columns: tuple[ColumnDef, ...] = ()
+    watermark: WatermarkDef | None = None
+    primary_key: tuple[str, ...] | None = None
+    drop_primary_key: bool = False
+    drop_watermark: bool = False

@@ -52,7 +52,8 @@ MALFORMED = [
     ),
     ("BEGIN; INSERT INTO a SELECT 1; END", "expected STATEMENT SET after BEGIN (Flink has no transactions)", 1, 1, 6),
     ("SET 'k' 'v'", "expected '=' after the option key 'k' in SET", 1, 1, 9),
-    ("SHOW TABLE", "expected TABLES, VIEWS, FUNCTIONS, CATALOGS or DATABASES after SHOW", 1, 1, 6),
+    ("SHOW TABLE", "did you mean SHOW TABLES? expected TABLES, VIEWS, [USER] FUNCTIONS, CATALOGS, DATABASES, "
+     "COLUMNS FROM <table>, CREATE TABLE|VIEW <name> or CURRENT CATALOG|DATABASE after SHOW", 1, 1, 6),
     (
         "CREATE TABLE t (a INT) WITH ('connector' = 1)",
         "the value of option 'connector' must be a quoted string, found '1'",

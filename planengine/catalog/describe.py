@@ -4,8 +4,8 @@
 applicable); ``create_statement`` gives DDL that re-creates the object (secrets masked, ``${env:…}``
 references kept), so the output of ``SHOW CREATE TABLE`` can be pasted into another script.
 
->>> from planengine.schema import Column, PrimaryKey, ResolvedSchema, WatermarkSpec
->>> from planengine.types import parse_type
+>>> from planengine.ir.schema import Column, PrimaryKey, ResolvedSchema, WatermarkSpec
+>>> from planengine.ir.types import parse_type
 >>> schema = ResolvedSchema(
 ...     (Column("id", parse_type("BIGINT NOT NULL")), Column("ts", parse_type("TIMESTAMP(3) *ROWTIME*")),
 ...      Column("d", parse_type("INT"), "computed", "id % 7")),
@@ -22,8 +22,8 @@ from typing import Any
 
 from planengine.catalog.objects import CatalogTable, CatalogView, ObjectIdentifier
 from planengine.catalog.secret_options import mask_options
-from planengine.schema import Column, ResolvedSchema
-from planengine.types import quote_identifier
+from planengine.ir.schema import Column, ResolvedSchema
+from planengine.ir.types import quote_identifier
 
 DESCRIBE_COLUMNS = ("name", "type", "null", "key", "extras", "watermark")
 

@@ -117,8 +117,6 @@ FLINK_OPTIONS: tuple[Option, ...] = (
                  "planengine runs streaming jobs; `--until-idle --drain` processes bounded input to the end"),
     # --- Flink's runtime and SQL client ---------------------------------------------------------------------
     _accepted("parallelism.default", INT, "1", "Flink: default job parallelism.", _SPARK_PARALLELISM),
-    _accepted("pipeline.max-parallelism", INT, "-1", "Flink: maximum parallelism (key groups).",
-              _SPARK_PARALLELISM),
     _accepted("pipeline.name", STRING, None, "Flink: the job name.",
               "planengine names a job by its job root and plan id"),
     _accepted("pipeline.auto-watermark-interval", DURATION, "200 ms", "Flink: how often watermarks are emitted.",
@@ -146,7 +144,7 @@ FLINK_OPTIONS: tuple[Option, ...] = (
               "Python functions run in Spark's Python workers of the engine's interpreter", prefix=True),
     _accepted("spark.", STRING, None, "Spark configuration.",
               "Spark settings are fixed when the session starts: give them to the driver "
-              "(PLANENGINE_SPARK_CONF), not to SET", prefix=True),
+              "(`planengine run --conf KEY=VALUE` or PLANENGINE_SPARK_CONF), not to SET", prefix=True),
     _accepted("sql-client.execution.result-mode", enum_type("TABLE", "CHANGELOG", "TABLEAU"), "TABLE",
               "Flink SQL client: how query results are shown.",
               "`planengine sql` always prints results in tableau form"),

@@ -11,7 +11,7 @@ import re
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from planengine.config.registry import BOOL, DURATION, INT, STRING, Option, enum_type
-from planengine.connectors.options import OptionType
+from planengine.config.values import OptionType
 
 
 def _time_zone(text: str) -> str:
@@ -45,6 +45,13 @@ def _positive_int(text: str) -> int:
     value = INT.parse(text)
     if value <= 0:
         raise ValueError("a positive integer")
+    return value
+
+
+def _max_parallelism(text: str) -> int:
+    value = INT.parse(text)
+    if not 1 <= value <= 32768:
+        raise ValueError("a whole number from 1 to 32768")
     return value
 
 
@@ -99,6 +106,11 @@ TRIGGER_INTERVAL = Option(
     "committed). When unset it is inferred: the mini-batch allow-latency with mini-batching, else 0. Recorded "
     "in the plan; `--until-idle` runs ignore it.", scope="plan")
 
+MAX_PARALLELISM = Option(
+    "pipeline.max-parallelism", OptionType("Integer", _max_parallelism), None,
+    "The job's Spark shuffle (and state) partitions, fixed for the life of its state: about the total executor "
+    "cores the job may ever use. Recorded in the plan only when set; plans without it run with 2.", scope="plan")
+
 # --- read while planning ------------------------------------------------------------------------------------
 CDC_EVENTS_DUPLICATE = Option(
     "table.exec.source.cdc-events-duplicate", BOOL, "false",
@@ -147,7 +159,7 @@ DISPLAY_MAX_COLUMN_WIDTH = Option(
 ENGINE_OPTIONS: tuple[Option, ...] = (
     STATE_TTL, MINI_BATCH_ENABLED, MINI_BATCH_LATENCY, MINI_BATCH_SIZE, SOURCE_IDLE_TIMEOUT, SINK_NOT_NULL_ENFORCER,
     SINK_UPSERT_MATERIALIZE, ASYNC_LOOKUP_CAPACITY, ASYNC_LOOKUP_TIMEOUT, LOCAL_TIME_ZONE, NON_TEMPORAL_SORT,
-    TRIGGER_INTERVAL, CDC_EVENTS_DUPLICATE, DISABLED_RULES, COMPILE_CATALOG_OBJECTS, RESTORE_CATALOG_OBJECTS,
+    TRIGGER_INTERVAL, MAX_PARALLELISM, CDC_EVENTS_DUPLICATE, DISABLED_RULES, COMPILE_CATALOG_OBJECTS, RESTORE_CATALOG_OBJECTS,
     ENRICH_TABLE_OPTIONS, FORCE_RECOMPILE, JOB_ROOT, UNTIL_IDLE, DRAIN, PREVIEW_MAX_ROWS, PREVIEW_TIMEOUT,
     DISPLAY_MAX_COLUMN_WIDTH,
 )

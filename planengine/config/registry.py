@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from planengine.connectors.options import BOOL, DURATION, INT, MEMORY, STRING, OptionType, enum_type
+from planengine.config.values import BOOL, DURATION, INT, MEMORY, STRING, OptionType, enum_type
 from planengine.errors import ValidationError
 
 log = logging.getLogger("planengine.config")

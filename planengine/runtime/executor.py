@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planengine.connectors.options import parse_duration_ms
+from planengine.config.values import parse_duration_ms
 from planengine.errors import PlanIncompatible, UserError
 from planengine.exec import base as B
 from planengine.plan import serde

@@ -10,14 +10,33 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from importlib import metadata
 
 from planengine.errors import PlanEngineError
+from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION
+
+DESCRIPTION = ("Streaming SQL that survives engine upgrades: plan a Flink SQL job once into a versioned plan "
+               "file, run it on Spark with checkpoints, stop it with a snapshot, and restore the same plan on a "
+               "later engine without re-planning.")
+EPILOG = ("Run 'planengine COMMAND --help' for the options of a command. Exit codes: 0 ok, 2 bad input (the "
+          "message says what and where), 3 the plan needs migration, 4 incompatible, 1 internal error.")
+
+
+def version_text() -> str:
+    """``planengine --version``: the engine, the plan format it writes and the Spark it runs on."""
+    try:
+        spark = f"Spark {metadata.version('pyspark')}"
+    except metadata.PackageNotFoundError:
+        spark = "no Spark runtime installed"
+    return f"planengine {ENGINE_VERSION} (plan format {PLAN_FORMAT_VERSION}, {spark})"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="planengine", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="planengine", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=version_text(),
+                        help="print the engine version, its plan format and Spark version, and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log restore and planning decisions")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     from planengine.commands import register
 
     register(subparsers)

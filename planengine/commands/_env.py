@@ -13,7 +13,8 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--catalog", action="append", default=[], metavar="FILE",
                         help="SQL script with catalog DDL (CREATE TABLE/VIEW/FUNCTION/CATALOG) run first; repeatable")
     parser.add_argument("-D", "--set", dest="options", action="append", default=[], metavar="KEY=VALUE",
-                        help="session option, e.g. -D table.plan.compile.catalog-objects=SCHEMA; repeatable")
+                        help="session option (docs/options.md lists them), e.g. -D table.exec.state.ttl='1 h'; "
+                             "repeatable")
 
 
 def add_spark_conf_argument(parser: argparse.ArgumentParser) -> None:

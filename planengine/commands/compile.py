@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from planengine.commands._env import add_session_arguments, read_text, session
 from planengine.errors import UserError
@@ -16,9 +17,13 @@ from planengine.sql import statements as S
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser("compile", help="compile a SQL script into a plan")
-    p.add_argument("file")
-    p.add_argument("-o", "--output", help="plan file to write (default: stdout)")
+    p = subparsers.add_parser(
+        "compile", help="compile a SQL script into a plan",
+        description="Plan the script's one INSERT or statement set once and write the compiled plan: "
+                    "deterministic JSON that `planengine run --plan` executes and later engines restore without "
+                    "re-planning. DDL and SET statements before it set up the session.")
+    p.add_argument("file", help="SQL script: DDL and SET statements, then one INSERT or EXECUTE STATEMENT SET")
+    p.add_argument("-o", "--output", metavar="PLAN", help="plan file to write (default: print the plan)")
     p.add_argument("--force", action="store_true", help="overwrite an existing plan file")
     add_session_arguments(p)
     p.set_defaults(handler=run)
@@ -61,6 +66,9 @@ def compile_program(env, text: str, source: str):  # type: ignore[no-untyped-def
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output and Path(args.output).exists() and not args.force:
+        raise UserError(f"plan file {args.output} already exists",
+                        hint="add --force to overwrite it, or write the plan to another file with -o")
     env = session(args)
     if args.force:
         env.config["table.plan.force-recompile"] = "true"

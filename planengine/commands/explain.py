@@ -14,9 +14,12 @@ from planengine.plan.explain import plan_summary
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser("explain", help="explain a script or a compiled plan")
-    p.add_argument("file", nargs="?")
-    p.add_argument("--plan", help="a compiled plan file")
+    p = subparsers.add_parser(
+        "explain", help="explain a script or a compiled plan",
+        description="Show the plan of a script's INSERT / statement set (abstract syntax tree, optimized plan, "
+                    "execution DAG with changelog modes) or of a compiled plan file.")
+    p.add_argument("file", nargs="?", help="SQL script to plan and explain (or give --plan)")
+    p.add_argument("--plan", metavar="PLAN", help="a compiled plan file to explain instead of a script")
     p.add_argument("--json", action="store_true", help="machine-readable: nodes, changelog modes, sharing")
     p.add_argument("--verbose-rules", action="store_true", help="also print the plan after every rule")
     add_session_arguments(p)

@@ -11,9 +11,12 @@ from planengine.plan.migrate import migrate_plan
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser("migrate", help="migrate a plan to this engine's node versions")
-    p.add_argument("--plan", required=True)
-    p.add_argument("-o", "--output", required=True)
+    p = subparsers.add_parser(
+        "migrate", help="migrate a plan to this engine's node versions",
+        description="Rewrite the retired node versions of a compiled plan into ones this engine runs, keeping "
+                    "node ids and state names (never re-plans). `check` exit code 3 says a plan needs this.")
+    p.add_argument("--plan", required=True, metavar="PLAN", help="the plan to migrate")
+    p.add_argument("-o", "--output", required=True, metavar="PLAN", help="where to write the migrated plan")
     p.set_defaults(handler=run)
 
 

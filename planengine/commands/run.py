@@ -32,15 +32,19 @@ from planengine.runtime.session import SHUFFLE_PARTITIONS_KEY
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser("run", help="compile (or restore) a plan and run it on Spark")
+    p = subparsers.add_parser(
+        "run", help="compile (or restore) a plan and run it on Spark",
+        description="Run a job on Spark with checkpoints in its job root. The job root's plan.json, when present, "
+                    "is the plan in force and is restored, never re-planned. SIGTERM / Ctrl-C / POST /v1/stop "
+                    "stop it at a batch boundary with a snapshot.")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--script", help="SQL script: DDL, then one INSERT or statement set")
-    src.add_argument("--plan", help="compiled plan JSON")
-    p.add_argument("--job-root", required=True, help="job storage root (plan.json, runs/, snapshots/)")
-    p.add_argument("--from-snapshot", help="snapshot id of the job root, or a snapshot directory")
+    src.add_argument("--script", metavar="FILE", help="SQL script: DDL, then one INSERT or statement set")
+    src.add_argument("--plan", metavar="PLAN", help="compiled plan JSON (from planengine compile)")
+    p.add_argument("--job-root", required=True, metavar="DIR", help="job storage root (plan.json, runs/, snapshots/)")
+    p.add_argument("--from-snapshot", metavar="SNAPSHOT", help="snapshot id of the job root, or a snapshot directory")
     p.add_argument("--until-idle", action="store_true", help="stop after all available input is processed")
     p.add_argument("--drain", action="store_true", help="advance event time to the end before stopping")
-    p.add_argument("--status-port", type=int, help="serve the driver status API on this port (0 = any)")
+    p.add_argument("--status-port", type=int, metavar="PORT", help="serve the driver status API on this port (0 = any)")
     p.add_argument("--standby", action="store_true",
                    help="warm standby: start Spark and load the plan, then wait for POST /v1/start on the status "
                         "port (needs --plan and --status-port; writes nothing in the job root until started)")

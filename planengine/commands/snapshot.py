@@ -14,9 +14,13 @@ from planengine.errors import UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser("snapshot", help="snapshot a job's latest run")
-    p.add_argument("--job-root", required=True)
-    p.add_argument("--reason", default="manual", choices=("manual", "upgrade", "periodic", "stop"))
+    p = subparsers.add_parser(
+        "snapshot", help="snapshot a job's latest run",
+        description="Fork the job's latest run at its last committed batches into <job root>/snapshots/<id> "
+                    "(hard links where possible); works while the job runs. Prints {\"snapshot\": \"<id>\"}.")
+    p.add_argument("--job-root", required=True, metavar="DIR", help="the job's storage root (as given to run)")
+    p.add_argument("--reason", default="manual", choices=("manual", "upgrade", "periodic", "stop"),
+                   help="recorded in the snapshot's manifest (default: manual)")
     p.set_defaults(handler=run)
 
 

@@ -13,10 +13,13 @@ from planengine.errors import UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser("snapshots", help="list or inspect a job's snapshots")
-    p.add_argument("action", choices=("list", "inspect"))
-    p.add_argument("snapshot_id", nargs="?")
-    p.add_argument("--job-root", required=True)
+    p = subparsers.add_parser(
+        "snapshots", help="list or inspect a job's snapshots",
+        description="list: one JSON line per snapshot of the job. inspect: a snapshot's manifest, committed "
+                    "batches and (through Spark) its state stores and row counts.")
+    p.add_argument("action", choices=("list", "inspect"), help="list the snapshots, or inspect one")
+    p.add_argument("snapshot_id", nargs="?", help="inspect: the snapshot id (default: the newest)")
+    p.add_argument("--job-root", required=True, metavar="DIR", help="the job's storage root (as given to run)")
     p.add_argument("--no-state", action="store_true", help="inspect: skip reading state through Spark")
     p.set_defaults(handler=run)
 
@@ -26,6 +29,9 @@ def run(args: argparse.Namespace) -> int:
     from planengine.runtime.snapshots import inspect_snapshot, list_snapshots
 
     root = JobRoot(args.job_root)
+    if not root.path.is_dir():
+        raise UserError(f"job root {args.job_root} does not exist",
+                        hint="give the --job-root that `planengine run` used")
     if args.action == "list":
         for info in list_snapshots(root):
             print(json.dumps({"snapshot": info.snapshot_id, "complete": info.complete, "createdAt": info.created_at,

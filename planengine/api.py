@@ -22,6 +22,7 @@ from typing import Any
 from planengine.catalog.manager import CatalogManager
 from planengine.catalog.objects import CatalogFunction, CatalogTable, ObjectIdentifier
 from planengine.client.catalog_statements import CatalogStatements
+from planengine.client.preview import explain_query, preview_query
 from planengine.client.results import TableResult
 from planengine.config import REGISTRY
 from planengine.config import validate as validate_options
@@ -173,8 +174,7 @@ class TableEnvironment(CatalogStatements):
     def _exec_Explain(self, stmt: S.Explain) -> TableResult:
         body = stmt.body
         if isinstance(body, S.Query):
-            node = self._planner().convert_query(body.location, body.query)
-            return TableResult("EXPLAIN", "== Abstract Syntax Tree ==\n" + explain_dag([node]))
+            return TableResult("EXPLAIN", explain_query(self, body, stmt.details))
         return TableResult("EXPLAIN", self.explain_inserts(_inserts(body), stmt.details))
 
     def _exec_ExplainPlan(self, stmt: S.ExplainPlan) -> TableResult:
@@ -183,8 +183,8 @@ class TableEnvironment(CatalogStatements):
         return TableResult("EXPLAIN", plan.explain() + "\n\n== Restore check ==\n" + report.summary())
 
     def _exec_Query(self, stmt: S.Query) -> TableResult:
-        raise ValidationError("a bare SELECT has no sink to run into in a streaming job", location=stmt.location,
-                              hint="INSERT INTO a table (e.g. a 'print' or 'filesystem' sink), or EXPLAIN it")
+        """A bare SELECT previews its first rows (bounded by rows and time; ``planengine.client.preview``)."""
+        return preview_query(self, stmt)
 
     # --- plans ------------------------------------------------------------------------------------------
     def _planner(self) -> Planner:

@@ -96,7 +96,9 @@ def main() -> int:
     env.execute_sql(DDL.replace("{work}", str(work)))
     plan = env.compile_plan_sql(PROGRAM)
     say(f"compiled plan {plan.plan_id[:12]}: {len(plan.data['nodes'])} exec nodes")
-    say("starting Spark (local) ...")
+    # Spark's own log lines and the Python workers' chatter go to a file, not between the results.
+    spark_log = Path(os.environ.setdefault("PLANENGINE_SPARK_LOG", str(work / "spark.log")))
+    say(f"starting Spark (local); its log: {spark_log}")
     spark = get_spark()
 
     shutil.copy(DATA / "part-1.json", work / "input" / "part-1.json")
@@ -105,7 +107,7 @@ def main() -> int:
     started = time.time()
     job.process_available()
     for q in job.status()["queries"]:
-        say(f"  {q['uid']:<45} batches={q['batchesTotal']:<3} rows={q['rowsTotal']}")
+        say(f"  {q['name']:<14} batches={q['batchesTotal']:<3} rows={q['rowsTotal']}")
     snapshot = job.stop(snapshot=True, reason="manual")
     say(f"phase 1 stopped after {time.time() - started:.1f}s with snapshot {snapshot}")
 

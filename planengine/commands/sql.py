@@ -1,23 +1,34 @@
-"""``planengine sql FILE``: run a script statement by statement (DDL, SET, COMPILE PLAN, EXECUTE …).
+"""``planengine sql [FILE | -]``: run a script statement by statement, or open an interactive prompt.
 
-INSERTs, statement sets and ``EXECUTE PLAN`` start jobs; the command then either runs them until all
-available input is processed (``--until-idle``) or keeps them running until SIGTERM/Ctrl-C, which stops
-them at a batch boundary with a snapshot.
+With FILE (or ``-`` / piped standard input) every statement runs in order (DDL, SET, SHOW, SELECT previews,
+COMPILE PLAN, INSERT …); jobs it starts then run until all available input is processed (``--until-idle``) or
+until SIGTERM / Ctrl-C, which stops them at a batch boundary with a snapshot. Without FILE on a terminal it
+is a prompt (``planengine.client.shell``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import sys
+import tempfile
 import threading
+from pathlib import Path
 
 from planengine.commands._env import add_session_arguments, read_text, session
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser("sql", help="run a SQL script")
-    p.add_argument("file")
-    p.add_argument("--job-root", help="job storage for the jobs the script starts (default: a temp directory)")
+    p = subparsers.add_parser(
+        "sql", help="run a SQL script, or an interactive SQL prompt",
+        description="Run a SQL script statement by statement (from FILE, or from standard input), or, on a "
+                    "terminal without FILE, open a prompt: statements end with ';', a bare SELECT previews its "
+                    "first rows, HELP; lists what you can type.")
+    p.add_argument("file", nargs="?", metavar="FILE",
+                   help="the script ('-' for standard input; none on a terminal: the interactive prompt)")
+    p.add_argument("--job-root", metavar="DIR",
+                   help="job storage for the jobs the script starts (default: a temp directory)")
     p.add_argument("--until-idle", action="store_true", help="stop jobs once all available input is processed")
     p.add_argument("--drain", action="store_true", help="with --until-idle: fire all windows and timers first")
     add_session_arguments(p)
@@ -25,21 +36,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
+    from planengine.client.shell import Shell, enable_history
+
     env = session(args)
     if args.job_root:
         env.config["planengine.job-root"] = args.job_root
     if args.until_idle:
         env.config["planengine.until-idle"] = "true"
         env.config["planengine.drain"] = "true" if args.drain else "false"
-    jobs = []
-    for result in env.execute_sql(read_text(args.file), source=args.file):
-        text = str(result)
-        if text:
-            print(text, flush=True)
-        if result.job is not None and hasattr(result.job, "wait"):
-            jobs.append(result.job)
-    if jobs:
-        _wait(jobs)
+    shell = Shell(env)
+    if args.file is None and sys.stdin.isatty():
+        # Spark's log lines and Python-worker chatter would bury the prompt: they go to a file.
+        log = os.environ.setdefault("PLANENGINE_SPARK_LOG", str(Path(tempfile.gettempdir()) / "planengine-sql.log"))
+        history = enable_history()
+        print(f"Spark's log: {log}" + (f"; history: {history}" if history else ""), file=sys.stderr)
+        return shell.interact()
+    if args.file in (None, "-"):
+        shell.run_script(sys.stdin.read(), "<stdin>")
+    else:
+        shell.run_script(read_text(args.file), args.file)
+    if shell.jobs:
+        _wait(shell.jobs)
     return 0
 
 

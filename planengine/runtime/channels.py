@@ -39,7 +39,7 @@ def cut(stream: Stream, name: str, ctx: Any, register: Any) -> Stream:
         writer = df.writeStream.format("parquet").outputMode("append").option("path", str(path))
         return options.configure(writer).start()
 
-    register(SinkQuery(name, start, "channel", f"channel {name}"))
+    register(SinkQuery(name, start, "channel", f"channel {name}", f"channel {name}"))
     schema = df.schema
     read_back = ctx.spark.readStream.schema(schema).parquet(str(path))
     if stream.rowtime is not None:

@@ -140,6 +140,7 @@ def _latest_run(job_root: JobRoot) -> Run | None:
 class QueryState:
     uid: str
     kind: str
+    label: str = ""  # the sink table's name (or "channel <name>"): what progress lines show
     query: Any = None
     rows: int = 0
     batches: int = 0
@@ -214,7 +215,7 @@ class Job:
         self._listener = _ProgressListener(self)
         self.spark.streams.addListener(self._listener)
         for spec in self._specs:  # channel producers were registered before their consumers' sinks
-            state = QueryState(spec.uid, spec.kind)
+            state = QueryState(spec.uid, spec.kind, _label(spec, self._specs))
             state.spec = spec
             state.query = spec.start(self._query_options(spec))
             self.queries.append(state)
@@ -311,6 +312,15 @@ class Job:
             self._stopped.set()
             return self.snapshot_id
 
+    def cancel(self) -> None:
+        """Stop every query now, mid-batch if need be, without a snapshot: for throw-away runs (SELECT previews)
+        whose output nobody resumes. The run keeps its checkpoints; nothing is committed twice."""
+        with self._lock:
+            if self.state != "STOPPED":
+                _abort(self)
+                self.state = "STOPPED"
+                self._stopped.set()
+
     def _remove_listener(self) -> None:
         if getattr(self, "_listener", None) is not None:
             with contextlib.suppress(Exception):
@@ -331,7 +341,7 @@ class Job:
                 progress = q.query.lastProgress if q.query is not None else None
                 exception = q.query.exception() if q.query is not None and not q.query.isActive else None
                 queries.append({
-                    "uid": q.uid, "kind": q.kind,
+                    "uid": q.uid, "kind": q.kind, "name": q.label or q.uid,
                     "state": "FAILED" if exception else ("ACTIVE" if q.query is not None and q.query.isActive
                                                          else self.state),
                     "lastBatchId": q.last_batch_id, "lastCommitAt": q.last_commit_at,
@@ -348,6 +358,14 @@ class Job:
 
     def request_stop(self, snapshot: bool, drain: bool) -> str | None:
         return self.stop(snapshot=snapshot, drain=drain, reason="manual" if snapshot else "stop")
+
+
+def _label(spec: Any, specs: list[Any]) -> str:
+    """A query's name for people: its sink table, with the uid's node id when two sinks write one table."""
+    label = getattr(spec, "label", "") or spec.uid
+    if sum(1 for s in specs if (getattr(s, "label", "") or s.uid) == label) > 1:
+        return f"{label} (node {spec.uid.split('_')[0]})"
+    return label
 
 
 def _stop_at_batch_boundary(query: Any, timeout: float = 30.0) -> None:
@@ -412,8 +430,8 @@ class _ProgressListener:
                         q.rows += p.numInputRows
                         q.batches += 1
                         if job.progress and p.numInputRows:
-                            print(f"[planengine] {q.uid}: batch {p.batchId} committed, {p.numInputRows} rows",
-                                  file=sys.stderr, flush=True)
+                            print(f"[planengine] {q.label or q.uid}: batch {p.batchId} committed, "
+                                  f"{p.numInputRows} rows", file=sys.stderr, flush=True)
                 if mine and job.state == "RUNNING":
                     try:
                         job.fence(p.batchId)
@@ -432,15 +450,17 @@ class _ProgressListener:
 # --- entry points ----------------------------------------------------------------------------------------------
 def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str] | None = None,
                           from_snapshot: str | None = None, until_idle: bool = False, drain: bool = False,
-                          status_port: int | None = None, block: bool | None = None) -> Any:
+                          status_port: int | None = None, block: bool | None = None, paced: bool | None = None
+                          ) -> Any:
     """Run a plan. With ``until_idle`` (or ``block``) it returns a ``JobResult`` after stopping; else the
-    running ``Job`` (stop it with ``job.stop()``)."""
+    running ``Job`` (stop it with ``job.stop()``). ``paced`` (default: unless ``until_idle``) starts micro-batches
+    at the plan's ``pipeline.trigger-interval``."""
     from planengine.runtime.session import get_spark
 
     root = JobRoot(job_root if job_root is not None else _default_job_root(plan))
     _install_plan(root, plan)
     spark = get_spark()
-    job = start_job(plan, root, spark, from_snapshot, paced=not until_idle)
+    job = start_job(plan, root, spark, from_snapshot, paced=not until_idle if paced is None else paced)
     run = job.run
     server = None
     try:

@@ -15,7 +15,9 @@ Everything else may be tuned per deployment, later sources winning:
 * ``PLANENGINE_SPARK_MASTER`` (default ``local[2]``);
 * ``PLANENGINE_SPARK_CONF``: extra ``key=value`` pairs separated by newlines or ``;``;
 * ``--conf key=value`` of ``planengine run`` / ``check`` (:func:`set_cli_conf`; ``spark.master`` among them);
-* ``PLANENGINE_LOG_LEVEL`` for Spark's own logs (default ``ERROR``).
+* ``PLANENGINE_LOG_LEVEL`` for Spark's own logs (default ``ERROR``);
+* ``PLANENGINE_SPARK_LOG``: a file that receives the JVM's output (Spark's log lines and the Python workers'
+  chatter) instead of the terminal.
 
 The JVM operator library's jar (``planengine.runtime.jvm``) is appended to ``spark.jars``.
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 # The shuffle partitions of a plan that records no max parallelism (every plan compiled before it was recorded).
@@ -118,14 +121,37 @@ def get_spark() -> Any:
 
         from planengine.runtime.jvm import session_conf
 
-        builder = SparkSession.builder.master(os.environ.get("PLANENGINE_SPARK_MASTER", "local[2]")).appName(
+        master = os.environ.get("PLANENGINE_SPARK_MASTER", "local[2]")
+        settings = session_conf(spark_conf())  # + the JVM operator library's jar
+        builder = SparkSession.builder.master(master).appName(
             "planengine")  # a spark.master in the conf (--conf, PLANENGINE_SPARK_CONF) wins
-        for key, value in session_conf(spark_conf()).items():  # + the JVM operator library's jar
+        for key, value in settings.items():
             builder = builder.config(key, value)
+        log_file = os.environ.get("PLANENGINE_SPARK_LOG")
+        if log_file:
+            _launch_jvm_logging_to(log_file, {"spark.master": master, "spark.app.name": "planengine", **settings})
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel(os.environ.get("PLANENGINE_LOG_LEVEL", "ERROR"))
         _spark = spark
         return spark
+
+
+def _launch_jvm_logging_to(path: str, settings: dict[str, str]) -> None:
+    """Start the JVM with its stdout and stderr appended to ``path``: Spark's own log lines, its start-up notes
+    and the Python workers' chatter (which Spark copies to the JVM's stderr) go there instead of the
+    terminal. Used by ``make run`` and the interactive SQL client, where they would bury the results."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:  # the JVM is already up (its output goes where it went)
+        return
+    conf = SparkConf(loadDefaults=False)
+    for key, value in settings.items():
+        conf.set(key, value)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab") as log:  # the child keeps its own copy of the descriptor
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
 
 
 def stop_spark() -> None:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 from sqlglot import exp
 from sqlglot.errors import ParseError
-from sqlglot.tokens import Token
+from sqlglot.tokens import Token, TokenType
 
 from planengine.errors import SqlParseError
 from planengine.sql.convert import Origin, convert
@@ -65,6 +65,23 @@ def parse_script(text: str, source: str | None = None) -> list[Statement]:
         origin = Origin(text, statement.index, statement.start, statement.text, source)
         statements.append(convert(node, origin))
     return statements
+
+
+def ends_statement(text: str) -> bool:
+    """Whether ``text`` ends with a complete statement: a ``;`` outside strings, comments and statement-set
+    blocks (what an interactive prompt waits for before it runs what was typed).
+
+    >>> ends_statement("SELECT 1;"), ends_statement("SELECT ';'"), ends_statement("EXECUTE STATEMENT SET BEGIN"
+    ...     " INSERT INTO t SELECT 1;"), ends_statement("SELECT 'it''s"), ends_statement("SELECT 1; -- done")
+    (True, False, False, False, True)
+    """
+    try:
+        tokens = _DIALECT.tokenize(text)
+    except FlinkTokenError:  # e.g. a string not closed yet: the statement goes on on the next line
+        return False
+    if not tokens or tokens[-1].token_type != TokenType.SEMICOLON:
+        return False
+    return all(chunk.unclosed_begin is None for chunk in split_tokens(tokens))
 
 
 def parse_query(text: str) -> exp.Expression:

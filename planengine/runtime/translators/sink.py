@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from planengine.catalog.objects import ObjectIdentifier
 from planengine.connectors.base import SinkContext
 from planengine.errors import PlanError
 from planengine.runtime.connectors import QueryOptions, get_sink_writer
@@ -30,6 +31,7 @@ class SinkQuery:
     start: Callable[[QueryOptions], Any]
     kind: str = "sink"  # sink | channel
     description: str = ""
+    label: str = ""  # what progress and status show: the sink table's name, or "channel <name>"
 
 
 @translator("stream-exec-sink", 1)
@@ -58,7 +60,8 @@ def translate_sink(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
         cols.append(F.col(ROWKIND))
     out = Stream(inp.df.select(*cols), tuple(c.name for c in columns), inp.updating, None, dict(inp.properties))
     uid = ctx.uid(node, "sink")
-    query = SinkQuery(uid, lambda options: writer(out, sink, node, ctx, options), "sink", node.description)
+    query = SinkQuery(uid, lambda options: writer(out, sink, node, ctx, options), "sink", node.description,
+                      ObjectIdentifier.parse(node.table.identifier).name)
     return out.with_df(out.df, properties={**out.properties, "query": query})
 
 

@@ -1,0 +1,137 @@
+"""``planengine sql``: run a script (a file or standard input), or talk to a prompt.
+
+The prompt reads lines until a statement ends with ``;`` (a statement set until its ``END;``), runs it and
+prints the result the way Flink's SQL client does: tables for listings and SELECT previews, ``[INFO]`` for
+what a statement did, ``[ERROR]`` with the reason and the fix, after which the prompt simply continues.
+``HELP;`` lists what one can type, ``QUIT;`` / ``EXIT;`` / Ctrl-D leave (stopping the jobs started here
+with a snapshot), Ctrl-C drops the statement being typed. With ``readline`` available, lines are edited
+and remembered across sessions (``~/.planengine_history``, or ``PLANENGINE_HISTORY``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from planengine.client.results import TableResult
+from planengine.errors import PlanEngineError
+from planengine.sql import ends_statement, parse_script
+from planengine.version import ENGINE_VERSION
+
+PROMPT = "planengine> "
+CONTINUATION = "         > "
+LEAVE = ("QUIT", "EXIT")
+HELP_TEXT = """Statements end with ';' and may span lines. Among them:
+  SHOW TABLES | VIEWS | FUNCTIONS | CATALOGS | DATABASES | CURRENT CATALOG | CURRENT DATABASE
+  DESCRIBE t;  SHOW COLUMNS FROM t;  SHOW CREATE TABLE t;
+  CREATE TABLE t (...) WITH (...);  ALTER TABLE t SET ('k' = 'v');  DROP TABLE t;
+  SET;  SET 'key' = 'value';  RESET 'key';         (docs/options.md lists the keys)
+  SELECT ...;            a preview: the first rows ('planengine.preview.max-rows'), for a while at most
+                         ('planengine.preview.timeout')
+  EXPLAIN SELECT ...;    the plan with its changelog modes
+  INSERT INTO t SELECT ...;  EXECUTE STATEMENT SET BEGIN ... END;   start a job (stopped with a snapshot
+                         when you leave)
+  COMPILE PLAN 'p.json' FOR INSERT ...;  EXECUTE PLAN 'p.json';  EXPLAIN PLAN 'p.json';
+  HELP;  QUIT;  (Ctrl-C drops the statement being typed, Ctrl-D leaves)"""
+
+
+class Shell:
+    """Executes statements on one ``TableEnvironment`` and prints what they produced."""
+
+    def __init__(self, env: Any, out: TextIO | None = None, err: TextIO | None = None):
+        self.env = env
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.jobs: list[Any] = []
+
+    # -- scripts ---------------------------------------------------------------------------------------------
+    def run_script(self, text: str, source: str) -> None:
+        """Every statement in order; the first error propagates (the CLI maps it to its exit code)."""
+        for statement in parse_script(text, source):
+            self.show(self.env.execute_statement(statement))
+
+    def show(self, result: TableResult) -> None:
+        text = str(result)
+        if text:
+            print(text, file=self.out, flush=True)
+        if result.job is not None and hasattr(result.job, "wait"):
+            self.jobs.append(result.job)
+
+    # -- the prompt ------------------------------------------------------------------------------------------
+    def interact(self, read_line: Callable[[str], str] = input) -> int:
+        print(f"planengine {ENGINE_VERSION} SQL client. Statements end with ';'. HELP; lists them, QUIT; leaves.",
+              file=self.out, flush=True)
+        lines: list[str] = []
+        while True:
+            try:
+                line = read_line(CONTINUATION if lines else PROMPT)
+            except EOFError:
+                print(file=self.out)
+                break
+            except KeyboardInterrupt:
+                print("^C", file=self.out)
+                lines = []
+                continue
+            lines.append(line)
+            text = "\n".join(lines)
+            word = text.strip().rstrip(";").strip().upper()
+            if not word:
+                lines = []
+                continue
+            if word in LEAVE:
+                break
+            if word == "HELP":
+                print(HELP_TEXT, file=self.out, flush=True)
+                lines = []
+                continue
+            if not ends_statement(text):
+                continue
+            lines = []
+            self._run_typed(text)
+        self.stop_jobs()
+        return 0
+
+    def _run_typed(self, text: str) -> None:
+        try:
+            statements = parse_script(text, None)
+            for statement in statements:
+                result = self.env.execute_statement(statement)
+                if result.kind in ("OK", "PLAN", "JOB"):
+                    result.message = f"[INFO] {result.message}"
+                self.show(result)
+        except PlanEngineError as error:
+            print(f"[ERROR] {error.render()}", file=self.out, flush=True)
+        except KeyboardInterrupt:
+            print("[INFO] cancelled", file=self.out, flush=True)
+        except Exception as error:  # an engine bug must not end the session; the message goes to the user
+            print(f"[ERROR] internal error: {type(error).__name__}: {error}", file=self.out, flush=True)
+
+    def stop_jobs(self) -> None:
+        for job in self.jobs:
+            snapshot = job.stop(snapshot=True, reason="stop")
+            print(f"[INFO] job {job.run.run_id} stopped with snapshot {snapshot}", file=self.out, flush=True)
+        self.jobs = []
+
+
+def enable_history(path: Path | None = None) -> Path | None:
+    """Line editing and a history file, when Python has ``readline``; returns the history file."""
+    try:
+        import readline  # optional: not on every platform; the prompt works without it
+    except ImportError:
+        return None
+    history = path or Path(os.environ.get("PLANENGINE_HISTORY") or Path.home() / ".planengine_history")
+    with contextlib.suppress(OSError):
+        readline.read_history_file(history)
+    readline.set_history_length(1000)
+
+    def save() -> None:
+        with contextlib.suppress(OSError):
+            readline.write_history_file(history)
+
+    atexit.register(save)
+    return history

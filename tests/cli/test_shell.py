@@ -1,0 +1,93 @@
+"""``planengine sql``: scripts from files and standard input, and the interactive prompt (driven in-process)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from collections.abc import Iterator
+
+from planengine.api import TableEnvironment
+from planengine.client.shell import CONTINUATION, PROMPT, Shell
+from planengine.sql import ends_statement
+
+
+def typing(*lines: str):  # type: ignore[no-untyped-def]
+    """A read_line that types ``lines`` and records the prompts it was shown."""
+    prompts: list[str] = []
+    feed: Iterator[str] = iter(lines)
+
+    def read_line(prompt: str) -> str:
+        prompts.append(prompt)
+        try:
+            line = next(feed)
+        except StopIteration:
+            raise EOFError from None
+        if line == "^C":
+            raise KeyboardInterrupt
+        return line
+
+    return read_line, prompts
+
+
+def test_the_prompt_reads_statements_over_lines_and_survives_errors() -> None:
+    out = io.StringIO()
+    read_line, prompts = typing(
+        "CREATE TABLE clicks (",
+        "  page STRING, n BIGINT",
+        ") WITH ('connector' = 'datagen');",
+        "SET 'table.exec.state.tll' = '1 h';",
+        "SELECT * FROM nowhere; -- an error does not end the session",
+        "half a statement",
+        "^C",
+        "SHOW TABLES;",
+        "help;",
+        "DESCRIBE clicks; SHOW CURRENT DATABASE;",
+        "QUIT;",
+        "SHOW TABLES;",  # never read
+    )
+    assert Shell(TableEnvironment(), out=out).interact(read_line) == 0
+    text = out.getvalue()
+    assert prompts[:4] == [PROMPT, CONTINUATION, CONTINUATION, PROMPT]
+    assert "[INFO] table `default_catalog`.`default_database`.`clicks` created" in text
+    assert "[ERROR] statement 1, line 1, column 1: unknown option 'table.exec.state.tll'; did you mean " \
+           "'table.exec.state.ttl'?" in text
+    assert "[ERROR] statement 1, line 1, column 1: table or view `default_catalog`.`default_database`.`nowhere` " \
+           "does not exist" in text
+    assert "^C" in text and "half a statement" not in text
+    assert "| table name |\n+------------+\n|     clicks |" in text
+    assert "SHOW TABLES | VIEWS | FUNCTIONS" in text  # HELP
+    assert "|    n | BIGINT | TRUE |" in text and "| current database name |" in text
+    assert text.count("[ERROR]") == 2
+    assert len(prompts) == 11  # stopped reading at QUIT
+
+
+def test_a_statement_set_runs_only_after_its_end() -> None:
+    assert not ends_statement("EXECUTE STATEMENT SET BEGIN\n INSERT INTO a SELECT 1;")
+    assert not ends_statement("EXECUTE STATEMENT SET BEGIN\n INSERT INTO a SELECT 1;\n INSERT INTO b SELECT 2;")
+    assert ends_statement("EXECUTE STATEMENT SET BEGIN\n INSERT INTO a SELECT 1;\n END;")
+    assert not ends_statement("SELECT 'a;")
+    assert ends_statement("SELECT 'a;';")
+
+
+def test_ctrl_d_leaves_the_prompt() -> None:
+    out = io.StringIO()
+    read_line, prompts = typing("SHOW CATALOGS;")
+    assert Shell(TableEnvironment(), out=out).interact(read_line) == 0
+    assert "default_catalog" in out.getvalue() and prompts == [PROMPT, PROMPT]
+
+
+def test_a_script_on_standard_input_runs_statement_by_statement() -> None:
+    script = ("CREATE TABLE t (a INT, b STRING) WITH ('connector' = 'datagen');\n"
+              "SHOW COLUMNS FROM t LIKE 'b';\n"
+              "ALTER TABLE t RENAME b TO c;\n"
+              "SHOW CREATE TABLE t;\n")
+    done = subprocess.run([sys.executable, "-m", "planengine.cli", "sql"], input=script, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "|    b | STRING | TRUE |" in done.stdout
+    assert "  `c` STRING\n)" in done.stdout
+    bad = subprocess.run([sys.executable, "-m", "planengine.cli", "sql", "-"], input="SHOW TABLE;", text=True,
+                         capture_output=True, timeout=120)
+    assert bad.returncode == 2
+    assert "planengine: error: <stdin>, statement 1, line 1, column 6: did you mean SHOW TABLES?" in bad.stderr

@@ -1,8 +1,10 @@
 """``planengine check --plan P [--snapshot S] [--json] [--conf KEY=VALUE]...``: can this engine restore the
 plan (and state)?
 
-Exit 0 compatible, 3 needs migration, 4 incompatible; ``--json`` says why. Judged from the plan's JSON
-alone, before anything starts. With ``--snapshot`` also the snapshot's Spark state layout against the one
+Exit 0 compatible, 3 needs migration, 4 incompatible; ``--json`` says why. Judged from the plan's JSON, then
+by restoring it as ``run --plan`` would, with the same ``--catalog`` / ``-D`` (``planengine.plan.restorable``:
+e.g. a masked secret no catalog supplies is incompatible), before anything starts. With ``--snapshot`` also
+the snapshot's Spark state layout against the one
 this engine creates for the plan, which costs a SparkSession and one batch per query over empty input in a
 temporary directory (``planengine.runtime.state_check``); nothing of the job is touched. ``--conf`` sets
 Spark settings of that session, as for ``run``.
@@ -13,24 +15,36 @@ from __future__ import annotations
 import argparse
 import json
 
-from planengine.commands._env import add_spark_conf_argument, read_text, spark_conf_from_args
+from planengine.commands._env import (
+    add_session_arguments,
+    add_spark_conf_argument,
+    read_text,
+    session,
+    spark_conf_from_args,
+)
 from planengine.plan.compiled_plan import CompiledPlan
+from planengine.plan.restorable import check_restorable
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser("check", help="check that this engine can restore a plan")
-    p.add_argument("--plan", required=True)
-    p.add_argument("--snapshot", help="a snapshot directory whose state must also be restorable")
-    p.add_argument("--json", action="store_true")
+    p = subparsers.add_parser(
+        "check", help="check that this engine can restore a plan",
+        description="Can this engine restore the plan (and the snapshot's state)? Exit 0 compatible, 3 needs "
+                    "migration (planengine migrate), 4 incompatible; the reasons say what to do.")
+    p.add_argument("--plan", required=True, metavar="PLAN", help="the compiled plan to check")
+    p.add_argument("--snapshot", metavar="DIR", help="a snapshot directory whose state must also be restorable")
+    p.add_argument("--json", action="store_true", help="print the verdict and reasons as JSON")
+    add_session_arguments(p)
     add_spark_conf_argument(p)
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     spark_conf_from_args(args)
-    plan = CompiledPlan.from_json(read_text(args.plan))
+    plan = CompiledPlan.from_json(read_text(args.plan), session(args).plan_session())
     report = plan.check()
     _check_runtime_support(plan.data, report)
+    check_restorable(plan, report)  # with the catalog and options `run --plan` would get
     if args.snapshot:
         try:
             from planengine.runtime.state_check import check_snapshot_state

@@ -8,29 +8,49 @@ the ``planengine.factories`` entry-point group (``planengine.connectors.discover
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from planengine.catalog.objects import CatalogTable, ObjectIdentifier
+from planengine.catalog.secret_options import has_reference, resolve_value
 from planengine.connectors.base import DecodingFormat, DynamicTableSink, DynamicTableSource, EncodingFormat
 from planengine.connectors.options import ConfigOption
+from planengine.errors import OptionError
 from planengine.ir.schema import ResolvedSchema
 
 
 @dataclass(frozen=True)
 class FactoryContext:
-    """Everything a factory may look at: the table, its identifier, and the session configuration."""
+    """Everything a factory may look at: the table, its identifier, and the session configuration.
+
+    ``options`` are the table's options with ``${env:NAME}`` references resolved from the process
+    environment (the table, and so a compiled plan, keeps the reference, never the value). At run time
+    (``require_environment``) an unset variable is an error naming it; while planning it stays as written, so
+    a plan can be compiled where the secret is not available.
+    """
 
     identifier: ObjectIdentifier
     table: CatalogTable
     config: Mapping[str, str] = field(default_factory=dict)
     is_temporary: bool = False
+    require_environment: bool = False
 
     @property
     def options(self) -> dict[str, str]:
-        return self.table.options_dict
+        return {key: self._resolve(key, value) for key, value in self.table.options_dict.items()}
+
+    def _resolve(self, key: str, value: str) -> str:
+        def missing(variable: str) -> None:
+            if self.require_environment:
+                raise OptionError(
+                    f"table {self.identifier}: option '{key}' reads the environment variable {variable}, which is "
+                    "not set", hint=f"set {variable} in the environment of the engine (on Kubernetes, from a "
+                                    "Secret through the pod template)")
+
+        return resolve_value(value, os.environ, on_missing=missing) if has_reference(value) else value
 
     @property
     def schema(self) -> ResolvedSchema:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planengine.catalog.objects import CatalogFunction, CatalogTable, ObjectIdentifier, TableRef
+from planengine.catalog.secret_options import is_reference
 from planengine.errors import PlanIncompatible, ValidationError
 from planengine.exec.nodes import TableSpec
 from planengine.ir.schema import ResolvedSchema
@@ -46,7 +47,9 @@ def is_secret_key(key: str) -> bool:
 
 
 def mask_options(options: dict[str, str]) -> dict[str, str]:
-    return {k: (MASK if is_secret_key(k) else v) for k, v in sorted(options.items())}
+    """Secret values become ``******``; an ``${env:NAME}`` reference is no secret and is kept, so a plan restores
+    without its catalog wherever the variable is set."""
+    return {k: (MASK if is_secret_key(k) and not is_reference(v) else v) for k, v in sorted(options.items())}
 
 
 def _choice(config: Mapping[str, str], key: str, allowed: tuple[str, ...], default: str) -> str:

@@ -22,7 +22,8 @@ def factory_context(table_spec: Any, ctx: Any) -> FactoryContext:
     if ref is None:
         raise ValidationError(f"table {table_spec.identifier} is not resolved in this plan",
                               hint="restore the plan with its catalog, or compile it with catalog-objects ALL")
-    return FactoryContext(ref.identifier, ref.table.with_options(ref.options), dict(ctx.config), ref.temporary)
+    return FactoryContext(ref.identifier, ref.table.with_options(ref.options), dict(ctx.config), ref.temporary,
+                          require_environment=True)
 
 
 def runtime_source(node: Any, ctx: Any) -> Any:

@@ -86,6 +86,14 @@ class Calc(ExecNode):
     condition: Expr | None = json_field("condition", OPT_EXPR, None, omit_empty=True)
 
 
+@exec_node(_meta("expand"))
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Expand(ExecNode):
+    """GROUPING SETS: each input row once per projection (the grouping-set id ``$e`` is one of the fields)."""
+
+    projects: tuple[tuple[Expr, ...], ...] = json_field("projects", ROWS)
+
+
 @exec_node(_meta("values", operators=("values",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Values(ExecNode):

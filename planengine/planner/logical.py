@@ -216,6 +216,30 @@ class LogicalAggregate(UnaryNode):
 
 
 @dataclass(frozen=True, eq=False)
+class LogicalExpand(UnaryNode):
+    """GROUPING SETS: every input row once per projection (Flink's Expand). Each projection lists the output
+    fields, the grouping-set id ``$e`` among them (``planengine.planner.convert.grouping_sets``)."""
+
+    input: LogicalNode
+    projects: tuple[tuple[Expr, ...], ...]
+    names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.projects or any(len(p) != len(self.names) for p in self.projects):
+            raise InternalError("every Expand projection needs one expression per output field")
+
+    @cached_property
+    def row_type(self) -> DataType:  # type: ignore[override]
+        types = [e.type.without_time_attribute() for e in self.projects[0]]
+        nullable = [any(p[i].type.nullable for p in self.projects) for i in range(len(self.names))]
+        return row(*(RowField(n, t.with_nullable(null)) for n, t, null in zip(self.names, types, nullable)))
+
+    def explain_terms(self) -> str:
+        projects = ", ".join("{" + ", ".join(str(e) for e in p) + "}" for p in self.projects)
+        return f"projects=[{projects}]"
+
+
+@dataclass(frozen=True, eq=False)
 class LogicalWindowTableFunction(UnaryNode):
     """TABLE(TUMBLE|HOP|CUMULATE|SESSION(...)): input columns plus window_start, window_end, window_time."""
 

@@ -151,6 +151,10 @@ class PhysicalConverter:
         return X.Calc(inputs=(child,), output_type=node.row_type, projection=node.projection,
                       condition=node.condition, description=f"Calc({node.explain_terms()})")
 
+    def _LogicalExpand(self, node: L.LogicalExpand) -> ExecNode:
+        return X.Expand(inputs=(self.convert(node.input),), output_type=node.row_type, projects=node.projects,
+                        description=f"Expand({node.explain_terms()})")
+
     def _LogicalUnion(self, node: L.LogicalUnion) -> ExecNode:
         if not node.all:
             raise UnsupportedQueryError("UNION without ALL must be planned as an aggregate")

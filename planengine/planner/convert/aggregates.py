@@ -12,8 +12,10 @@ from planengine.errors import UnsupportedQueryError, ValidationError
 from planengine.functions.registry import NO_LITERAL, CallContext, FunctionKind
 from planengine.ir.aggregates import AggregateCall
 from planengine.ir.expressions import Expr, InputRef, Literal
+from planengine.ir.types import BIGINT
 from planengine.ir.windows import GroupWindow, WindowSpec
 from planengine.planner import logical as L
+from planengine.planner.convert.grouping_sets import expand, grouping_call, grouping_sets
 from planengine.planner.convert.scope import Relation, _Scope
 from planengine.planner.convert.support import (
     _AGGREGATES,
@@ -24,6 +26,12 @@ from planengine.planner.convert.support import (
     _norm,
     _validate_window,
 )
+
+
+def _over_window_tvf(node: L.LogicalNode) -> bool:
+    while isinstance(node, L.LogicalCalc):
+        node = node.input
+    return isinstance(node, L.LogicalWindowTableFunction)
 
 
 class AggregateConversion:
@@ -58,6 +66,17 @@ class AggregateConversion:
         scope = _Scope(relation, self)
         group = select.args.get("group")
         group_exprs: list[exp.Expression] = list(group.expressions) if group is not None else []
+        expanded = grouping_sets(group_exprs)  # GROUPING SETS / ROLLUP / CUBE: keys and sets
+        sets: list[tuple[int, ...]] | None = None
+        if expanded is not None:
+            group_exprs, sets = expanded
+            if len(sets) == 1:  # one grouping set is a plain GROUP BY (as in Flink: no Expand)
+                sets = None
+            elif _over_window_tvf(relation.node):
+                raise UnsupportedQueryError(
+                    "GROUPING SETS, ROLLUP and CUBE over a window table function are not supported yet",
+                    location=self.location(group), hint="aggregate per window first (GROUP BY window_start, "
+                    "window_end, ...) into a view, then apply GROUPING SETS to that view's rows")
         # Group-by may name a SELECT alias (Flink allows it for convenience).
         aliases = {p.alias: p.this for p in projections if isinstance(p, exp.Alias)}
         resolved_groups: list[exp.Expression] = []
@@ -140,12 +159,26 @@ class AggregateConversion:
 
         pre = L.LogicalCalc(relation.node, tuple(pre_exprs), tuple(_dedupe(pre_names)))
         ttl_ms = self._state_ttl(ttl_hint, relation)
-        agg_node = L.LogicalAggregate(pre, tuple(group_keys), tuple(aggs), group_window, ttl_ms)
-        n_keys = len(group_keys)
+        agg_input: L.LogicalNode = pre
+        agg_keys = tuple(group_keys)
+        if sets is not None:
+            if group_window is not None:
+                raise UnsupportedQueryError("GROUPING SETS, ROLLUP and CUBE cannot be combined with a group window",
+                                            location=self.location(group), hint="group by the window alone, or "
+                                            "aggregate the window's result again with GROUPING SETS")
+            agg_input, agg_keys, aggs = expand(pre, group_keys, sets, aggs)
+        agg_node = L.LogicalAggregate(agg_input, agg_keys, tuple(aggs), group_window, ttl_ms)
+        n_keys = len(agg_keys)  # with grouping sets: the keys and $e
         agg_relation = Relation.of(agg_node, None)
         agg_types = agg_node.field_types
 
         def special(node: exp.Expression, convert: Callable[[exp.Expression], Expr]) -> Expr | None:
+            if isinstance(node, exp.Grouping | exp.GroupingId):
+                return self._grouping(node, group_sql, len(group_keys), sets, agg_types)
+            if isinstance(node, exp.Anonymous) and node.name.upper() == "GROUP_ID":
+                raise UnsupportedQueryError("GROUP_ID() is not supported: planengine refuses duplicate grouping sets",
+                                            location=self.location(node), hint="list each grouping set once and "
+                                            "drop GROUP_ID()")
             key = _norm(node)
             if key in group_sql:
                 i = group_sql[key]
@@ -175,6 +208,20 @@ class AggregateConversion:
 
         return agg_relation, projections, (having.this if having is not None else None), _Scope(
             agg_relation, self, special)
+
+    def _grouping(self, node: exp.Expression, group_sql: dict[str, int], key_count: int,
+                  sets: list[tuple[int, ...]] | None, agg_types: list) -> Expr:  # type: ignore[type-arg]
+        """``GROUPING(k)`` / ``GROUPING_ID(k1, …)``: which keys a result row's grouping set left out."""
+        positions = []
+        for arg in node.expressions:
+            position = group_sql.get(_norm(arg))
+            if position is None:
+                raise ValidationError(f"{arg.sql('flink')} in {node.sql('flink')} is not a GROUP BY key",
+                                      location=self.location(node), hint="GROUPING takes GROUP BY expressions")
+            positions.append(position)
+        if sets is None:  # a plain GROUP BY: every key is in the one grouping set
+            return Literal(0, BIGINT.with_nullable(False))
+        return grouping_call(self.ctx.registry, InputRef(key_count, agg_types[key_count]), positions, key_count, sets)
 
     def _aggregate_call(self, node: exp.Expression, name: str, filter_expr: exp.Expression | None, scope: _Scope,
                         pre_field: Callable[[Expr, str], int], ordinal: int) -> AggregateCall:

@@ -26,8 +26,8 @@ from planengine.plan.restore import COMPATIBLE, INCOMPATIBLE, CheckReport
 def check_restorable(plan: CompiledPlan, report: CheckReport) -> None:
     """Restore ``plan`` with its session (the catalogs and options ``run`` would have); failures make it
     incompatible."""
-    if report.status == INCOMPATIBLE:
-        return  # the JSON-level reasons already say why; restoring would only repeat them
+    if report.status != COMPATIBLE:
+        return  # the JSON-level reasons say why (an incompatible plan, or one to migrate before restoring)
     try:
         CompiledPlan(plan.data, plan.session).restore()
     except PlanEngineError as error:

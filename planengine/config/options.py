@@ -49,10 +49,9 @@ def _positive_int(text: str) -> int:
 
 
 def _max_parallelism(text: str) -> int:
-    value = INT.parse(text)
-    if not 1 <= value <= 32768:
+    if not text.strip().isdigit() or not 1 <= int(text) <= 32768:
         raise ValueError("a whole number from 1 to 32768")
-    return value
+    return int(text)
 
 
 BATCH_SIZE: OptionType[int] = OptionType("Integer", _non_negative_int)

@@ -55,7 +55,8 @@ def test_max_parallelism_is_recorded_only_when_set(tmp_path):
 
 @pytest.mark.parametrize("value", ["0", "many", "-2", "40000"])
 def test_a_bad_max_parallelism_says_what_it_is(tmp_path, value):
-    with pytest.raises(UserError, match=r"pipeline\.max-parallelism must be a whole number") as error:
+    # Checked where every session option is (planengine.config): when the session gets it, before planning.
+    with pytest.raises(UserError, match=r"for option 'pipeline\.max-parallelism': expected a whole number") as error:
         compile_plan(tmp_path, **{"pipeline.max-parallelism": value})
     assert "shuffle" in error.value.render()
 

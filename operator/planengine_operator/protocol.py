@@ -150,6 +150,22 @@ def _compiled(view: JobView, op: Operation, result: Result) -> Decision:
     return decision
 
 
+def _compile_failed(view: JobView, op: Operation, result: Result) -> Decision:
+    """A ConfigMap the program or catalog is read from does not exist (yet): a GitOps tool may create it after
+    the SparkPlanJob, so the start waits for it (the step runs again every tick; said once, as a Degraded
+    condition with reason ``MissingConfigMap``) instead of failing. Anything else fails the start."""
+    if result.reason != "MissingConfigMap":
+        return fail(view, op, result)
+    message = f"waiting for a ConfigMap: {result.error}"
+    if op.message == message:
+        return Decision()  # still missing: nothing new to say
+    waiting = op.model_copy(update={"message": message})
+    status = view.next_status(operation=waiting, error=message, observedGeneration=view.generation,
+                              conditions=conditions(view, view.status.phase, progressing=True,
+                                                    degraded=("MissingConfigMap", message)))
+    return Decision(status=status, events=[Event("Warning", "MissingConfigMap", message)])
+
+
 def _check_initial(view: JobView, op: Operation, observed: DriverObservation) -> Decision:
     return Decision(action=Action("check", {"engineVersion": op.engineVersion, "snapshotPath": op.snapshotPath}))
 
@@ -487,7 +503,7 @@ def rollback_blocked(view: JobView, op: Operation, reason: str) -> Decision:
 # ---------------------------------------------------------------------------------------------- the table
 STEPS: dict[tuple[str, str], Step] = {
     ("Start", "Claim"): Step(_claim, on_ok=_claimed, on_fail=fail),
-    ("Start", "Compile"): Step(_compile, on_ok=_compiled, on_fail=fail),
+    ("Start", "Compile"): Step(_compile, on_ok=_compiled, on_fail=_compile_failed),
     ("Start", "Check"): Step(_check_initial, on_ok=_initial_checked, on_fail=_initial_check_failed),
     ("Start", "Launch"): Step(_launch, on_ok=_launched, on_fail=retry),
     ("Restart", "Stop"): Step(_stop, on_ok=_stopped, on_fail=retry),

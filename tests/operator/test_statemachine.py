@@ -846,3 +846,25 @@ def test_per_job_snapshot_schedule_and_retention_override_the_operators():
     ref = {"id": "new", "createdAt": iso(NOW)}
     status = step(status, "snapshot", Result(True, {"snapshot": "new", "snapshotRef": ref}), aged)
     assert [s["id"] for s in status["snapshots"]] == ["new"]
+
+
+def test_a_missing_script_configmap_is_waited_for_not_failed():
+    """GitOps tools may create the ConfigMap after the job: the start waits (said once), then goes on."""
+    status, _ = begin({}, CM_SPEC, observed=DriverObservation.gone())
+    status = step(status, "claim", Result(True), CM_SPEC)
+    missing = Result(False, {"permanent": True}, "SQL script ConfigMap ns/etl does not exist; create it or fix the "
+                                                  "reference", "MissingConfigMap")
+    decision = decide(view(status, CM_SPEC), DriverObservation.gone())
+    after = advance(view(status, CM_SPEC), decision.action, missing)
+    apply(status, after)
+    assert status["operation"]["step"] == "Compile" and status["phase"] == "Pending"
+    degraded = {c["type"]: c for c in status["conditions"]}["Degraded"]
+    assert (degraded["status"], degraded["reason"]) == ("True", "MissingConfigMap") and "ns/etl" in status["error"]
+    assert [e.reason for e in after.events] == ["MissingConfigMap"]
+    again = advance(view(status, CM_SPEC), decide(view(status, CM_SPEC), DriverObservation.gone()).action, missing)
+    assert again.status is None and again.events == []  # asked again every tick, said once
+    status = step(status, "compile", Result(True, {"planId": "p1", "sourceHash": "h1"}), CM_SPEC)
+    status = step(status, "launch", Result(True, {"name": "1"}), CM_SPEC, observed=DriverObservation.gone())
+    assert status["phase"] == "Running"
+    status = apply(status, decide(view(status, CM_SPEC), dataclasses.replace(ALIVE, run_id=status["runId"])))
+    assert "error" not in status and {c["type"]: c for c in status["conditions"]}["Degraded"]["status"] == "False"

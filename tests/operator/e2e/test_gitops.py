@@ -214,3 +214,17 @@ def test_a_job_has_its_own_snapshot_schedule_and_retention(world: World) -> None
     assert ids == [s for s in written if s in ids] and set(written[:3]).isdisjoint(ids)  # oldest deleted
     assert all(s["reason"] == "periodic" for s in world.status("own")["snapshots"])
     assert world.calls(world.job_root("plain"), "wrote-snapshot") == []  # the default has no schedule
+
+
+def test_a_job_applied_before_its_script_configmap_waits_for_it(world: World) -> None:
+    world.start_operator()
+    world.add_input("early", 2)
+    world.apply(_configmap_job(world, "early"))
+    status = world.wait_status("early", lambda s: world.condition("early", "Degraded").get("reason")
+                               == "MissingConfigMap", "Degraded MissingConfigMap")
+    assert status["phase"] == "Pending" and status["operation"]["step"] == "Compile"
+    assert "early-script" in status["error"]
+    _script_configmap(world, "early-script", job_sql(world.source("early"), world.sink("early")))
+    world.wait_status("early", lambda s: s.get("phase") == "Running", "phase Running once the ConfigMap exists")
+    world.assert_exactly_once("early")
+    assert world.event_reasons("early").count("MissingConfigMap") == 1

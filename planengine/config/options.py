@@ -77,6 +77,11 @@ SOURCE_IDLE_TIMEOUT = Option(
     "table.exec.source.idle-timeout", DURATION, "0 ms",
     "A source without input for this long stops holding back the watermark; 0 disables idleness.",
     scope="plan")
+AUTO_WATERMARK_INTERVAL = Option(
+    "pipeline.auto-watermark-interval", DURATION, "200 ms",
+    "A watermark assigner emits a new watermark after a row once it moved more than this past the last one "
+    "emitted (Flink's eager emission): rows of one micro-batch behind an emitted watermark are late for the "
+    "windows it fired. 0 emits on every advance.", scope="plan")
 SINK_NOT_NULL_ENFORCER = Option(
     "table.exec.sink.not-null-enforcer", enum_type("ERROR", "DROP"), "ERROR",
     "What a sink does with a NULL in a NOT NULL column: fail the job (ERROR) or drop the row (DROP).",

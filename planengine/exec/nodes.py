@@ -112,12 +112,19 @@ class Exchange(ExecNode):
     pass
 
 
-@exec_node(_meta("watermark-assigner", consumed=(O.SOURCE_IDLE_TIMEOUT.key,),
-                 operators=("watermark-assigner",)))
+WATERMARK_OPTIONS = (O.SOURCE_IDLE_TIMEOUT.key, O.AUTO_WATERMARK_INTERVAL.key)
+
+
+@exec_node(_meta("watermark-assigner", consumed=WATERMARK_OPTIONS[:1], operators=("watermark-assigner",)),
+           # Version 2: per-record watermarks inside a micro-batch (runtime/operators/record_watermark.py) when
+           # ``perRecordWatermark`` is set (planner/per_record_watermarks.py: an event-time operator downstream
+           # judges lateness per row); version 1 keeps one watermark per micro-batch for its plans.
+           _meta("watermark-assigner", 2, consumed=WATERMARK_OPTIONS, operators=("watermark-assigner",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class WatermarkAssigner(ExecNode):
     rowtime_field: int = json_field("rowtimeFieldIndex", INT)
     watermark: Expr = json_field("watermarkExpr", EXPR)
+    per_record: bool = json_field("perRecordWatermark", BOOL, False, omit_empty=True)
 
 
 @exec_node(_meta("sink", consumed=(O.SINK_NOT_NULL_ENFORCER.key, O.SINK_UPSERT_MATERIALIZE.key,

@@ -21,6 +21,7 @@ from planengine.planner import logical as L
 from planengine.planner.changelog import infer_changelog
 from planengine.planner.convert import PlannerContext, QueryConverter, cast_to
 from planengine.planner.final_rewrites import insert_exchanges, merge_exec_calcs
+from planengine.planner.per_record_watermarks import per_record_watermarks
 from planengine.planner.physical import PhysicalContext, PhysicalConverter
 from planengine.planner.programs import TraceStep, explain_dag, optimize
 from planengine.planner.rules.context import RuleContext
@@ -52,6 +53,7 @@ class Planner:
         sinks = infer_changelog(sinks, self.config)  # type: ignore[arg-type]
         sinks = merge_exec_calcs(sinks)
         sinks = insert_exchanges(sinks)
+        sinks = per_record_watermarks(sinks)
         return PlanResult(sinks, logical, optimized, steps or [])
 
     def _located(self, insert: S.Insert) -> L.LogicalSink:

@@ -10,6 +10,11 @@ A stream also says in which Spark output mode the query that ends in it must run
 native update-mode group aggregate (``operators/native_group_aggregate.py``), whose query must run in
 ``update`` mode. Sink writers pass it to ``DataStreamWriter.outputMode``; ``foreachBatch`` writers accept
 either mode.
+
+Between a per-record watermark assigner (``stream-exec-watermark-assigner_2``) and the first stateful
+operator, a stream also carries the hidden ``_record_wm`` column (``record_watermark`` is True): the
+watermark each row met inside its micro-batch (``operators/record_watermark.py``). Stateless translators keep
+it (``hidden_columns``); stateful operators consume it and never emit it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 ROWKIND = "_rowkind"
+RECORD_WATERMARK = "_record_wm"
 OUTPUT_MODE = "output_mode"
 APPEND, UPDATE = "append", "update"
 
@@ -39,6 +45,8 @@ class Stream:
     rowtime: str | None = None
     # Free-form facts translators pass along (e.g. the source uid for "read once" sharing).
     properties: dict[str, Any] = field(default_factory=dict)
+    # True when df carries _record_wm (the per-record watermark inside a micro-batch).
+    record_watermark: bool = False
 
     @property
     def columns(self) -> list[str]:
@@ -46,6 +54,11 @@ class Stream:
 
     def with_df(self, df: Any, **changes: Any) -> Stream:
         return replace(self, df=df, **changes)
+
+
+def hidden_columns(stream: Stream) -> list[str]:
+    """The hidden columns a stateless translator must carry along: ``_rowkind``, ``_record_wm``."""
+    return ([ROWKIND] if stream.updating else []) + ([RECORD_WATERMARK] if stream.record_watermark else [])
 
 
 def output_mode(stream: Stream) -> str:

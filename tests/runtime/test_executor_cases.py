@@ -1,7 +1,8 @@
 """End-to-end cases as data (``tests/e2e_cases/<family>/*.yaml``) through the real executor and Spark.
 
-Each case: DDL (``{dir}`` = the case's directory), one statement, per source the rows written before a
-stop and after it, and per sink the exact changelog expected before and after (Flink's row strings,
+Each case: optional session ``config`` (``SET`` options), DDL (``{dir}`` = the case's directory), one
+statement, per source the rows written before a stop and after it (one file per phase, so each phase is
+one micro-batch when nothing else splits it), and per sink the exact changelog expected before and after (Flink's row strings,
 compared as multisets). Phase 1 runs until idle and stops with a snapshot; phase 2 adds the ``after``
 rows and runs again on the same job root, continuing from that snapshot, with ``drain``.
 """
@@ -50,7 +51,7 @@ def load(case: Path) -> dict:
 def test_case(case: Path, tmp_path: Path, spark) -> None:
     spec = load(case)
     ddl = spec["ddl"].replace("{dir}", str(tmp_path))
-    env = TableEnvironment()
+    env = TableEnvironment({k: str(v) for k, v in (spec.get("config") or {}).items()})
     env.execute_sql(ddl)
     for name, rows in (spec.get("sources") or {}).items():
         write_rows(tmp_path / name, "before", rows.get("before", []))

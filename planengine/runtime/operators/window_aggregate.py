@@ -8,7 +8,11 @@ event-time grouping attribute, and Spark's aggregation then behaves as Flink's w
   ``<=`` watermark; Flink fires at ``end - 1 <= watermark``, which only differs when a watermark falls
   exactly 1 ms before a window end);
 * a row is late, and dropped, when the window it falls into has already fired;
-* the watermark is Spark's: per micro-batch, computed from the rows seen so far (conformance README).
+* the watermark is Spark's: per micro-batch, computed from the rows seen so far; below a per-record
+  watermark assigner a (row, window) pair is also dropped when the watermark the row met inside its batch
+  had fired the window (``window_end - 1 <= _record_wm``, Flink's ``isWindowFired``), a stateless filter
+  before the aggregation. For SESSION windows that is the row's own session ``[t, t + gap)``: Flink judges
+  the merged session, which differs only when a late row would bridge into a session still open.
 
 SESSION windows over *all* keys (no PARTITION BY) or partitioned differently from the grouping run on
 transformWithState (``window_session``).
@@ -20,12 +24,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.errors import ValidationError
+from planengine.runtime.operators.record_watermark import late_filter
 from planengine.runtime.operators.window_aggs import native_aggregate
 from planengine.runtime.operators.window_assign import (
     END_MS,
     START_MS,
     as_event_time,
     assign_windows,
+    millis_sql,
     ms,
     spark_time_type,
     timestamp_sql,
@@ -58,12 +64,16 @@ def window_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequen
         if set(spec.partition_keys) != set(grouping):
             raise ValidationError("session window partition keys differ from the grouping keys")
         gap = ms(spec.gap)
+        if stream.record_watermark:
+            df = df.filter(late_filter(F.expr(millis_sql(f"`{time_col}`")) + F.lit(gap)))
         session = F.session_window(F.col(f"`{time_col}`"), f"{gap} milliseconds").alias("_session")
         agg = df.groupBy(*keys, session).agg(*aggs)
         agg = (agg.withColumn(START_MS, F.expr("unix_millis(`_session`.start)"))
                .withColumn(END_MS, F.expr("unix_millis(`_session`.end)")))
     else:
         windows = assign_windows(df, spec, time_col)
+        if stream.record_watermark:
+            windows = windows.filter(late_filter(F.col(END_MS)))
         windows = windows.select("*", as_event_time(F.expr(f"timestamp_millis(`{END_MS}`)"), "_we", meta))
         agg = (windows.groupBy(*keys, F.col("_we"), F.col(f"`{START_MS}`")).agg(*aggs)
                .withColumn(END_MS, F.expr("unix_millis(`_we`)")))

@@ -5,7 +5,8 @@ Here that is one aggregation per (partition keys, window_start, window_end) with
 the event-time grouping attribute: the group's rows are collected, sorted with the ORDER BY keys (a
 comparator honouring ASC/DESC and NULLS FIRST/LAST; the sort is stable, so ties keep arrival order like
 Flink's ROW_NUMBER) and exploded with their rank; rows outside ``[rank_start, rank_end]`` are dropped.
-A row arriving after its window fired is late and dropped, as in Flink. Window deduplication is the
+A row arriving after its window fired is late and dropped, as in Flink (below a per-record watermark
+assigner also when the watermark it met inside its micro-batch had fired the window). Window deduplication is the
 ``ROW_NUMBER() = 1`` case ordered by the time attribute (ASC keeps the first row, DESC the last).
 """
 
@@ -15,7 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.runtime.operators.window_assign import as_event_time, watermark_metadata
+from planengine.runtime.operators.record_watermark import late_filter
+from planengine.runtime.operators.window_assign import as_event_time, millis_sql, watermark_metadata
 from planengine.runtime.stream import Stream, column_name
 
 
@@ -55,7 +57,10 @@ def window_rank(stream: Stream, rank_type: str, partition_keys: Sequence[int], o
     keys.append(as_event_time(F.col(f"`{end_col}`").cast("timestamp"), "_wend", meta))
     keys.append(F.col(f"`{column_name(window_start)}`").alias("_wstart"))
     rows = F.collect_list(F.struct(*[F.col(f"`{c}`") for c in stream.columns])).alias("_rows")
-    keyed = df.filter(F.col(f"`{end_col}`").isNotNull()).select("*", *keys)
+    present = df.filter(F.col(f"`{end_col}`").isNotNull())
+    if stream.record_watermark:
+        present = present.filter(late_filter(F.expr(millis_sql(f"`{end_col}`"))))
+    keyed = present.select("*", *keys)
     names = [f"_p{i}" for i in range(len(partition_keys))] + ["_wend", "_wstart"]
     grouped = keyed.groupBy(*[F.col(k) for k in names]).agg(rows)
     cmp = _compare_sql(order_keys, "l", "r")

@@ -6,7 +6,9 @@ per partition key (a constant without PARTITION BY), kept in the value state ``w
 open sessions ``[start, end)`` with their rows. A row at ``t`` opens ``[t, t + gap)`` and merges every
 session it intersects (Flink's ``TimeWindow.intersects``: touching windows merge). As in Flink's
 WindowOperator, lateness is judged on the *merged* window: a row is dropped when the session it would
-belong to has already closed (``end <= watermark``). An event-time timer at each session end fires it: one
+belong to has already closed (``end <= watermark``; below a per-record watermark assigner also when the
+watermark the row met inside its micro-batch had reached ``end - 1``, and such a watermark fires the
+sessions it closes before the row is merged). An event-time timer at each session end fires it: one
 ``+I`` per grouping key with the session's bounds. Spark fires due timers only after a batch's input rows,
 while for Flink the earlier batches' watermark came before them, so a batch first fires the sessions that
 watermark closed (a row cannot reopen a fired session). Flink emits early per-record updates for the
@@ -22,7 +24,7 @@ from planengine.runtime.operators.window_aggregate import window_property_column
 from planengine.runtime.operators.window_aggs import evaluate
 from planengine.runtime.operators.window_assign import millis_sql, ms, watermark_metadata
 from planengine.runtime.operators.window_state import TIME_MS, PickledValue, run_with_state, spark_type_name
-from planengine.runtime.stream import Stream, column_name
+from planengine.runtime.stream import RECORD_WATERMARK, Stream, column_name
 
 STATE = "windowAccumulators"
 
@@ -32,8 +34,10 @@ def _processor_class() -> type:
     from pyspark.sql.streaming import StatefulProcessor
 
     class GlobalSessionProcessor(StatefulProcessor):
-        def __init__(self, n_fields: int, grouping: Sequence[int], aggregates: Sequence[Any], gap: int):
+        def __init__(self, n_fields: int, grouping: Sequence[int], aggregates: Sequence[Any], gap: int,
+                     per_record: bool = False):
             self.n, self.grouping, self.aggregates, self.gap = n_fields, tuple(grouping), tuple(aggregates), gap
+            self.per_record = per_record
 
         def init(self, handle: Any) -> None:
             self.handle = handle
@@ -47,6 +51,11 @@ def _processor_class() -> type:
                 t = r[TIME_MS]
                 if t is None:
                     continue
+                met = r[RECORD_WATERMARK] if self.per_record else None
+                if met is not None and met > wm and any(s[1] - 1 <= met for s in sessions):
+                    # the watermark this row met inside the batch fires (end - 1 <= met) before the row counts
+                    out.extend(self._fire(sessions, met + 1))
+                    sessions = [s for s in sessions if s[1] - 1 > met]
                 values = tuple(r[column_name(i)] for i in range(self.n))
                 start, end, members = t, t + self.gap, [values]
                 keep = []
@@ -55,7 +64,7 @@ def _processor_class() -> type:
                         start, end, members = min(start, s[0]), max(end, s[1]), s[2] + members
                     else:
                         keep.append(s)
-                if end <= wm:
+                if end <= wm or (met is not None and end - 1 <= met):
                     continue  # late: the (merged) session has closed
                 keep.append([start, end, members])
                 sessions = keep
@@ -108,9 +117,9 @@ def global_session_aggregate(stream: Stream, grouping: Sequence[int], aggregates
     partition = [F.col(f"`{column_name(k)}`").alias(f"_p{i}") for i, k in enumerate(spec.partition_keys)]
     partition = partition or [F.lit(0).alias("_all")]  # the key column's name is part of the state schema
     data = df.select(*[F.col(c) for c in stream.columns], F.expr(millis_sql(f"`{time_col}`")).alias(TIME_MS),
-                     *partition)
+                     *partition, *([F.col(RECORD_WATERMARK)] if stream.record_watermark else []))
     key_names = [f"_p{i}" for i in range(len(spec.partition_keys))] or ["_all"]
-    processor = _processor_class()(len(stream.fields), grouping, aggregates, ms(spec.gap))
+    processor = _processor_class()(len(stream.fields), grouping, aggregates, ms(spec.gap), stream.record_watermark)
     out = run_with_state(data, [F.col(k) for k in key_names], processor, StructType(fields)).drop(*key_names)
     cols = [F.col(f"_k{i}").alias(column_name(i)) for i in range(len(grouping))]
     cols += [F.col(f"_a{i}").alias(column_name(len(grouping) + i)) for i in range(len(aggregates))]

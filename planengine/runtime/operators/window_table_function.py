@@ -13,7 +13,7 @@ from typing import Any
 from planengine.errors import ValidationError
 from planengine.runtime.operators.window_aggregate import window_property_columns
 from planengine.runtime.operators.window_assign import assign_windows, watermark_metadata
-from planengine.runtime.stream import Stream, column_name
+from planengine.runtime.stream import Stream, column_name, hidden_columns
 
 
 def window_table_function(stream: Stream, spec: Any, output_types: Sequence[Any]) -> Stream:
@@ -27,8 +27,8 @@ def window_table_function(stream: Stream, spec: Any, output_types: Sequence[Any]
     meta = watermark_metadata(stream.df, stream.rowtime or time_col)
     windows = assign_windows(stream.df, spec, time_col)
     cols = [F.col(f"`{c}`") for c in stream.columns]
-    if stream.updating:
-        cols.append(F.col("_rowkind"))
-    out = windows.select(*cols, *window_property_columns(("start", "end", "rowtime"), n, output_types, meta))
+    out = windows.select(*cols, *window_property_columns(("start", "end", "rowtime"), n, output_types, meta),
+                         *[F.col(c) for c in hidden_columns(stream)])
     return Stream(out, tuple(column_name(i) for i in range(n + 3)), updating=stream.updating,
-                  rowtime=column_name(n + 2), properties=dict(stream.properties))
+                  rowtime=column_name(n + 2), properties=dict(stream.properties),
+                  record_watermark=stream.record_watermark)

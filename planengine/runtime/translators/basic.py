@@ -1,7 +1,8 @@
 """Stateless exec nodes as DataFrame expressions: calc, values, union, exchange, drop-update-before, correlate.
 
 Expressions are rendered to Spark SQL by ``planengine.runtime.expressions.render_spark_sql`` over the
-positional columns ``f0..fn``; ``_rowkind`` passes through untouched on updating edges.
+positional columns ``f0..fn``; the hidden columns (``_rowkind`` on updating edges, ``_record_wm`` below a
+per-record watermark assigner) pass through untouched.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from planengine.errors import ValidationError
 from planengine.ir.expressions import CorrelatedRef, FieldAccess
 from planengine.ir.types import Kind
 from planengine.runtime.expressions import render_spark_sql
-from planengine.runtime.stream import ROWKIND, Stream, column_name
+from planengine.runtime.stream import RECORD_WATERMARK, ROWKIND, Stream, column_name, hidden_columns
 from planengine.runtime.translators import translator
 
 
@@ -24,10 +25,10 @@ def _expr(e: Any, columns: list[str]) -> Any:
     return F.expr(render_spark_sql(e, columns))
 
 
-def _keep_rowkind(stream: Stream) -> list[Any]:
+def _keep_hidden(stream: Stream) -> list[Any]:
     from pyspark.sql import functions as F
 
-    return [F.col(ROWKIND)] if stream.updating else []
+    return [F.col(c) for c in hidden_columns(stream)]
 
 
 @translator("stream-exec-calc", 1)
@@ -44,8 +45,8 @@ def translate_calc(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
         if isinstance(e, InputRef) and inp.rowtime == inp.columns[e.index]:
             rowtime = column_name(i)
             break
-    return Stream(df.select(*cols, *_keep_rowkind(inp)), tuple(node.field_names), inp.updating, rowtime,
-                  dict(inp.properties))
+    return Stream(df.select(*cols, *_keep_hidden(inp)), tuple(node.field_names), inp.updating, rowtime,
+                  dict(inp.properties), inp.record_watermark)
 
 
 @translator("stream-exec-exchange", 1)
@@ -69,19 +70,23 @@ def translate_union(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     from pyspark.sql import functions as F
 
     updating = any(s.updating for s in inputs)
+    record_watermark = any(s.record_watermark for s in inputs)
     fields = tuple(node.field_names)
     frames = []
     for s in inputs:
         cols = [F.col(c).alias(column_name(i)) for i, c in enumerate(s.columns)]
         if updating:
             cols.append(F.col(ROWKIND) if s.updating else F.lit("+I").alias(ROWKIND))
+        if record_watermark:  # an input without per-record watermarks meets only its batch watermark
+            cols.append(F.col(RECORD_WATERMARK) if s.record_watermark
+                        else F.lit(None).cast("bigint").alias(RECORD_WATERMARK))
         frames.append(s.df.select(*cols))
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
     rowtimes = {s.rowtime for s in inputs}
     rowtime = rowtimes.pop() if len(rowtimes) == 1 else None
-    return Stream(df, fields, updating, rowtime)
+    return Stream(df, fields, updating, rowtime, record_watermark=record_watermark)
 
 
 @translator("stream-exec-values", 1)
@@ -149,7 +154,7 @@ def translate_correlate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     collection = _expr(invocation, inp.columns)
     t = invocation.type
     outer = node.join_type.upper() in ("LEFT", "LEFT_OUTER")
-    base = [F.col(c) for c in inp.columns] + _keep_rowkind(inp)
+    base = [F.col(c) for c in inp.columns] + _keep_hidden(inp)
     if node.with_ordinality:
         fn = F.posexplode_outer if outer else F.posexplode
         df = inp.df.select(*base, fn(collection).alias(*(("_pos", "_k", "_v") if t.kind is Kind.MAP
@@ -171,11 +176,12 @@ def translate_correlate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     if n_in + len(produced) != n_out:
         raise ValidationError(f"UNNEST produces {len(produced)} columns, but the plan expects {n_out - n_in}")
     cols = [F.col(c) for c in inp.columns] + [c.alias(column_name(n_in + j)) for j, c in enumerate(produced)]
-    df = df.select(*cols, *_keep_rowkind(inp))
+    df = df.select(*cols, *_keep_hidden(inp))
     out_columns = [column_name(i) for i in range(n_out)]
     if node.condition is not None:
         df = df.filter(_expr(node.condition, out_columns))
-    return Stream(df, tuple(node.field_names), inp.updating, inp.rowtime, dict(inp.properties))
+    return Stream(df, tuple(node.field_names), inp.updating, inp.rowtime, dict(inp.properties),
+                  inp.record_watermark)
 
 
 def _uncorrelate(expr: Any) -> Any:

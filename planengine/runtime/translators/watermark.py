@@ -11,6 +11,11 @@ timestamp; it passes through ``withWatermark`` (so the watermark jumps to the en
 window and timer downstream) and is filtered out right after, so no consumer ever sees it. The control
 stream is part of every plan's topology whether or not a run drains, so draining never changes the
 checkpoint layout.
+
+Version 2 with ``perRecordWatermark`` also gives every row the watermark it meets inside its micro-batch
+(``operators/record_watermark.py``, the hidden ``_record_wm`` column), computed before ``withWatermark`` so
+the rowtime keeps its event-time mark; version 1 (and version 2 without the flag) has only Spark's watermark
+per micro-batch.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from typing import Any
 
 from planengine.errors import ValidationError
 from planengine.ir.expressions import Call, InputRef, Literal
-from planengine.runtime.stream import Stream
+from planengine.runtime.operators.record_watermark import with_record_watermarks
+from planengine.runtime.stream import RECORD_WATERMARK, Stream
 from planengine.runtime.translators import translator
 
 EOI = "_end_of_input"
@@ -48,12 +54,15 @@ def watermark_delay_ms(expr: Any, rowtime_field: int) -> int:
                           hint="use WATERMARK FOR ts AS ts - INTERVAL '<n>' SECOND (bounded out-of-orderness)")
 
 
-@translator("stream-exec-watermark-assigner", 1)
+@translator("stream-exec-watermark-assigner", 1, 2)
 def translate_watermark(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     from pyspark.sql import functions as F
 
+    from planengine.connectors.options import parse_duration_ms
+
     inp = inputs[0]
     delay = watermark_delay_ms(node.watermark, node.rowtime_field)
+    interval = parse_duration_ms(ctx.option(node, "pipeline.auto-watermark-interval", "200 ms") or "200 ms")
     rowtime = inp.columns[node.rowtime_field]
     uid = ctx.uid(node, "watermark-assigner")
     data = inp.df
@@ -61,6 +70,11 @@ def translate_watermark(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
         # Spark keeps event time only on TIMESTAMP (an instant); the session zone is UTC, so the wall clock
         # of the Flink TIMESTAMP is unchanged. Sinks cast back to the table's declared type.
         data = data.withColumn(rowtime, F.col(rowtime).cast("timestamp"))
+    per_record = node.metadata.version >= 2 and node.per_record
+    if inp.record_watermark:  # a second assigner downstream of one: its own rule replaces the first's
+        data = data.drop(RECORD_WATERMARK)
+    if per_record:
+        data = with_record_watermarks(data, rowtime, delay, interval)
     data = data.withColumn(EOI, F.lit(False))
     control_dir = control_directory(ctx, uid)
     schema = data.schema
@@ -71,7 +85,9 @@ def translate_watermark(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     # (the second disjunct is never true for a marker, whose rowtime is the end of time).
     keep = ~F.col(EOI) | (F.col(rowtime) < F.lit(dt.datetime(1, 1, 2)).cast("timestamp"))
     df = data.unionByName(markers).withWatermark(rowtime, f"{delay} milliseconds").filter(keep).drop(EOI)
-    return inp.with_df(df, rowtime=rowtime, properties={**inp.properties, "watermark_delay_ms": delay})
+    props = {**inp.properties, "watermark_delay_ms": delay, "watermark_interval_ms": interval,
+             "watermark_assigner_version": node.metadata.version}
+    return inp.with_df(df, rowtime=rowtime, properties=props, record_watermark=per_record)
 
 
 def control_directory(ctx: Any, uid: str) -> str:

@@ -332,7 +332,11 @@ class IntervalJoin(ExecNode):
     left_upper_bound_ms: int = json_field("leftUpperBound", INT)
 
 
-@exec_node(_meta("window-join", operators=("window-join",)))
+@exec_node(_meta("window-join", operators=("window-join",)),
+           # Version 2: same JSON, Flink's strategy on transformWithState (runtime/operators/window_join.py):
+           # everything of a window is emitted when the watermark reaches its end, late rows are dropped, all
+           # join types incl. anti; version 1 keeps Spark's stream-stream join for its plans.
+           _meta("window-join", 2, operators=("window-join",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class WindowJoin(ExecNode):
     STATE_NAMES = ("leftWindowRows", "rightWindowRows")

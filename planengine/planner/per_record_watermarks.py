@@ -27,7 +27,9 @@ def _judges_lateness(node: ExecNode) -> bool:
         return node.window.is_rowtime
     if isinstance(node, X.GroupWindowAggregate):
         return node.group_window.spec.is_rowtime
-    return isinstance(node, X.WindowJoin | X.WindowRank | X.WindowDeduplicate)
+    if isinstance(node, X.OverAggregate):
+        return bool(node.order_keys) and node.inputs[0].field_types[node.order_keys[0].field].is_rowtime
+    return isinstance(node, X.WindowJoin | X.WindowRank | X.WindowDeduplicate | X.TemporalSort)
 
 
 def per_record_watermarks(sinks: list[X.Sink]) -> list[X.Sink]:

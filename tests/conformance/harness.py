@@ -102,10 +102,9 @@ def write_sources(env: Any, program: Program, workdir: Path, phase: str) -> None
         if rows:
             changelog = program.source_format(s) == "changelog-json"
             stamp = time.time()
-            for i, chunk in enumerate(event_time_batches(env, s.name, rows, names)):
-                path = directory / f"{phase}-{i:04d}.json"
-                path.write_text(json_lines(chunk, names, types, changelog=changelog), encoding="utf-8")
-                os.utime(path, (stamp + i, stamp + i))  # the file source reads oldest first
+            path = directory / f"{phase}.json"  # one file per phase: one micro-batch, as in the CLI contract
+            path.write_text(json_lines(rows, names, types, changelog=changelog), encoding="utf-8")
+            os.utime(path, (stamp, stamp))
 
 
 _DELAY_RE = re.compile(r"INTERVAL\s+'(\d+)'\s+(MILLISECOND|SECOND|MINUTE|HOUR|DAY)", re.IGNORECASE)

@@ -41,7 +41,7 @@ class AggregateConversion:
         for n in node.walk():
             if isinstance(n, exp.Window):
                 continue
-            if self._aggregate_name(n) is not None and not _inside_window(n):
+            if self._aggregate_name(n) is not None and not _inside_window(n) and not _inside_subquery(n, node):
                 return True
         return False
 
@@ -302,3 +302,15 @@ class AggregateConversion:
             if key in qualifiers or len(hint) == 1:
                 return parse_duration_ms(value)
         return None
+
+
+def _inside_subquery(n: exp.Expression, root: exp.Expression) -> bool:
+    """An aggregate of a sub-query belongs to that sub-query's SELECT, not to the query around it."""
+    if n is root:
+        return False
+    parent = n.parent
+    while parent is not None and parent is not root:
+        if isinstance(parent, exp.Select | exp.Subquery):
+            return True
+        parent = parent.parent
+    return False

@@ -203,7 +203,9 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
             relation, projections, having_expr, scope = self._aggregate(select, relation, projections, having,
                                                                         ttl_hint)
         else:
-            scope = _Scope(relation, self)
+            # sub-queries in SELECT items are mark joins (subqueries.py); the joined columns are projected away
+            relation, special = self.expand_subqueries(relation, projections, filtering=False)
+            scope = _Scope(relation, self, special)
             having_expr = None
 
         if any(p.find(exp.Window) for p in projections):

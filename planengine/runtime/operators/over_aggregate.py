@@ -17,7 +17,8 @@ may still reach, plus the last triggering time). Spark's watermark advances per 
 one batch are ordered by their timestamps. Spark fires due timers only after a batch's input rows, while
 for Flink the watermark of the earlier batches came before them: a batch therefore first processes what
 that watermark has made due and only then takes its rows, so lateness does not depend on whether Spark
-ran a watermark-only batch in between.
+ran a watermark-only batch in between. Below a per-record watermark assigner each row also brings the
+watermark it met inside its batch: what that watermark made due is processed before the row is taken.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from planengine.errors import ValidationError
 from planengine.runtime.operators.window_aggs import evaluate
 from planengine.runtime.operators.window_assign import as_event_time, millis_sql, watermark_metadata
 from planengine.runtime.operators.window_state import TIME_MS, PickledValue, run_with_state, spark_type_name
-from planengine.runtime.stream import Stream, column_name
+from planengine.runtime.stream import RECORD_WATERMARK, Stream, column_name
 
 PENDING = "pendingRows"
 ACCUMULATORS = "accumulators"
@@ -41,8 +42,8 @@ def _processor_class() -> type:
     from pyspark.sql.streaming import StatefulProcessor
 
     class OverProcessor(StatefulProcessor):
-        def __init__(self, n_fields: int, mode: str, lower: Any, aggregates: Sequence[Any]):
-            self.n, self.mode, self.aggregates = n_fields, mode, tuple(aggregates)
+        def __init__(self, n_fields: int, mode: str, lower: Any, aggregates: Sequence[Any], per_record: bool = False):
+            self.n, self.mode, self.aggregates, self.per_record = n_fields, mode, tuple(aggregates), per_record
             self.lower = int(lower / dt.timedelta(milliseconds=1)) if isinstance(lower, dt.timedelta) else lower
 
         def init(self, handle: Any) -> None:
@@ -56,6 +57,12 @@ def _processor_class() -> type:
             pending = self.pending.get()
             last = self.acc.get()["last"]
             for r in rows:
+                met = r[RECORD_WATERMARK] if self.per_record else None
+                if met is not None and met > wm and any(t <= met for t in pending):
+                    # the watermark this row met inside its batch fires the rows it passed first
+                    self.pending.set(pending)
+                    out.extend(self._process(met))
+                    pending, last = self.pending.get(), self.acc.get()["last"]
                 t = r[TIME_MS]
                 if t is None or t <= last:
                     continue  # late: its timestamp's rows were already emitted
@@ -129,9 +136,10 @@ def over_aggregate(stream: Stream, partition_keys: Sequence[int], order_keys: Se
                for i, a in enumerate(aggregates)]
     keys = [F.col(f"`{column_name(k)}`").alias(f"_p{i}") for i, k in enumerate(partition_keys)]
     keys = keys or [F.lit(0).alias("_p")]
-    data = df.select(*[F.col(c) for c in stream.columns], F.expr(millis_sql(f"`{time_col}`")).alias(TIME_MS), *keys)
+    data = df.select(*[F.col(c) for c in stream.columns], F.expr(millis_sql(f"`{time_col}`")).alias(TIME_MS), *keys,
+                     *([F.col(RECORD_WATERMARK)] if stream.record_watermark else []))
     key_names = [f"_p{i}" for i in range(len(partition_keys))] or ["_p"]
-    processor = _processor_class()(n, frame.mode, frame.lower, aggregates)
+    processor = _processor_class()(n, frame.mode, frame.lower, aggregates, stream.record_watermark)
     out = run_with_state(data, [F.col(k) for k in key_names], processor, StructType(fields))
     cols = [F.col(f"_o{i}").alias(column_name(i)) for i in range(n + len(aggregates))]
     cols[order_keys[0].field] = as_event_time(F.col(f"_o{order_keys[0].field}"), time_col, meta)

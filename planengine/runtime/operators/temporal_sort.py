@@ -8,7 +8,8 @@ last *triggered* time (the largest row time already emitted), not the watermark 
 behind a watermark of 00:06 whose timer at 00:06 never fired is still sorted in. Spark fires due timers
 only after a batch's input rows, while for Flink the watermark of earlier batches came before them; so a
 batch first emits what the current watermark has made due, then takes its rows. The result no longer
-depends on whether Spark ran a watermark-only batch between two data batches.
+depends on whether Spark ran a watermark-only batch between two data batches. Below a per-record watermark
+assigner each row also brings the watermark it met inside its batch, which emits what it made due first.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from planengine.errors import ValidationError
 from planengine.runtime.operators.window_assign import as_event_time, millis_sql, watermark_metadata
 from planengine.runtime.operators.window_state import TIME_MS, PickledValue, run_with_state
-from planengine.runtime.stream import Stream, column_name
+from planengine.runtime.stream import RECORD_WATERMARK, Stream, column_name
 
 BUFFERED = "bufferedRows"
 
@@ -44,8 +45,8 @@ def _processor_class() -> type:
     from pyspark.sql.streaming import StatefulProcessor
 
     class SortProcessor(StatefulProcessor):
-        def __init__(self, n: int, keys: Sequence[tuple[int, bool, bool]]):
-            self.n, self.keys = n, tuple(keys)
+        def __init__(self, n: int, keys: Sequence[tuple[int, bool, bool]], per_record: bool = False):
+            self.n, self.keys, self.per_record = n, tuple(keys), per_record
 
         def init(self, handle: Any) -> None:
             self.handle = handle
@@ -56,6 +57,9 @@ def _processor_class() -> type:
             state = self.buffer.get()
             out = self._due(state, wm)  # the earlier batches' watermark comes before this batch's rows
             for r in rows:
+                met = r[RECORD_WATERMARK] if self.per_record else None
+                if met is not None and met > wm:
+                    out += self._due(state, met)  # the watermark this row met inside its batch comes first
                 t = r[TIME_MS]
                 if t is None or t <= state["last"]:
                     continue
@@ -97,10 +101,10 @@ def temporal_sort(stream: Stream, order_keys: Sequence[Any]) -> Stream:
     meta = watermark_metadata(stream.df, time_col)
     keys = [(k.field, k.ascending, k.ascending if k.nulls_first is None else k.nulls_first) for k in order_keys]
     data = stream.df.select(*[F.col(c) for c in stream.columns], F.expr(millis_sql(f"`{time_col}`")).alias(TIME_MS),
-                            F.lit(0).alias("_all"))
+                            F.lit(0).alias("_all"), *([F.col(RECORD_WATERMARK)] if stream.record_watermark else []))
     schema = StructType([StructField(f"_o{i}", f.dataType, True)
                          for i, f in enumerate(stream.df.select(*stream.columns).schema.fields)])
-    out = run_with_state(data, [F.col("_all")], _processor_class()(n, keys), schema)
+    out = run_with_state(data, [F.col("_all")], _processor_class()(n, keys, stream.record_watermark), schema)
     cols = [F.col(f"_o{i}").alias(column_name(i)) for i in range(n)]
     cols[order_keys[0].field] = as_event_time(F.col(f"_o{order_keys[0].field}"), time_col, meta)
     return Stream(out.select(*cols), stream.fields, rowtime=time_col)

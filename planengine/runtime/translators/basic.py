@@ -36,17 +36,72 @@ def translate_calc(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     from planengine.ir.expressions import InputRef
 
     inp = inputs[0]
+    projection, condition, columns = list(node.projection), node.condition, inp.columns
+    watermark = _current_watermark_type(node)
+    if watermark is not None and _below_assigner_v2(inp):
+        # CURRENT_WATERMARK(ts): Flink's value per row (operators/window_watermark.py), as one more input column
+        from planengine.runtime.operators.window_watermark import WATERMARK_COLUMN, with_assigner_watermark
+
+        delay, interval = inp.properties["watermark_delay_ms"], inp.properties["watermark_interval_ms"]
+        run_id = getattr(ctx.run_dir, "name", "") if ctx is not None else ""
+        inp = with_assigner_watermark(inp, delay, interval, str(run_id), watermark)
+        projection = [_replace_current_watermark(e, len(columns)) for e in projection]
+        condition = None if condition is None else _replace_current_watermark(condition, len(columns))
+        columns = [*columns, WATERMARK_COLUMN]
     df = inp.df
-    if node.condition is not None:
-        df = df.filter(_expr(node.condition, inp.columns))
-    cols = [_expr(e, inp.columns).alias(column_name(i)) for i, e in enumerate(node.projection)]
+    if condition is not None:
+        df = df.filter(_expr(condition, columns))
+    cols = [_expr(e, columns).alias(column_name(i)) for i, e in enumerate(projection)]
     rowtime = None
-    for i, e in enumerate(node.projection):
-        if isinstance(e, InputRef) and inp.rowtime == inp.columns[e.index]:
+    for i, e in enumerate(projection):
+        if isinstance(e, InputRef) and e.index < len(inp.columns) and inp.rowtime == inp.columns[e.index]:
             rowtime = column_name(i)
             break
     return Stream(df.select(*cols, *_keep_hidden(inp)), tuple(node.field_names), inp.updating, rowtime,
                   dict(inp.properties), inp.record_watermark)
+
+
+def _calls(e: Any) -> Any:
+    from planengine.ir.expressions import Call, FieldAccess
+
+    if isinstance(e, Call):
+        yield e
+        for o in e.operands:
+            yield from _calls(o)
+    elif isinstance(e, FieldAccess):
+        yield from _calls(e.expr)
+
+
+def _current_watermark_type(node: Any) -> str | None:
+    """The Spark type of CURRENT_WATERMARK in this Calc (TIMESTAMP for LTZ, else TIMESTAMP_NTZ), None without it."""
+    exprs = [*node.projection, *([node.condition] if node.condition is not None else [])]
+    for e in exprs:
+        for call in _calls(e):
+            if call.function.name.upper() == "CURRENT_WATERMARK":
+                return "TIMESTAMP" if call.type.kind is Kind.TIMESTAMP_LTZ else "TIMESTAMP_NTZ"
+    return None
+
+
+def _below_assigner_v2(stream: Stream) -> bool:
+    """Rows straight from a watermark-assigner_2 through stateless nodes: CURRENT_WATERMARK is computed.
+    (Plans with version 1 keep their NULL; after a stateful operator it stays NULL on this engine.)"""
+    props = stream.properties
+    return (stream.rowtime is not None and int(props.get("watermark_assigner_version", 1)) >= 2
+            and not props.get("stateful") and "watermark_delay_ms" in props)
+
+
+def _replace_current_watermark(e: Any, index: int) -> Any:
+    from dataclasses import replace
+
+    from planengine.ir.expressions import Call, FieldAccess, InputRef
+
+    if isinstance(e, Call):
+        if e.function.name.upper() == "CURRENT_WATERMARK":
+            return InputRef(index, e.type)
+        return replace(e, operands=tuple(_replace_current_watermark(o, index) for o in e.operands))
+    if isinstance(e, FieldAccess):
+        return replace(e, expr=_replace_current_watermark(e.expr, index))
+    return e
 
 
 @translator("stream-exec-exchange", 1)

@@ -105,10 +105,6 @@ class Program:
             opts = {"connector": "filesystem", "path": str(root / s.name), "format": self.source_format(s)}
             if s.changelog_mode is not None:
                 opts["changelog-mode"] = s.changelog_mode
-            if any("watermark" in str(c).lower() for c in s.schema):
-                # event time advances file by file: the harness splits rows where Flink's per-record watermark
-                # would make a row late, and each file is its own micro-batch
-                opts["source.max-files-per-trigger"] = "1"
             opts.update({k: str(v) for k, v in s.options.items()
                          if k not in DROPPED_OPTIONS and k != "changelog-mode"})
             parts.append(_create_table(s, opts))

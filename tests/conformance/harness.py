@@ -1,5 +1,9 @@
 """Runs one conformance program through the engine in-process and judges its sinks (README "Run semantics").
 
+Each phase's rows of a source are one file, so each phase is one micro-batch, as in the CLI contract: rows
+behind the watermark of earlier rows of the same batch are the engine's business (per-record watermarks),
+not the harness's.
+
 Restore programs: phase 1 writes the ``before`` rows, compiles the statement, runs until idle and stops with
 a snapshot WITHOUT draining; phase 2 writes the ``after`` rows as new files, builds a fresh
 ``TableEnvironment`` with the same DDL, restores ``<job root>/plan.json`` (never re-plans) and runs until
@@ -25,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from planengine.testing.changelog import ChangelogRow, changelog_counter, materialize, read_changelog_json
-from planengine.testing.programs import Program, expected_rows, json_lines, row_kind_and_values
+from planengine.testing.programs import Program, expected_rows, json_lines
 
 UDF_MODULE = "tests.conformance.udfs"
 
@@ -105,57 +109,6 @@ def write_sources(env: Any, program: Program, workdir: Path, phase: str) -> None
             path = directory / f"{phase}.json"  # one file per phase: one micro-batch, as in the CLI contract
             path.write_text(json_lines(rows, names, types, changelog=changelog), encoding="utf-8")
             os.utime(path, (stamp, stamp))
-
-
-_DELAY_RE = re.compile(r"INTERVAL\s+'(\d+)'\s+(MILLISECOND|SECOND|MINUTE|HOUR|DAY)", re.IGNORECASE)
-_UNIT_MS = {"MILLISECOND": 1, "SECOND": 1000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000}
-
-
-def event_time_batches(env: Any, table: str, rows: list[Any], names: list[str]) -> list[list[Any]]:
-    """Split a source's rows into micro-batches where Flink's per-record watermark would make a row late.
-
-    Spark advances its watermark per micro-batch, Flink (in the conformance harness) per record: a row that is
-    behind the watermark of earlier rows *of the same batch* is late for Flink but not for Spark. Starting a
-    new batch at exactly those rows makes Spark drop the same rows. Computed rowtimes (not a physical column)
-    get one row per batch."""
-    schema = env.catalog_manager.get_table(env.catalog_manager.qualify([table])).object.schema
-    if not schema.watermark_specs:
-        return [rows]
-    spec = schema.watermark_specs[0]
-    if spec.rowtime_attribute not in names:
-        return [[r] for r in rows]
-    m = _DELAY_RE.search(spec.expression)
-    delay = int(m[1]) * _UNIT_MS[m[2].upper()] if m else 0
-    index = names.index(spec.rowtime_attribute)
-    batches: list[list[Any]] = [[]]
-    chunk_max: float | None = None
-    for r in rows:
-        _, values = row_kind_and_values(r)
-        ts = _millis(values[index]) if index < len(values) else None
-        if ts is not None and chunk_max is not None and ts < chunk_max - delay:
-            batches.append([])
-            chunk_max = None
-        batches[-1].append(r)
-        if ts is not None:
-            chunk_max = ts if chunk_max is None else max(chunk_max, ts)
-    return batches
-
-
-def _millis(value: Any) -> float | None:
-    import datetime as dt
-
-    if value is None:
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    text = str(value).replace(" ", "T").replace("Z", "+00:00")
-    try:
-        stamp = dt.datetime.fromisoformat(text[:26] if "+" not in text else text)
-    except ValueError:
-        return None
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=dt.UTC)
-    return stamp.timestamp() * 1000
 
 
 _FRAME_RE = re.compile(r'File "([^"]*planengine/[^"]+)", line (\d+), in (\S+)')

@@ -101,12 +101,20 @@ def _with_mode(node: ExecNode, mode: ChangelogMode) -> ExecNode:
 
 
 # --- 2. modes bottom-up ---------------------------------------------------------------------------------------
+def non_time_over(node: ExecNode) -> bool:
+    """An OVER aggregate ordered by a non-time column: it takes retractions and emits updates."""
+    return (isinstance(node, X.OverAggregate) and bool(node.order_keys)
+            and not node.inputs[0].field_types[node.order_keys[0].field].is_time_attribute)
+
+
 def _produced(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ChangelogMode:
     modes = [i.changelog_mode for i in inputs]
     if isinstance(node, X.TableSourceScan):
         return _source_mode(node)
     if isinstance(node, X.Values):
         return INSERT_ONLY
+    if non_time_over(node):
+        return ALL if modes[0].contains_deletes() else RETRACT
     if isinstance(node, _APPEND_ONLY_CONSUMERS):
         for child in inputs:
             if not child.changelog_mode.contains_only_inserts():
@@ -209,7 +217,7 @@ def _sink_requirement(sink: X.Sink) -> str:
 
 def _input_requirement(node: ExecNode, own: str, index: int) -> str:
     """What ``node`` needs from its input ``index``, given what its consumers need from it (``own``)."""
-    if isinstance(node, _RETRACTING_CONSUMERS):
+    if isinstance(node, _RETRACTING_CONSUMERS) or non_time_over(node):
         return BEFORE_AND_AFTER
     if isinstance(node, X.Calc) and node.condition is not None:
         return BEFORE_AND_AFTER  # a filter may drop an update-after whose before-image passed it

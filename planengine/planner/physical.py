@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from planengine.catalog.objects import TableRef
 from planengine.connectors import base as conn
@@ -32,9 +32,10 @@ from planengine.ir.expressions import (
     input_refs,
     remap_inputs,
 )
-from planengine.ir.types import DataType, RowField, TimeAttribute, row
+from planengine.ir.types import BOOLEAN, DataType, RowField, TimeAttribute, row
 from planengine.ir.windows import WindowSpec
 from planengine.planner import logical as L
+from planengine.planner.join_keys import push_key_expressions
 from planengine.planner.rex_converter import convert_expression
 
 _RANK_FUNCTIONS = ("ROW_NUMBER", "RANK", "DENSE_RANK")
@@ -276,11 +277,21 @@ class PhysicalConverter:
                 "filter on its result such as WHERE rn <= 10 or WHERE rn = 1",
                 hint="wrap the query: SELECT * FROM (SELECT ..., ROW_NUMBER() OVER (...) AS rn FROM t) WHERE rn <= N",
             )
-        if not node.order_keys or not node.input.field_types[node.order_keys[0].field].is_time_attribute:
+        if not node.order_keys:
             raise UnsupportedQueryError(
-                "OVER windows must be ordered by a time attribute (rowtime or proctime) in ascending order",
-                hint="ORDER BY the table's rowtime column or a PROCTIME() column",
-            )
+                "OVER windows need an ORDER BY on a streaming table",
+                hint="ORDER BY the table's rowtime column, a PROCTIME() column, or a value column with RANGE "
+                     "BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW")
+        if not node.input.field_types[node.order_keys[0].field].is_time_attribute:
+            # Flink's non-time OVER (NonTimeRangeUnboundedPrecedingFunction): one order key, RANGE UNBOUNDED
+            # PRECEDING AND CURRENT ROW; it emits updates of the rows that follow a new or retracted row
+            frame = node.frame
+            if len(node.order_keys) != 1 or frame.mode != "RANGE" or frame.lower is not None:
+                raise UnsupportedQueryError(
+                    "an OVER window ordered by a non-time column supports only one ORDER BY column with RANGE "
+                    "BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
+                    hint="order by the rowtime column for bounded frames, or use RANGE BETWEEN UNBOUNDED PRECEDING "
+                         "AND CURRENT ROW")
         child = self.convert(node.input)
         return X.OverAggregate(inputs=(child,), output_type=node.row_type, partition_keys=node.partition_keys,
                                order_keys=node.order_keys, frame=node.frame, aggregates=node.calls,
@@ -385,7 +396,21 @@ class PhysicalConverter:
         )
 
     # --- joins --------------------------------------------------------------------------------------------------
+    def _with_pushed_keys(self, node: L.LogicalJoin | L.LogicalSnapshotJoin) -> ExecNode | None:
+        """The join with key expressions projected into its inputs (planner/join_keys.py), or None."""
+        pushed = push_key_expressions(node.left, node.right, node.condition)
+        if pushed is None:
+            return None
+        left, right, condition, positions = pushed
+        inner = replace(node, left=left, right=right, condition=condition)
+        types = [f.type for f in inner.row_type.fields]
+        projection = tuple(InputRef(p, types[p]) for p in positions)
+        return self.convert(L.LogicalCalc(inner, projection, tuple(node.field_names)))
+
     def _LogicalJoin(self, node: L.LogicalJoin) -> ExecNode:
+        pushed = self._with_pushed_keys(node)
+        if pushed is not None:
+            return pushed
         nl = len(node.left.field_names)
         left_keys, right_keys, remaining = _split_equi(node.condition, nl)
         window = self._window_join(node, left_keys, right_keys, remaining)
@@ -394,6 +419,8 @@ class PhysicalConverter:
         interval = _interval_bounds(remaining, node.left, node.right, nl)
         left = self.convert(node.left)
         right = self.convert(node.right)
+        if interval is not None and node.kind in ("INNER", "LEFT", "RIGHT", "FULL") and interval[2] > interval[3]:
+            return self._empty_interval_join(node, left, right, interval[2], interval[3])
         if interval is not None and node.kind in ("INNER", "LEFT", "RIGHT", "FULL"):
             lt, rt, lower, upper, rest, event_time = interval
             return X.IntervalJoin(
@@ -412,6 +439,33 @@ class PhysicalConverter:
             input_properties=(_hash(left_keys) if left_keys else InputProperty("SINGLETON"),
                               _hash(right_keys) if right_keys else InputProperty("SINGLETON")),
             description=f"Join(joinType=[{node.kind}], where=[{node.condition}])")
+
+    def _empty_interval_join(self, node: L.LogicalJoin, left: ExecNode, right: ExecNode, lower: int,
+                             upper: int) -> ExecNode:
+        """An interval join whose bounds admit no pair (lower > upper): nothing ever matches, so — as Flink's
+        negative-window join — outer sides pass through at once, padded with NULLs, and no state is kept."""
+        out = _materialize_time(node.row_type, None)
+        nl = len(node.left.field_names)
+
+        def padded(side: ExecNode, at_left: bool, condition: Expr | None = None) -> ExecNode:
+            projection = []
+            for i, f in enumerate(out.fields):
+                own = i < nl if at_left else i >= nl
+                index = i if at_left else i - nl
+                projection.append(InputRef(index, side.field_types[index]) if own
+                                  else Literal(None, f.type.with_nullable(True)))
+            return X.Calc(inputs=(side,), output_type=out, projection=tuple(projection), condition=condition,
+                          description=f"Calc(interval join with an empty window [{lower}, {upper}] ms: "
+                                      f"{'left' if at_left else 'right'} rows padded)")
+
+        if node.kind == "LEFT":
+            return padded(left, True)
+        if node.kind == "RIGHT":
+            return padded(right, False)
+        if node.kind == "FULL":
+            return X.Union(inputs=(padded(left, True), padded(right, False)), output_type=out,
+                           description="Union(all=[true])")
+        return padded(left, True, Literal(False, BOOLEAN.with_nullable(False)))  # INNER: no row at all
 
     def _window_join(self, node: L.LogicalJoin, left_keys: tuple[int, ...], right_keys: tuple[int, ...],
                      remaining: Expr | None) -> ExecNode | None:
@@ -440,6 +494,9 @@ class PhysicalConverter:
             description=f"WindowJoin(joinType=[{node.kind}])")
 
     def _LogicalSnapshotJoin(self, node: L.LogicalSnapshotJoin) -> ExecNode:
+        pushed = self._with_pushed_keys(node)
+        if pushed is not None:
+            return pushed
         nl = len(node.left.field_names)
         left_keys, right_keys, remaining = _split_equi(node.condition, nl)
         left = self.convert(node.left)

@@ -1,0 +1,76 @@
+"""Join keys from expressions, empty interval joins and OVER ordered by a value column (planning only)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planengine.api import TableEnvironment
+from planengine.errors import UnsupportedQueryError
+
+DDL = """
+CREATE TABLE orders (amount BIGINT, nested ROW<currency STRING>, m MAP<STRING, STRING>, order_time STRING,
+  rowtime AS TO_TIMESTAMP(order_time), WATERMARK FOR rowtime AS rowtime)
+  WITH ('connector' = 'filesystem', 'path' = '/data/o', 'format' = 'json');
+CREATE TABLE rates (currency STRING, rate BIGINT, rate_time STRING, rowtime AS TO_TIMESTAMP(rate_time),
+  WATERMARK FOR rowtime AS rowtime, PRIMARY KEY (currency) NOT ENFORCED)
+  WITH ('connector' = 'filesystem', 'path' = '/data/r', 'format' = 'changelog-json', 'changelog-mode' = 'I,UA,D');
+CREATE TABLE vals (k STRING, v BIGINT) WITH ('connector' = 'filesystem', 'path' = '/data/v', 'format' = 'json');
+CREATE TABLE out_amount (amount BIGINT) WITH ('connector' = 'filesystem', 'path' = '/data/s',
+  'format' = 'changelog-json');
+CREATE TABLE out_kv (k STRING, v BIGINT, s BIGINT) WITH ('connector' = 'filesystem', 'path' = '/data/kv',
+  'format' = 'changelog-json');
+CREATE TABLE out_pair (a BIGINT, b BIGINT) WITH ('connector' = 'filesystem', 'path' = '/data/p',
+  'format' = 'changelog-json');
+"""
+
+
+def compile_json(statement: str) -> dict:
+    env = TableEnvironment()
+    env.execute_sql(DDL)
+    return json.loads(env.compile_plan_sql(statement).as_json())
+
+
+def nodes(statement: str) -> list[dict]:
+    return compile_json(statement)["nodes"]
+
+
+@pytest.mark.parametrize("key", ["o.nested.currency", "o.m['currency']", "UPPER(o.nested.currency)"])
+def test_temporal_join_keyed_by_an_expression_of_the_probe_side(key: str) -> None:
+    plan = compile_json(f"INSERT INTO out_amount SELECT amount * r.rate FROM orders AS o "
+                        f"JOIN rates FOR SYSTEM_TIME AS OF o.rowtime AS r ON {key} = r.currency")
+    by_id = {n["id"]: n for n in plan["nodes"]}
+    join = next(n for n in plan["nodes"] if n["type"].startswith("stream-exec-temporal-join"))
+    assert join["rightKeys"] == [0]  # the versioned table's primary key
+    (left_key,) = join["leftKeys"]
+    left_input = by_id[next(e["source"] for e in plan["edges"] if e["target"] == join["id"])]
+    # the key is the expression computed as an extra field of the orders, last of their row
+    assert left_input["outputType"].endswith("`$jk0` STRING>") and left_key == 5
+
+
+def test_regular_join_on_an_expression_is_keyed() -> None:
+    plan = nodes("INSERT INTO out_pair SELECT a.v, b.v FROM vals a JOIN vals b ON a.v + 1 = b.v")
+    join = next(n for n in plan if n["type"].startswith("stream-exec-join"))
+    assert join["leftKeys"] == [2] and join["rightKeys"] == [1]
+    assert "nonEquiCondition" not in join
+
+
+def test_interval_join_with_an_empty_window_keeps_no_state() -> None:
+    plan = nodes("INSERT INTO out_pair SELECT a.amount, b.amount FROM orders a LEFT JOIN orders b "
+                 "ON a.amount = b.amount AND a.rowtime BETWEEN b.rowtime + INTERVAL '10' SECOND "
+                 "AND b.rowtime + INTERVAL '5' SECOND")
+    assert not any(n.get("state") for n in plan)
+    assert not any("join" in n["type"] for n in plan)
+
+
+def test_over_ordered_by_a_value_column_updates_its_rows() -> None:
+    plan = nodes("INSERT INTO out_kv SELECT k, v, SUM(v) OVER (PARTITION BY k ORDER BY v) FROM vals")
+    over = next(n for n in plan if n["type"].startswith("stream-exec-over-aggregate"))
+    assert over["changelogMode"] == "I,UB,UA"
+
+
+def test_over_ordered_by_a_value_column_refuses_bounded_frames() -> None:
+    with pytest.raises(UnsupportedQueryError, match="RANGE BETWEEN UNBOUNDED PRECEDING"):
+        nodes("INSERT INTO out_kv SELECT k, v, SUM(v) OVER (ORDER BY v ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) "
+              "FROM vals")

@@ -34,14 +34,24 @@ def write_rows(directory: Path, name: str, rows: list[dict]) -> None:
 
 
 def sink_changelog(spark, env: TableEnvironment, table: str, path: Path) -> list[str]:
+    from pyspark.sql import functions as F
+
     from planengine.runtime.connectors import spark_schema_ddl
+    from planengine.runtime.connectors.filesystem import _json_readable
+    from planengine.runtime.expressions import render_spark_type
 
     t = env.catalog_manager.get_table(env.catalog_manager.qualify([table])).object
     columns = t.schema.physical_columns
-    ddl = spark_schema_ddl([c.name for c in columns], [c.type for c in columns]) + ", op STRING"
+    read_types = [_json_readable(c.type) for c in columns]
+    ddl = spark_schema_ddl([c.name for c in columns], read_types) + ", op STRING"
     if not (path / "_spark_metadata").is_dir():
         return []
-    rows = spark.read.schema(ddl).json(str(path)).collect()
+    df = spark.read.schema(ddl).json(str(path))
+    for c, read in zip(columns, read_types, strict=True):
+        if read is not c.type:  # JSON map keys are strings
+            key_type = render_spark_type(c.type.key)
+            df = df.withColumn(c.name, F.expr(f"transform_keys(`{c.name}`, (k, v) -> CAST(k AS {key_type}))"))
+    rows = df.collect()
     return [flink_row(r["op"], [r[c.name] for c in columns]) for r in rows]
 
 

@@ -81,6 +81,21 @@ def _walk_types(types: list[Any]) -> list[Any]:
     return out
 
 
+def _json_readable(t: Any) -> Any:
+    """The type a JSON reader can parse for ``t``: a top-level MAP with a non-string key is read with STRING
+    keys (JSON object keys are strings; Spark's reader would hand strings where the key type wants numbers)
+    and its keys are cast afterwards. ``t`` itself when nothing changes."""
+    from dataclasses import replace
+
+    from planengine.ir.types import Kind
+
+    if t.kind is Kind.MAP and t.key is not None and t.key.kind not in (Kind.CHAR, Kind.VARCHAR):
+        from planengine.ir.types import STRING
+
+        return replace(t, key=STRING.with_nullable(False))
+    return t
+
+
 def _timestamps_as_declared(df: Any, names: list[str], types: list[Any]) -> Any:
     """Columns that hold timestamps cast to the sink's declared Spark type (``TIMESTAMP`` → ``TIMESTAMP_NTZ``).
 
@@ -109,7 +124,8 @@ def read_filesystem(source: Any, ctx: Any, node: Any) -> SourceFrame:
     physical = source.schema.physical_columns
     names = [c.name for c in physical]
     types = [c.type for c in physical]
-    ddl = spark_schema_ddl(names, types)
+    read_types = [_json_readable(t) for t in types] if fmt in _JSON_FORMATS else types
+    ddl = spark_schema_ddl(names, read_types)
     if fmt == "changelog-json":
         ddl += f", `{cf.OP_FIELD}` STRING"
     elif fmt == "debezium-json":
@@ -136,6 +152,12 @@ def read_filesystem(source: Any, ctx: Any, node: Any) -> SourceFrame:
 
     if fmt == "debezium-json":
         df = cf.decode_debezium(df, [n for n in names if n not in source.partition_keys])
+    for name, declared, read in zip(names, types, read_types, strict=True):
+        if declared is not read:  # a JSON object's keys are strings: parse them as the declared key type
+            from planengine.runtime.expressions import render_spark_type
+
+            key_type = render_spark_type(declared.key)
+            df = df.withColumn(name, F.expr(f"transform_keys(`{name}`, (k, v) -> CAST(k AS {key_type}))"))
     updating = fmt in ("changelog-json", "debezium-json")
     if updating and source.changelog_mode().contains_only_inserts():
         # 'changelog-mode' = 'I': the rows are inserts whatever their op says

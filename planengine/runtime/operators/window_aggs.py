@@ -114,6 +114,8 @@ def evaluate(call: Any, rows: Sequence[Sequence[Any]]) -> Any:
         vals = [tuple(r[a] for a in call.args) for r in rows]
         vals = [v for v in vals if all(x is not None for x in v)]
         return len(set(vals)) if call.distinct else len(vals)
+    if fn == "LAG":
+        return _lag(call, rows)
     values = [r[call.args[0]] for r in rows if r[call.args[0]] is not None] if call.args else []
     if call.distinct:
         seen: list[Any] = []
@@ -151,6 +153,19 @@ def evaluate(call: Any, rows: Sequence[Sequence[Any]]) -> Any:
     if fn == "BOOL_OR":
         return any(values) if values else None
     raise ValidationError(f"aggregate {call.function} is not supported by this operator on this engine")
+
+
+def _lag(call: Any, rows: Sequence[Sequence[Any]]) -> Any:
+    """``LAG(x [, offset [, default]])`` of the frame's last row: ``x`` of the row ``offset`` rows before it in
+    processing order (Flink's LagAggFunction over the rows accumulated so far), else the default (or NULL).
+    The offset and default are projected input fields (literals in practice)."""
+    if not rows:
+        return None
+    current = rows[-1]
+    offset = current[call.args[1]] if len(call.args) > 1 else 1
+    default = current[call.args[2]] if len(call.args) > 2 else None
+    offset = 1 if offset is None else int(offset)
+    return rows[-1 - offset][call.args[0]] if 0 <= offset < len(rows) else default
 
 
 def _evaluate_python_aggregate(user: Any, call: Any, rows: Sequence[Sequence[Any]]) -> Any:

@@ -119,8 +119,6 @@ FLINK_OPTIONS: tuple[Option, ...] = (
     _accepted("parallelism.default", INT, "1", "Flink: default job parallelism.", _SPARK_PARALLELISM),
     _accepted("pipeline.name", STRING, None, "Flink: the job name.",
               "planengine names a job by its job root and plan id"),
-    _accepted("pipeline.auto-watermark-interval", DURATION, "200 ms", "Flink: how often watermarks are emitted.",
-              "watermarks advance once per micro-batch"),
     _accepted("pipeline.time-characteristic", STRING, "EventTime", "Flink (legacy): time characteristic.",
               "event time comes from WATERMARK declarations"),
     _accepted("pipeline.operator-chaining.enabled", BOOL, "true", "Flink: chain operators.", _PHYSICAL),

@@ -228,3 +228,38 @@ def test_a_job_applied_before_its_script_configmap_waits_for_it(world: World) ->
     world.wait_status("early", lambda s: s.get("phase") == "Running", "phase Running once the ConfigMap exists")
     world.assert_exactly_once("early")
     assert world.event_reasons("early").count("MissingConfigMap") == 1
+
+
+# ---------------------------------------------------------------------------------------------- the jobs chart
+HELM = Path(__file__).resolve().parents[3] / ".tools" / "bin" / "helm"
+JOBS_CHART = Path(__file__).resolve().parents[3] / "charts" / "planengine-jobs"
+
+
+def _helm_apply(world: World, values: dict[str, Any]) -> None:
+    """``helm template`` the jobs chart and ``kubectl apply`` the result, as a GitOps tool syncs it."""
+    values_file = world.tmp / "jobs-values.yaml"
+    values_file.write_text(yaml.safe_dump(values))
+    rendered = subprocess.run([str(HELM), "template", "gitops", str(JOBS_CHART), "--namespace", NS, "--values",
+                               str(values_file)], capture_output=True, text=True, timeout=60)
+    assert rendered.returncode == 0, rendered.stderr
+    path = world.tmp / "rendered.yaml"
+    path.write_text(rendered.stdout)
+    world.kubectl("apply", "--validate=false", "-f", str(path))
+
+
+def test_jobs_rendered_by_the_chart_run_and_a_script_edit_in_values_is_detected(world: World) -> None:
+    if not HELM.exists():
+        pytest.skip(f"{HELM} is missing: run `bash tests/setup/prepare.sh`")
+    world.start_operator()
+    world.add_input("charted", 3)
+    values = {"jobDefaults": {"engineVersion": "0.1"},
+              "jobs": {"charted": {"script": job_sql(world.source("charted"), world.sink("charted"))}}}
+    _helm_apply(world, values)
+    first = world.wait_status("charted", lambda s: s.get("phase") == "Running", "phase Running")
+    assert world.job("charted")["spec"]["plan"] == {"configMapRef": {"name": "charted-sql", "key": "script.sql"}}
+    world.assert_exactly_once("charted")
+    values["jobs"]["charted"]["script"] = job_sql(world.source("charted"), world.tmp / "elsewhere")
+    _helm_apply(world, values)  # only the ConfigMap changes
+    status = world.wait_status("charted", lambda s: s.get("error"), "the script edit reported")
+    assert "charted-sql/script.sql" in status["error"] and status["runId"] == first["runId"]
+    assert world.job("charted")["metadata"]["generation"] == 1

@@ -241,7 +241,7 @@ class Job:
                 continue
             q.restarts += 1
             log.warning("query %s failed transiently (%s); restarting from its checkpoint (attempt %d of %d)",
-                        q.uid, message.splitlines()[0][:200], q.restarts, MAX_TRANSIENT_RESTARTS)
+                        q.label or q.uid, message.splitlines()[0][:200], q.restarts, MAX_TRANSIENT_RESTARTS)
             time.sleep(min(30.0, 2.0 * q.restarts))
             q.query = q.spec.start(self._query_options(q.spec))
 

@@ -122,10 +122,10 @@ class NoopOperator(OperatorThread):
         original = reconciler.reconcile
         durations = self.durations
 
-        async def timed(body: Any, memo: Any) -> None:
+        async def timed(body: Any, memo: Any, digests: Any = None) -> None:
             started = time.perf_counter()
             try:
-                await original(body, memo)
+                await original(body, memo, digests)
             finally:
                 durations.append(time.perf_counter() - started)
 

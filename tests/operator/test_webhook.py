@@ -102,6 +102,10 @@ CASES = {
     "create on an object store": ("CREATE", job({"storage": {"uri": "s3a://bucket/jobs/j"}}), None,
                                   ["StorageUnsupported"]),
     "create on a relative path": ("CREATE", job({"storage": {"uri": "jobs/j"}}), None, ["StorageUnsupported"]),
+    "create from a relative initial snapshot": ("CREATE", job({"initialSnapshot": {"uri": "snapshots/s1"}}), None,
+                                                ["InitialSnapshotUnsupported"]),
+    "create from an absolute initial snapshot": ("CREATE", job({"initialSnapshot": {"uri": "file:///r/snapshots/s1"}}),
+                                                 None, []),
     "two rules broken at once": ("UPDATE", job({"engineVersion": "9.9", "plan": {"sql": "SELECT 2"}}, STARTED),
                                  job({}, STARTED), ["UnknownEngineVersion", "PlanChangeRefused"]),
 }

@@ -243,13 +243,19 @@ class Reconciler:
         engine = params["engineVersion"]
         argv = ["check", "--plan", f"{job.job_root}/plan.json", "--json"]
         key = f"check-{engine}"
+        files = None
         if params.get("snapshotPath"):  # spec.initialSnapshot: can this engine start the new plan from it?
-            argv = ["check", "--plan", self.launcher.plan_path(job), "--snapshot", params["snapshotPath"], "--json"]
-            key = f"initial-check-{engine}"
+            # Before the first run the plan is not in the job root on every launcher (on Kubernetes the driver
+            # installs it), so the tool gets the plan the Compile step published as an input file.
+            plan_text = await self.launcher.read_file(job, "plan.json")
+            if not plan_text:
+                return Result(False, {}, "the compiled plan is not readable yet", "CheckFailed")
+            argv = ["check", "--plan", "{work}/plan.json", "--snapshot", params["snapshotPath"], "--json"]
+            key, files = f"initial-check-{engine}", {"plan.json": plan_text}
         elif params.get("snapshot"):  # the rollback: can this engine read the state in that snapshot?
             argv[3:3] = ["--snapshot", f"{job.job_root}/snapshots/{params['snapshot']}"]
             key = f"rollback-check-{engine}"
-        run = await self.launcher.run_tool(job, engine, key, argv)
+        run = await self.launcher.run_tool(job, engine, key, argv, files=files)
         reason = _reason(run)
         if run.exit_code == 0:
             return Result(True, {"verdict": "compatible", "reason": reason})

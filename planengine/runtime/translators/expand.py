@@ -12,7 +12,7 @@ from typing import Any
 from planengine.runtime.expressions import render_spark_type
 from planengine.runtime.stream import Stream, column_name
 from planengine.runtime.translators import translator
-from planengine.runtime.translators.basic import _expr, _keep_rowkind
+from planengine.runtime.translators.basic import _expr, _keep_hidden
 
 _EXPANDED = "_expanded"
 
@@ -25,7 +25,7 @@ def translate_expand(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     types = [render_spark_type(t) for t in node.field_types]
     rows = [F.struct(*[_expr(e, inp.columns).cast(types[i]).alias(column_name(i)) for i, e in enumerate(project)])
             for project in node.projects]
-    exploded = inp.df.select(F.explode(F.array(*rows)).alias(_EXPANDED), *_keep_rowkind(inp))
+    exploded = inp.df.select(F.explode(F.array(*rows)).alias(_EXPANDED), *_keep_hidden(inp))
     columns = [F.col(f"{_EXPANDED}.{column_name(i)}").alias(column_name(i)) for i in range(len(types))]
-    return Stream(exploded.select(*columns, *_keep_rowkind(inp)), tuple(node.field_names), inp.updating, None,
-                  dict(inp.properties))
+    return Stream(exploded.select(*columns, *_keep_hidden(inp)), tuple(node.field_names), inp.updating, None,
+                  dict(inp.properties), inp.record_watermark)

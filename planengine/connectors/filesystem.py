@@ -52,7 +52,7 @@ from planengine.connectors.projection import ProducedRow, TopLevelProjection
 from planengine.connectors.source_changelog import CHANGELOG_MODE, resolve_source_changelog_mode
 from planengine.errors import ValidationError
 from planengine.ir.changelog import ChangelogMode
-from planengine.ir.expressions import Expr, input_refs
+from planengine.ir.expressions import Expr, input_refs, remap_inputs
 from planengine.ir.schema import ResolvedSchema
 
 PATH = string_option("path", description="Directory (or file) to read or write: a local path or a URI.")
@@ -138,7 +138,9 @@ class FileSystemTableSource(ScanTableSource, LookupTableSource, TopLevelProjecti
         for f in filters:
             refs = input_refs(f)
             (accepted if refs and refs <= partition_fields else remaining).append(f)
-        self.partition_filters = accepted
+        # Kept over the table's physical row: a projection applied later must not change what they read.
+        physical = {i: self.row.physical_index_of(i) for i in range(len(self.row.physical_indices))}
+        self.partition_filters = [remap_inputs(f, physical) for f in accepted]  # type: ignore[arg-type]
         return FilterResult(accepted, remaining)
 
     def list_partitions(self) -> list[dict[str, str]] | None:

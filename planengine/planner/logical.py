@@ -124,10 +124,19 @@ class LogicalScan(LogicalNode):
     def explain_terms(self) -> str:
         terms = f"table=[{self.table.identifier}], fields=[{', '.join(self.field_names)}]"
         if self.ability_specs:
-            terms += ", abilities=[" + ", ".join(type(s).__name__ for s in self.ability_specs) + "]"
+            terms += ", abilities=[" + ", ".join(_describe_spec(s) for s in self.ability_specs) + "]"
         if self.table.hint_options:
             terms += f", hints={dict(self.table.hint_options)}"
         return terms
+
+
+def _describe_spec(spec: Any) -> str:
+    """A spec as EXPLAIN shows it (and the digest compares it): pushed predicates are part of what a scan reads,
+    so two scans of one table that pushed different filters must never look alike and be shared."""
+    predicates = getattr(spec, "predicates", None)
+    if predicates:
+        return f"{type(spec).__name__}({', '.join(str(p) for p in predicates)})"
+    return type(spec).__name__
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,9 +1,11 @@
 """The optimiser driver: ordered rule programs over the whole multi-sink DAG.
 
 Programs run in order; each is a tuple of rules applied bottom-up to every node (inputs first, shared
-nodes once) until nothing changes or the iteration cap is hit. The driver, not the rules, owns recursion,
-fix-points, change tracking, disabling rules by name (``table.optimizer.disabled-rules``, comma separated)
-and the check that a rule never changes a node's output types. With ``trace`` it records the plan after
+nodes once) until nothing changes or the iteration cap is hit. A *whole-DAG* program's rules take all roots
+at once instead (``merge_scans`` must see every scan of a table across the statement set). The driver,
+not the rules, owns recursion, fix-points, change tracking, disabling rules by name
+(``table.optimizer.disabled-rules``, comma separated) and the check that a rule never changes a node's
+output types. With ``trace`` it records the plan after
 every rule that changed something, which ``EXPLAIN`` prints.
 """
 
@@ -17,6 +19,7 @@ from planengine.planner import logical as L
 from planengine.planner.rules.context import RuleContext
 from planengine.planner.rules.fold_constants import fold_constants
 from planengine.planner.rules.merge_calcs import merge_calcs
+from planengine.planner.rules.merge_scans import merge_scans
 from planengine.planner.rules.push_filter_into_join import push_filter_into_join
 from planengine.planner.rules.push_filter_into_scan import push_filter_into_scan
 from planengine.planner.rules.push_projection_into_scan import push_projection_into_scan
@@ -24,13 +27,15 @@ from planengine.planner.rules.remove_identity_calc import remove_identity_calc
 from planengine.planner.rules.share_common_subplans import share_common_subplans
 
 Rule = Callable[[L.LogicalNode, RuleContext], L.LogicalNode]
+DagRule = Callable[[list[L.LogicalNode], RuleContext], list[L.LogicalNode]]
 
 
 @dataclass(frozen=True)
 class Program:
     name: str
-    rules: tuple[Rule, ...]
+    rules: tuple[Rule, ...] | tuple[DagRule, ...]
     fixpoint: bool = True
+    whole_dag: bool = False  # rules take and return all roots (the driver still checks types and changes)
 
 
 PROGRAMS: tuple[Program, ...] = (
@@ -43,6 +48,10 @@ PROGRAMS: tuple[Program, ...] = (
     Program("join-push-down", (push_filter_into_join, merge_calcs, remove_identity_calc)),
     # Filters before projections: a pushed filter may need columns the projection would drop.
     Program("source-push-down", (push_filter_into_scan, push_projection_into_scan)),
+    # After push-down (it merges what push-down made different) and before sharing (which then makes the one
+    # merged scan a shared node). The Calcs it adds are folded into their consumers by the exec-level Calc
+    # merge (final rewrites), so plans without a merge keep their exact shape.
+    Program("merge-scans", (merge_scans,), fixpoint=False, whole_dag=True),
     # Sharing last, once everything is canonical, so identical scans/aggregates across sinks collapse.
     Program("share-common-subplans", (share_common_subplans,), fixpoint=False),
 )
@@ -65,7 +74,10 @@ def optimize(roots: list[L.LogicalNode], ctx: RuleContext, trace: list[TraceStep
             for rule in program.rules:
                 if rule.__name__ in disabled:
                     continue
-                roots, rule_changed = _apply(rule, roots, ctx)
+                if program.whole_dag:
+                    roots, rule_changed = _apply_dag(rule, roots, ctx)  # type: ignore[arg-type]
+                else:
+                    roots, rule_changed = _apply(rule, roots, ctx)  # type: ignore[arg-type]
                 if rule_changed:
                     changed = True
                     if trace is not None:
@@ -96,6 +108,35 @@ def _apply(rule: Rule, roots: list[L.LogicalNode], ctx: RuleContext) -> tuple[li
         return result
 
     return [visit(r) for r in roots], changed
+
+
+def _apply_dag(rule: DagRule, roots: list[L.LogicalNode], ctx: RuleContext) -> tuple[list[L.LogicalNode], bool]:
+    out = rule(list(roots), ctx)
+    if len(out) != len(roots):
+        raise InternalError(f"rule {rule.__name__} returned {len(out)} roots for {len(roots)}")
+    for before, after in zip(roots, out):
+        if after is not before:
+            _check_types(rule, before, after)  # type: ignore[arg-type]
+    return out, any(a is not b for a, b in zip(out, roots))
+
+
+def scans(roots: list[L.LogicalNode]) -> list[L.LogicalScan]:
+    """Every distinct scan of a DAG, in depth-first order (for tests and explanations)."""
+    seen: set[int] = set()
+    out: list[L.LogicalScan] = []
+
+    def visit(node: L.LogicalNode) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, L.LogicalScan):
+            out.append(node)
+        for i in node.inputs:
+            visit(i)
+
+    for r in roots:
+        visit(r)
+    return out
 
 
 def _check_types(rule: Rule, before: L.LogicalNode, after: L.LogicalNode) -> None:

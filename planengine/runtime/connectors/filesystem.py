@@ -189,9 +189,9 @@ def _prune_partitions(df: Any, source: Any) -> Any:
                 keep = cond if keep is None else keep | cond
         df = df.filter(keep if keep is not None else F.lit(False))
     if source.partition_filters:
-        produced = source.row.physical_names
+        physical = source.row.physical_type.field_names()  # the filters index the table's physical row
         for expr in source.partition_filters:
-            df = df.filter(F.expr(render_spark_sql(expr, produced)))
+            df = df.filter(F.expr(render_spark_sql(expr, physical)))
     return df
 
 

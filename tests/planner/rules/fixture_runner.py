@@ -1,5 +1,7 @@
 """Per-rule fixtures: ``<rule>.yaml`` holds cases ``{name, sql, expected}``; each case plans ``sql`` (after the
-golden prelude's tables) and applies ONLY that rule, then compares the DAG text with ``expected``.
+golden prelude's tables) and applies ONLY that rule, then compares the DAG text with ``expected``. A rule
+that rewrites what earlier programs produced (``merge_scans`` merges pushed-down scans) gets its input from
+those programs first (``SETUP``).
 
 Regenerate on purpose with ``python -m tests.planner.rules.fixture_runner --write`` and review the diff.
 """
@@ -26,7 +28,19 @@ RULES = {
     "push_filter_into_scan": P.push_filter_into_scan,
     "push_projection_into_scan": P.push_projection_into_scan,
     "share_common_subplans": P.share_common_subplans,
+    "merge_scans": P.merge_scans,
 }
+# Programs run before the rule, by the name of the last one (the rule's input is their output).
+SETUP = {"merge_scans": "source-push-down"}
+WHOLE_DAG = {"merge_scans"}
+
+
+def setup_programs(rule_name: str) -> tuple[P.Program, ...]:
+    last = SETUP.get(rule_name)
+    if last is None:
+        return ()
+    names = [p.name for p in P.PROGRAMS]
+    return P.PROGRAMS[:names.index(last) + 1]
 
 
 def apply_rule(rule_name: str, sql: str) -> str:
@@ -35,8 +49,12 @@ def apply_rule(rule_name: str, sql: str) -> str:
     inserts = split_program(env, sql, "fixture.sql")
     planner = env._planner()
     roots = [planner.to_logical_sink(i) for i in inserts]
-    program = P.Program(rule_name, (RULES[rule_name],), fixpoint=rule_name != "share_common_subplans")
-    out = P.optimize(roots, RuleContext(env.registry, env.config), programs=(program,))
+    ctx = RuleContext(env.registry, env.config)
+    roots = P.optimize(roots, ctx, programs=setup_programs(rule_name))
+    program = P.Program(rule_name, (RULES[rule_name],), fixpoint=rule_name not in ("share_common_subplans",
+                                                                                    *WHOLE_DAG),
+                        whole_dag=rule_name in WHOLE_DAG)
+    out = P.optimize(roots, ctx, programs=(program,))
     return P.explain_dag(out)
 
 

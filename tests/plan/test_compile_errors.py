@@ -48,7 +48,8 @@ CASES: dict[str, tuple[str, str, tuple[str, ...], str | None]] = {
     "over-ordered-by-non-time-column": (
         "", "INSERT INTO json_out SELECT page, COUNT(*) OVER (PARTITION BY page ORDER BY user_id "
             "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM clicks",
-        ("OVER windows must be ordered by a time attribute", "ORDER BY the table's rowtime column"), None),
+        ("an OVER window ordered by a non-time column supports only one ORDER BY column with RANGE BETWEEN "
+         "UNBOUNDED PRECEDING AND CURRENT ROW", "order by the rowtime column for bounded frames"), None),
     "order-by-without-limit": (
         "", "INSERT INTO json_out SELECT page, user_id FROM clicks ORDER BY user_id",
         ("streaming ORDER BY must start with a time attribute", "add LIMIT n"), None),

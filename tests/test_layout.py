@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -27,3 +29,35 @@ def test_no_top_level_operator_package():
 def test_operator_package_is_importable_under_its_own_name():
     module = importlib.import_module("planengine_operator")
     assert Path(module.__file__).parent == REPO / "operator" / "planengine_operator"
+
+
+# The fixed top level (COMMON rules, README "Repository layout"): new things go inside one of these.
+TOP_LEVEL = {
+    "pyproject.toml", "operator", "crds", "charts", "planengine", "tests", "Dockerfile", "README.md", "Makefile",
+    ".ci", "examples", "benchmarks", "docs",
+}
+# Files that configure the tools reading the tree (git, docker build context), not project content.
+TOOL_FILES = {".gitignore", ".dockerignore"}
+
+
+def _tracked_top_level() -> set[str]:
+    try:
+        result = subprocess.run(
+            ["git", "ls-files", "-z", "--cached"], cwd=REPO, capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError) as error:  # an exported tree (sdist, image) has no .git
+        pytest.skip(f"not a git checkout: {error}")
+    return {path.split("/", 1)[0] for path in result.stdout.split("\0") if path}
+
+
+def test_only_the_fixed_top_level_entries_are_tracked():
+    unexpected = _tracked_top_level() - TOP_LEVEL - TOOL_FILES
+    assert not unexpected, (
+        f"top-level entries outside the fixed layout are tracked by git: {sorted(unexpected)}; "
+        f"move them under one of {sorted(TOP_LEVEL)} (charts/<chart>/, docs/, tests/, ...)"
+    )
+
+
+def test_the_layout_check_sees_the_tracked_tree():
+    """Guard: the check above compares the real listing (an empty one would pass anything)."""
+    assert {"planengine", "operator", "charts", "tests", "pyproject.toml"} <= _tracked_top_level()

@@ -1,4 +1,5 @@
-"""The Argo CD health check of SparkPlanJobs (``argocd/resource_customizations/planengine.io/SparkPlanJob``),
+"""The Argo CD health check of SparkPlanJobs
+(``charts/planengine-operator/argocd/resource_customizations/planengine.io/SparkPlanJob``),
 run by a real Lua interpreter (lupa's embedded Lua 5.1, the language of Argo CD's gopher-lua, and Lua 5.4).
 
 The cases are Argo CD's own test format (``health_test.yaml`` + ``testdata/``), so the directory can be
@@ -18,7 +19,8 @@ import yaml
 lupa = pytest.importorskip("lupa", reason="lupa (Lua for Python) is a dev dependency: run make venv")
 
 REPO = Path(__file__).resolve().parents[2]
-CHECK = REPO / "argocd" / "resource_customizations" / "planengine.io" / "SparkPlanJob"
+ARGOCD = REPO / "charts" / "planengine-operator" / "argocd"
+CHECK = ARGOCD / "resource_customizations" / "planengine.io" / "SparkPlanJob"
 SCRIPT = (CHECK / "health.lua").read_text()
 ARGO_STATES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing"}
 RUNTIMES = ["lua51", "lua54"]
@@ -62,10 +64,11 @@ def test_the_check_can_fail() -> None:
 
 
 def test_the_argocd_cm_snippet_carries_the_script_verbatim() -> None:
-    snippet = yaml.safe_load((REPO / "argocd" / "argocd-cm.yaml").read_text())
+    snippet = yaml.safe_load((ARGOCD / "argocd-cm.yaml").read_text())
     assert snippet["data"]["resource.customizations.health.planengine.io_SparkPlanJob"] == SCRIPT
     docs = (REPO / "docs" / "operator.md").read_text()
-    assert "argocd/argocd-cm.yaml" in docs and "resource.customizations.health.planengine.io_SparkPlanJob" in docs
+    assert "charts/planengine-operator/argocd/argocd-cm.yaml" in docs
+    assert "resource.customizations.health.planengine.io_SparkPlanJob" in docs
 
 
 # ------------------------------------------------------------------------------------------ the operator's statuses

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+import tarfile
 from pathlib import Path
 
 import kubernetes_validate
@@ -550,6 +551,18 @@ def test_chart_crd_is_a_byte_identical_copy_of_the_repository_crd():
     assert copies[0].read_bytes() == source.read_bytes(), (
         f"copy {source} to {CHART / 'crds'} (the repository's crds/ is the one source)"
     )
+
+
+def test_the_packaged_chart_ships_the_argocd_health_check(helm_run, tmp_path):
+    """`helm pull` users get argocd/argocd-cm.yaml (docs/operator.md, "Argo CD health check"); not a template."""
+    result = helm_run("package", str(CHART), "--destination", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    (package,) = tmp_path.glob("planengine-operator-*.tgz")
+    with tarfile.open(package) as archive:
+        names = set(archive.getnames())
+        snippet = yaml.safe_load(archive.extractfile("planengine-operator/argocd/argocd-cm.yaml").read())
+    assert "planengine-operator/argocd/resource_customizations/planengine.io/SparkPlanJob/health.lua" in names
+    assert "resource.customizations.health.planengine.io_SparkPlanJob" in snippet["data"]
 
 
 def test_crd_is_rendered_and_names_the_short_name_used_in_notes(render):

@@ -263,3 +263,50 @@ def test_jobs_rendered_by_the_chart_run_and_a_script_edit_in_values_is_detected(
     status = world.wait_status("charted", lambda s: s.get("error"), "the script edit reported")
     assert "charted-sql/script.sql" in status["error"] and status["runId"] == first["runId"]
     assert world.job("charted")["metadata"]["generation"] == 1
+
+
+def test_a_values_edit_of_the_engine_upgrades_and_the_argocd_health_follows(world: World) -> None:
+    """The GitOps loop for an upgrade: one field edited in values, ``helm template | kubectl apply``, and Argo CD's
+    health (the real ``health.lua`` in Lua 5.1 on the live object) goes Healthy -> Progressing -> Healthy, and
+    Degraded for a target the check refuses, while the rows stay exactly once."""
+    if not HELM.exists():
+        pytest.skip(f"{HELM} is missing: run `bash tests/setup/prepare.sh`")
+    pytest.importorskip("lupa", reason="lupa (Lua for Python) is a dev dependency: run make venv")
+    from tests.argocd.test_health import health
+
+    def argo(name: str) -> dict[str, str]:
+        return health(json.loads(world.kubectl("get", "spj", name, "-o", "json")))
+
+    world.start_operator()
+    world.add_input("synced", 3)
+    values = {"jobDefaults": {"engineVersion": "0.1"},
+              "jobs": {"synced": {"script": job_sql(world.source("synced"), world.sink("synced"))}}}
+    _helm_apply(world, values)
+    first = world.wait_status("synced", lambda s: s.get("phase") == "Running", "phase Running")
+    world.assert_exactly_once("synced")
+    wait_for(lambda: argo("synced")["status"] == "Healthy", 30, "Healthy", lambda: argo("synced"))
+
+    values["jobDefaults"]["engineVersion"] = "0.2"
+    seen: list[str] = []
+    with world.feeding("synced"):
+        _helm_apply(world, values)
+        assert world.job("synced")["metadata"]["generation"] == 2  # the SparkPlanJob changed, in one field
+        assert world.job("synced")["spec"]["engineVersion"] == "0.2"
+
+        def upgraded() -> bool:
+            seen.append(health(world.job("synced"))["status"])
+            return (world.status("synced").get("upgrade") or {}).get("step") == "Succeeded"
+
+        wait_for(upgraded, 45, "upgrade Succeeded", lambda: world.status("synced"), interval=0.05)
+    status = world.status("synced")
+    assert status["engineVersion"] == "0.2" and status["runId"] != first["runId"]
+    assert "Progressing" in seen and "Degraded" not in seen, seen
+    wait_for(lambda: argo("synced")["status"] == "Healthy", 30, "Healthy after the upgrade", lambda: argo("synced"))
+    world.assert_exactly_once("synced")
+
+    values["jobDefaults"]["engineVersion"] = "0.3"  # the contract engine 0.3 refuses the state
+    _helm_apply(world, values)
+    world.wait_status("synced", lambda s: (s.get("upgrade") or {}).get("step") == "Refused", "upgrade Refused")
+    verdict = argo("synced")
+    assert verdict["status"] == "Degraded" and verdict["message"], verdict
+    assert world.status("synced")["engineVersion"] == "0.2"

@@ -11,8 +11,8 @@ event-time grouping attribute, and Spark's aggregation then behaves as Flink's w
 * the watermark is Spark's: per micro-batch, computed from the rows seen so far; below a per-record
   watermark assigner a (row, window) pair is also dropped when the watermark the row met inside its batch
   had fired the window (``window_end - 1 <= _record_wm``, Flink's ``isWindowFired``), a stateless filter
-  before the aggregation. For SESSION windows that is the row's own session ``[t, t + gap)``: Flink judges
-  the merged session, which differs only when a late row would bridge into a session still open.
+  before the aggregation. SESSION windows below a per-record assigner run on transformWithState instead
+  (``window_session``): a watermark inside a batch can close a session that a later row would have extended.
 
 SESSION windows over *all* keys (no PARTITION BY) or partitioned differently from the grouping run on
 transformWithState (``window_session``).
@@ -31,7 +31,6 @@ from planengine.runtime.operators.window_assign import (
     START_MS,
     as_event_time,
     assign_windows,
-    millis_sql,
     ms,
     spark_time_type,
     timestamp_sql,
@@ -64,8 +63,6 @@ def window_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequen
         if set(spec.partition_keys) != set(grouping):
             raise ValidationError("session window partition keys differ from the grouping keys")
         gap = ms(spec.gap)
-        if stream.record_watermark:
-            df = df.filter(late_filter(F.expr(millis_sql(f"`{time_col}`")) + F.lit(gap)))
         session = F.session_window(F.col(f"`{time_col}`"), f"{gap} milliseconds").alias("_session")
         agg = df.groupBy(*keys, session).agg(*aggs)
         agg = (agg.withColumn(START_MS, F.expr("unix_millis(`_session`.start)"))

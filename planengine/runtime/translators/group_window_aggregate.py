@@ -22,7 +22,12 @@ def translate_group_window_aggregate(node: Any, inputs: list[Stream], ctx: Any) 
     window = node.group_window
     spec = window.spec
     props = tuple(p for _, p in window.properties)
-    if spec.kind == "SESSION" and set(spec.partition_keys or node.grouping) != set(node.grouping):
+    if spec.kind == "SESSION" and (set(spec.partition_keys or node.grouping) != set(node.grouping)
+                                   or stream.record_watermark):
+        if not spec.partition_keys:
+            from dataclasses import replace
+
+            spec = replace(spec, partition_keys=tuple(node.grouping))  # legacy sessions are per group key
         out = global_session_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types,
                                        ctx.uid(node, "group-window-aggregate"))
     else:

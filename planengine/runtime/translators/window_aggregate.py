@@ -3,7 +3,9 @@
 TUMBLE/HOP/CUMULATE and SESSION partitioned by the grouping keys run on Spark's native aggregation in
 append mode (``operators/window_aggregate.py``); a SESSION over all keys, or partitioned by other columns
 than the grouping keys, runs on transformWithState with one state per partition key
-(``operators/window_session.py``). Output: grouping fields, aggregates, window_start, window_end,
+(``operators/window_session.py``); so does every SESSION below a per-record watermark assigner, because a
+watermark inside a batch may close a session before a later row of the batch would have extended it (Spark's
+session windows close only at batch ends). Output: grouping fields, aggregates, window_start, window_end,
 window_time (a rowtime attribute).
 """
 
@@ -23,7 +25,7 @@ def translate_window_aggregate(node: Any, inputs: list[Stream], ctx: Any) -> Str
     stream = after_stateful(inputs[0], node, ctx)
     spec = node.window
     props = ("start", "end", "rowtime")
-    if spec.kind == "SESSION" and set(spec.partition_keys) != set(node.grouping):
+    if spec.kind == "SESSION" and (set(spec.partition_keys) != set(node.grouping) or stream.record_watermark):
         out = global_session_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types,
                                        ctx.uid(node, "window-aggregate"))
     else:

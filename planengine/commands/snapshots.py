@@ -1,7 +1,10 @@
-"""``planengine snapshots list|inspect --job-root DIR [ID]``: what snapshots a job has and what they hold.
+"""``planengine snapshots list|inspect|delete [ID] --job-root DIR``: what snapshots a job has and what they hold.
 
 ``inspect`` prints the manifest, per query the committed batch ids on disk, and (through Spark's
 ``state-metadata`` and ``statestore`` sources) each stateful operator's state stores and row counts.
+``delete`` removes one snapshot (the operator's retention on Kubernetes, where it cannot reach the job root
+itself): the directory is first renamed out of the snapshot namespace, so a delete cut short never leaves a
+half-deleted snapshot that looks complete.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from planengine.errors import UserError
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = subparsers.add_parser(
-        "snapshots", help="list or inspect a job's snapshots",
+        "snapshots", help="list, inspect or delete a job's snapshots",
         description="list: one JSON line per snapshot of the job. inspect: a snapshot's manifest, committed "
-                    "batches and (through Spark) its state stores and row counts.")
-    p.add_argument("action", choices=("list", "inspect"), help="list the snapshots, or inspect one")
-    p.add_argument("snapshot_id", nargs="?", help="inspect: the snapshot id (default: the newest)")
+                    "batches and (through Spark) its state stores and row counts. delete: remove one snapshot.")
+    p.add_argument("action", choices=("list", "inspect", "delete"),
+                   help="list the snapshots, inspect one, or delete one")
+    p.add_argument("snapshot_id", nargs="?", help="inspect: the snapshot id (default: the newest); delete: the id")
     p.add_argument("--job-root", required=True, metavar="DIR", help="the job's storage root (as given to run)")
     p.add_argument("--no-state", action="store_true", help="inspect: skip reading state through Spark")
     p.set_defaults(handler=run)
@@ -32,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     if not root.path.is_dir():
         raise UserError(f"job root {args.job_root} does not exist",
                         hint="give the --job-root that `planengine run` used")
+    if args.action == "delete":
+        return _delete(root, args.snapshot_id)
     if args.action == "list":
         for info in list_snapshots(root):
             print(json.dumps({"snapshot": info.snapshot_id, "complete": info.complete, "createdAt": info.created_at,
@@ -45,6 +51,19 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_state:
         details["state"] = _state(snap)
     print(json.dumps(details, indent=2, default=str))
+    return 0
+
+
+def _delete(root, snapshot_id: str | None) -> int:  # type: ignore[no-untyped-def]
+    import shutil
+
+    if not snapshot_id:
+        raise UserError("snapshots delete needs the snapshot id", hint="planengine snapshots delete ID --job-root D")
+    target = root.snapshot(snapshot_id).path  # refuses ids this job root does not have
+    aside = target.with_name(f".deleting-{target.name}")
+    target.rename(aside)
+    shutil.rmtree(aside)
+    print(json.dumps({"deleted": snapshot_id}))
     return 0
 
 

@@ -359,6 +359,13 @@ class Job:
     def request_stop(self, snapshot: bool, drain: bool) -> str | None:
         return self.stop(snapshot=snapshot, drain=drain, reason="manual" if snapshot else "stop")
 
+    def snapshot_manifest(self, snapshot_id: str) -> dict[str, Any] | None:
+        """The manifest of a snapshot of this job root (the stop answer carries it), None if unreadable."""
+        try:
+            return json.loads((self.job_root.snapshot_dir(snapshot_id) / "manifest.json").read_text())
+        except (OSError, ValueError, UserError):
+            return None
+
 
 def _label(spec: Any, specs: list[Any]) -> str:
     """A query's name for people: its sink table, with the uid's node id when two sinks write one table."""

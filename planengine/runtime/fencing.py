@@ -7,7 +7,11 @@ starting a second ``planengine run``) would interleave sink commits and corrupt 
 * ``acquire_run_lock`` creates it atomically with its full content (write a temp file, then ``link`` it
   into place: ``link`` fails if the lock exists, like ``O_EXCL``, and readers never see a half-written
   lock). A lock whose holder is a dead process on this host is stale and taken over, with a warning.
-  A holder on another host cannot be probed, so it is reported and left to the user.
+  A holder on another host cannot be probed, so it is reported and left to the user, unless whoever
+  started this driver vouches that the holder is gone (``PLANENGINE_TAKE_OVER_RUN_LOCK=1``): the operator's
+  Kubernetes launcher starts a driver pod only after the previous driver pod of the job was confirmed
+  deleted, and a pod that died (OOM, node loss) leaves its lock behind under a host name (its pod name) that
+  no later pod has, so without the vouch every restart after a crash would be refused.
 * ``check_run_lock`` is the fence: the driver calls it before committing each batch and stops when
   another run took the root over (e.g. after its own lock was wrongly judged stale).
 * ``release_run_lock`` removes the lock only if this run still holds it.
@@ -38,6 +42,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _TAKEOVER_ATTEMPTS = 5
+# Set by a launcher that confirmed every earlier driver of the job root gone before starting this one.
+TAKE_OVER_ENV = "PLANENGINE_TAKE_OVER_RUN_LOCK"
 
 
 class JobRootLocked(UserError):
@@ -107,12 +113,15 @@ def acquire_run_lock(job_root: JobRoot, run_id: str) -> RunLock:
             )
         if _is_this_process(holder) and holder.run_id == run_id:
             return holder
-        if not _is_stale(holder):
+        vouched = os.environ.get(TAKE_OVER_ENV) == "1"
+        if not _is_stale(holder) and not vouched:
             raise JobRootLocked(
                 f"job root {job_root.path} is in use by {holder.describe()}; cannot start run {run_id}",
                 hint=_how_to_free(holder, path),
             )
-        log.warning("taking over the stale lock %s of %s: its process is gone from this host", path, holder.describe())
+        log.warning("taking over the %s lock %s of %s: %s", "stale" if not vouched else "released", path,
+                    holder.describe(), f"{TAKE_OVER_ENV}=1 says it is gone" if vouched else
+                    "its process is gone from this host")
         _remove_if_unchanged(path, holder_text)
     raise JobRootLocked(
         f"job root {job_root.path}: could not acquire {path} after {_TAKEOVER_ATTEMPTS} attempts "

@@ -208,10 +208,17 @@ def _committed_filter(last: int) -> Callable[[tuple[str, ...]], bool]:
         name = parts[-1]
         if name.endswith(".tmp"):  # an interrupted write-temp-then-rename
             return False
-        if last < 0 and parts[0] in ("state", "sources"):
-            # Never committed: files of an aborted first batch (state/<op>/_metadata, state/0/...) would make
-            # Spark refuse to start ("state should be empty on batch 0"); only the query's identity is kept.
+        if last < 0 and parts[0] == "state":
+            # Never committed: state files of an aborted first batch (state/<op>/_metadata, state/0/...) would
+            # make Spark refuse to start ("state should be empty on batch 0").
             return False
+        if last < 0 and parts[0] == "sources":
+            # ... but a planned first batch keeps its source log entry (sources/<n>/0) with its offsets/0:
+            # Spark replays batch 0 from both ("batch 0 doesn't exist" without the entry), over the same files,
+            # which a sink that already committed batch 0 skips. Re-planning it would read more files, and
+            # the sink would skip those rows as committed.
+            m = _BATCH_FILE_RE.match(name)
+            return m is None or int(m[1]) == 0
         if len(parts) == 2 and parts[0] == "commits":
             m = _BATCH_FILE_RE.match(name)
             return m is None or int(m[1]) <= last

@@ -80,6 +80,11 @@ class StandbyDriver:
                 return None
         return job.stop(snapshot=snapshot, drain=drain, reason="manual" if snapshot else "stop")
 
+    def snapshot_manifest(self, snapshot_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            job = self.job
+        return job.snapshot_manifest(snapshot_id) if job is not None else None
+
     def request_start(self, from_snapshot: str | None) -> dict[str, Any]:
         """Fork ``from_snapshot`` (None: continue like a cold start) into a new run and start the queries.
 

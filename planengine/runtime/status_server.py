@@ -9,7 +9,8 @@ Endpoints::
 
     GET  /healthz     200 "ok"
     GET  /v1/status   DriverControl.status() as JSON (the engine's drivers add "capabilities": CAPABILITIES)
-    POST /v1/stop     {"snapshot": true, "drain": false} -> {"stopped": true, "snapshotId": "s-..."|null}
+    POST /v1/stop     {"snapshot": true, "drain": false} -> {"stopped": true, "snapshotId": "s-..."|null,
+                      "manifest": {...}} (the snapshot's manifest.json, when the control offers it)
     POST /v1/start    {"fromSnapshot": "<dir or id>"|null} -> {"started": true, "runId": "r-..."} (standby only)
     GET  /metrics     Prometheus text format 0.0.4
 
@@ -224,7 +225,12 @@ class _Handler(BaseHTTPRequestHandler):
         if error is not None:
             self._send_json(HTTPStatus.INTERNAL_SERVER_ERROR, {"stopped": False, "error": error})
         else:
-            self._send_json(HTTPStatus.OK, {"stopped": True, "snapshotId": snapshot_id})
+            answer: dict[str, Any] = {"stopped": True, "snapshotId": snapshot_id}
+            manifest_of = getattr(self._status_server.control, "snapshot_manifest", None)
+            if snapshot_id and callable(manifest_of):
+                # The caller (an operator that cannot read the job root) needs what the manifest says.
+                answer["manifest"] = manifest_of(snapshot_id)
+            self._send_json(HTTPStatus.OK, answer)
         self._status_server._stop_answered.set()
 
     def _handle_start(self) -> None:

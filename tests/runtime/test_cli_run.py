@@ -69,6 +69,12 @@ def test_run_until_idle_then_restore_plan(tmp_path: Path, spark) -> None:
     listing = cli("snapshots", "list", "--job-root", str(root))
     assert listing.returncode == 0
     assert len(listing.stdout.strip().splitlines()) == 2
+    oldest = json.loads(listing.stdout.splitlines()[0])["snapshot"]
+    deleted = cli("snapshots", "delete", oldest, "--job-root", str(root))
+    assert deleted.returncode == 0 and json.loads(deleted.stdout) == {"deleted": oldest}, deleted.stderr
+    assert not (root / "snapshots" / oldest).exists() and len(list((root / "snapshots").iterdir())) == 1
+    unknown = cli("snapshots", "delete", oldest, "--job-root", str(root))
+    assert unknown.returncode == 2 and "has no snapshot" in unknown.stderr
 
     other = tmp_path / "other.json"
     plan = json.loads((root / "plan.json").read_text())

@@ -119,6 +119,18 @@ def test_a_holder_on_another_host_is_reported_not_guessed(tmp_path):
     assert check_run_lock(root, "r-remote")
 
 
+def test_a_holder_on_another_host_is_taken_over_when_the_launcher_vouches(tmp_path, monkeypatch, caplog):
+    """A driver pod killed by Kubernetes leaves its lock under its pod name; the next pod of the job (another
+    name, so another host) may take it over only because the operator confirmed the old pod deleted."""
+    root = JobRoot(tmp_path)
+    write_lock(root, hostname="clicks-r1-driver", pid=4242, runId="r-dead-pod")
+    monkeypatch.setenv("PLANENGINE_TAKE_OVER_RUN_LOCK", "1")
+    with caplog.at_level(logging.WARNING):
+        acquire_run_lock(root, "r-next-pod")
+    assert check_run_lock(root, "r-next-pod") and not check_run_lock(root, "r-dead-pod")
+    assert "PLANENGINE_TAKE_OVER_RUN_LOCK=1 says it is gone" in caplog.text
+
+
 def test_an_unreadable_lock_is_not_taken_over(tmp_path):
     root = JobRoot(tmp_path)
     root.lock_path.write_text("garbage")

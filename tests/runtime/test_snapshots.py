@@ -91,6 +91,21 @@ def test_snapshot_keeps_only_committed_batches(job):
     assert snap.plan_path.read_text() == '{"planId": "plan-abc"}'
 
 
+def test_a_first_batch_in_flight_is_replayed_from_its_offsets_and_source_log(tmp_path):
+    """Killed after planning batch 0 (a sink may already hold it), before committing it: the snapshot keeps
+    offsets/0 and the file source's log entry of batch 0 (Spark fails with "batch 0 doesn't exist" when the
+    offsets name a batch the source log lacks), and no state of the aborted batch."""
+    root = JobRoot(tmp_path / "job")
+    root.write_plan_text('{"planId": "plan-abc"}')
+    run = root.new_run()
+    fake_checkpoint(run.checkpoint_dir("first"), committed=-1, planned=0)
+    snap = take_snapshot(root, run, reason="stop", last_batch_ids={}, **VERSIONS)
+    first = files_under(snap.checkpoint_dir("first"))
+    assert {"metadata", "offsets/0", "sources/0/0"} <= first
+    assert not any(f.startswith(("commits/", "state/")) for f in first), first
+    assert last_committed_batch_id(snap.checkpoint_dir("first")) == -1
+
+
 def test_manifest_describes_the_snapshot(job):
     root, run = job
     snap = take_snapshot(root, run, reason="manual", last_batch_ids={}, **VERSIONS)

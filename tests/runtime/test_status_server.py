@@ -108,6 +108,22 @@ def test_stop_answers_the_snapshot_id(server, driver):
     assert server.wait_stop_answered(timeout=1)
 
 
+class ManifestDriver(FakeDriver):
+    def snapshot_manifest(self, snapshot_id: str) -> dict[str, Any]:
+        return {"snapshotId": snapshot_id, "queries": {"3_sink": {"lastBatchId": 7}}}
+
+
+def test_stop_answers_the_snapshots_manifest_when_the_driver_has_it():
+    """An operator that cannot read the job root (Kubernetes) learns the snapshot's batches from the answer."""
+    driver = ManifestDriver()
+    driver.release.set()
+    with StatusServer(driver) as server:
+        status, _, body = call(server, "POST", "/v1/stop", b'{"snapshot": true}')
+    assert status == 200 and json.loads(body) == {
+        "stopped": True, "snapshotId": "s-20261122T081600Z-0000",
+        "manifest": {"snapshotId": "s-20261122T081600Z-0000", "queries": {"3_sink": {"lastBatchId": 7}}}}
+
+
 def test_stop_without_body_uses_the_defaults(server, driver):
     driver.release.set()
     status, _, body = call(server, "POST", "/v1/stop", b"")

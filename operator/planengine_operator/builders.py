@@ -1,7 +1,17 @@
 """Pure manifest and argv builders: data in, dicts out, no I/O, unit-tested with parametrize.
 
-Owner references are added by the caller with ``kopf.adopt`` so deleting a SparkPlanJob garbage-collects
-its pods, services, ConfigMaps and Lease.
+Owner references are added by the caller (``kopf.adopt`` for the SparkPlanJob, :func:`owned_by` for objects a
+driver pod owns), so deleting a SparkPlanJob garbage-collects its pods, services, ConfigMaps and Lease.
+
+Objects of one job ``<job>`` on the Kubernetes launcher:
+
+* one driver pod per run, ``<job>-<run id>``, labelled with the run and its role: ``active`` (the driver) or
+  ``standby`` (an upgrade's warm standby, promoted to ``active`` by a label change after ``POST /v1/start``);
+* a headless Service per driver pod, same name, owned by the pod: ``spark.driver.host`` of that driver, so
+  its executors reach it under a name that never moves to another pod;
+* the headless Service ``<job>-driver`` that selects the ``active`` driver: the status API of the job;
+* ConfigMaps ``<job>-plan`` (the plan in force) and ``<job>-executor`` (the executors' pod template);
+* the fencing Lease ``spj-root-<hash>`` and short-lived tool pods (``planengine check`` and friends).
 """
 
 from __future__ import annotations
@@ -11,13 +21,33 @@ import hashlib
 import re
 from typing import Any
 
+import yaml
+
 LABEL_JOB = "planengine.io/job"
 LABEL_RUN = "planengine.io/run-id"
 LABEL_PLAN = "planengine.io/plan-id"
+LABEL_ROLE = "planengine.io/role"  # active | standby (driver pods)
 LABEL_COMPONENT = "app.kubernetes.io/component"
-JOB_ROOT_MOUNT = "/var/lib/planengine/job"
-PLAN_MOUNT = "/etc/planengine/plan"  # the <job>-plan ConfigMap in the driver pod (key plan.json)
+ROLE_ACTIVE, ROLE_STANDBY = "active", "standby"
+
+# The engine image's user and group (the Dockerfile's USER; tests/chart/test_dockerfile.py checks they agree).
+ENGINE_UID = 10001
+# Every claim is mounted at <JOB_ROOTS>/<claimName>, and the job root is <that>/<subPath>: the path names the
+# claim and directory, so the fencing Lease (named after the job root) is one per directory, not one per job.
+JOB_ROOTS = "/var/lib/planengine/jobs"
+PLAN_MOUNT = "/etc/planengine/plan"
+SPARK_MOUNT = "/etc/planengine/spark"
+EXECUTOR_TEMPLATE_KEY = "executor-pod.yaml"
+TOOL_INPUT_MOUNT = "/etc/planengine/input"
 STATUS_PORT = 4041
+DRIVER_PORT = 7078
+BLOCK_MANAGER_PORT = 7079
+# The ServiceAccount driver pods run as; the chart creates it with the RBAC Spark needs for executor pods.
+DRIVER_SERVICE_ACCOUNT = "planengine-driver"
+KUBERNETES_MASTER = "k8s://https://kubernetes.default.svc:443"
+# Spark starts executors with the args ["executor"]; the image's entrypoint is planengine, so the executor
+# pod template runs this launcher instead (the Dockerfile installs it; what Spark's own entrypoint.sh does).
+EXECUTOR_COMMAND = ["/usr/bin/tini", "--", "/usr/local/bin/planengine-spark-executor"]
 
 
 def _dns(name: str, limit: int = 63) -> str:
@@ -28,6 +58,25 @@ def _dns(name: str, limit: int = 63) -> str:
     return cleaned[: limit - 9].rstrip("-") + "-" + digest
 
 
+def _dns_label(name: str) -> str:
+    """A DNS-1035 label (Service names must start with a letter).
+
+    >>> _dns_label("7-eleven-driver"), _dns_label("clicks-driver")
+    ('j-7-eleven-driver', 'clicks-driver')
+    """
+    cleaned = _dns(name)
+    return cleaned if cleaned[:1].isalpha() else _dns("j-" + cleaned)
+
+
+def owned_by(manifest: dict[str, Any], owner: dict[str, Any], *, controller: bool = True) -> dict[str, Any]:
+    """Make ``owner`` (any object with apiVersion/kind/metadata.uid) the owner of ``manifest``."""
+    ref = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
+           "uid": owner["metadata"]["uid"], "blockOwnerDeletion": True, "controller": controller}
+    manifest.setdefault("metadata", {}).setdefault("ownerReferences", []).append(ref)
+    return manifest
+
+
+# ------------------------------------------------------------------------------------------- fencing
 def lease_name(job_root: str) -> str:
     """The fencing Lease is named after the job root, so two jobs on one root contend for one Lease.
 
@@ -48,6 +97,45 @@ def build_lease(job_root: str, holder: str, duration_seconds: int = 3600) -> dic
         },
         "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration_seconds},
     }
+
+
+# ------------------------------------------------------------------------------------------- compile
+def compile_options(spec: dict[str, Any]) -> dict[str, str]:
+    """Options the plan is compiled with: ``planOptions`` plus the job's max parallelism.
+
+    The max parallelism (Spark's shuffle partitions, fixed in the plan and in every checkpoint for good) is
+    ``sparkConf["spark.sql.shuffle.partitions"]`` when the user set it, else the executors' cores
+    (``executor.instances`` x ``executor.cores``) when ``spec.executor`` is given, else unset (the engine's 2).
+
+    >>> compile_options({"executor": {"instances": 3, "cores": 2}})
+    {'pipeline.max-parallelism': '6'}
+    >>> compile_options({"executor": {"instances": 3}, "sparkConf": {"spark.sql.shuffle.partitions": "24"}})
+    {'pipeline.max-parallelism': '24'}
+    >>> compile_options({"planOptions": {"table.plan.compile.catalog-objects": "SCHEMA"}})
+    {'table.plan.compile.catalog-objects': 'SCHEMA'}
+    """
+    options = dict(spec.get("planOptions") or {})
+    explicit = (spec.get("sparkConf") or {}).get("spark.sql.shuffle.partitions")
+    executor = spec.get("executor")
+    if explicit is not None:
+        options["pipeline.max-parallelism"] = str(explicit).strip()
+    elif executor is not None:
+        options["pipeline.max-parallelism"] = str(task_slots(spec))
+    return options
+
+
+def task_slots(spec: dict[str, Any]) -> int:
+    """Tasks the job runs at once: executors x cores, or the driver's cores when it runs them itself.
+
+    >>> task_slots({"executor": {"instances": 2, "cores": 3}}), task_slots({"executor": {"instances": 0},
+    ...                                                                     "driver": {"cores": 2}})
+    (6, 2)
+    """
+    executor = spec.get("executor") or {}
+    instances = int(executor.get("instances", 1))
+    if instances == 0:
+        return max(1, int((spec.get("driver") or {}).get("cores", 1)))
+    return instances * max(1, int(executor.get("cores", 1)))
 
 
 def build_compile_script(program_sql: str, catalog_sql: str | None, plan_options: dict[str, str]) -> str:
@@ -81,107 +169,232 @@ def build_plan_configmap(job_name: str, plan_json: str, plan_id: str) -> dict[st
 
 
 def run_argv(plan_path: str, job_root: str, snapshot_path: str | None) -> list[str]:
-    """``planengine run`` arguments (DESIGN §6); the launcher appends ``--status-port``."""
+    """``planengine run`` arguments (DESIGN §6); the launcher appends ``--status-port`` and its ``--conf``."""
     argv = ["run", "--plan", plan_path, "--job-root", job_root]
     if snapshot_path:
         argv += ["--from-snapshot", snapshot_path]
     return argv
 
 
-def spark_conf(spec: dict[str, Any], namespace: str, job_name: str, image: str, service: str) -> dict[str, str]:
-    """Spark settings for the Kubernetes master: executors as pods owned by the driver pod."""
-    executor = spec.get("executor") or {}
-    conf = {
-        "spark.master": "k8s://https://kubernetes.default.svc",
-        "spark.submit.deployMode": "client",
-        "spark.kubernetes.namespace": namespace,
-        "spark.kubernetes.container.image": image,
-        "spark.kubernetes.driver.pod.name": _dns(f"{job_name}-driver"),
-        "spark.driver.host": f"{service}.{namespace}.svc",
-        "spark.driver.port": "7078",
-        "spark.driver.blockManager.port": "7079",
-        "spark.executor.instances": str(executor.get("instances", 1)),
-        "spark.executor.cores": str(executor.get("cores", 1)),
-        "spark.executor.memory": _spark_memory(executor.get("memory", "1Gi")),
-    }
-    conf.update(spec.get("sparkConf") or {})
-    return conf
+# ------------------------------------------------------------------------------------------- storage
+def storage_problem(spec: dict[str, Any]) -> str | None:
+    """Why a job cannot run on the Kubernetes launcher's storage, or None.
+
+    The driver pod, its executors (state store commits), the warm standby and every tool pod (compile,
+    check, snapshot) read and write the same job root, and it must outlive every one of them: an emptyDir
+    or the image's filesystem would lose the plan between the compile pod and the driver, and the checkpoints
+    (state and source offsets) with every pod; a file sink would then skip the re-numbered batches as
+    already committed. So the job root is a PersistentVolumeClaim.
+    """
+    storage = spec.get("storage") or {}
+    if storage.get("pvc"):
+        sub = str(storage["pvc"].get("subPath") or "")
+        if sub.startswith("/") or ".." in sub.split("/"):
+            return f"spec.storage.pvc.subPath {sub!r} must be a relative path inside the volume without '..'"
+        return None
+    found = f"spec.storage.uri {storage['uri']!r}" if storage.get("uri") else "no spec.storage"
+    return (f"{found}: the Kubernetes launcher keeps the job root (plan, checkpoints, snapshots) on a "
+            "PersistentVolumeClaim that the driver, its executors, the upgrade standby and the tool pods all "
+            "mount; set spec.storage.pvc.claimName (ReadWriteMany when pods may land on several nodes) and "
+            "optionally subPath")
+
+
+def job_root_for_pod(spec: dict[str, Any], namespace: str, name: str) -> str:
+    """The job root as pods see it: ``<JOB_ROOTS>/<claim>/<subPath>`` (storage_problem() said it is a claim).
+
+    >>> job_root_for_pod({"storage": {"pvc": {"claimName": "data", "subPath": "jobs/a"}}}, "ns", "a")
+    '/var/lib/planengine/jobs/data/jobs/a'
+    >>> job_root_for_pod({}, "ns", "a")
+    '/var/lib/planengine/jobs/-/ns/a'
+    """
+    pvc = (spec.get("storage") or {}).get("pvc")
+    if not pvc:  # refused before anything runs; a stable, distinct name keeps the views consistent meanwhile
+        return f"{JOB_ROOTS}/-/{namespace}/{name}"
+    sub = str(pvc.get("subPath") or "").strip("/")
+    return f"{JOB_ROOTS}/{pvc['claimName']}" + (f"/{sub}" if sub else "")
+
+
+def _claim_volume(spec: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The claim, mounted whole (a kubelet-made subPath directory would be owned by root, not the engine's
+    group): the engine creates the job root directory inside it."""
+    pvc = (spec.get("storage") or {}).get("pvc")
+    if not pvc:
+        return [], []
+    return ([{"name": "job-root", "persistentVolumeClaim": {"claimName": pvc["claimName"]}}],
+            [{"name": "job-root", "mountPath": f"{JOB_ROOTS}/{pvc['claimName']}"}])
+
+
+# ------------------------------------------------------------------------------------------- Spark
+def driver_pod_name(job_name: str, run_id: str) -> str:
+    """One pod (and one Service of the same name) per run: a standby and the driver it replaces coexist."""
+    return _dns_label(f"{job_name}-{run_id}")
 
 
 def _spark_memory(quantity: str) -> str:
     """Kubernetes quantity to Spark's size string: ``2Gi`` → ``2g``.
 
-    >>> _spark_memory("2Gi"), _spark_memory("512Mi")
-    ('2g', '512m')
+    >>> _spark_memory("2Gi"), _spark_memory("512Mi"), _spark_memory("1.5Gi")
+    ('2g', '512m', '1536m')
     """
-    match = re.match(r"^([0-9]+)(Ki|Mi|Gi|Ti|k|M|G|T)?$", quantity)
+    match = re.match(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$", quantity)
     if not match:
         return quantity
-    unit = {"Ki": "k", "Mi": "m", "Gi": "g", "Ti": "t", "k": "k", "M": "m", "G": "g", "T": "t", None: ""}
-    return match.group(1) + unit[match.group(2)]
+    number, unit = match.group(1), match.group(2)
+    if "." in number:  # Spark wants whole numbers: step down one unit
+        down = {"Gi": ("Mi", 1024), "Ti": ("Gi", 1024), "Mi": ("Ki", 1024), "G": ("M", 1000), "T": ("G", 1000),
+                "M": ("k", 1000)}.get(unit or "")
+        if down is None:
+            return quantity
+        number, unit = str(round(float(number) * down[1])), down[0]
+    suffix = {"Ki": "k", "Mi": "m", "Gi": "g", "Ti": "t", "k": "k", "M": "m", "G": "g", "T": "t", None: ""}
+    return number + suffix[unit]
 
 
-def _storage_volume(spec: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    storage = spec.get("storage") or {}
-    pvc = storage.get("pvc")
-    if pvc:
-        mount: dict[str, Any] = {"name": "job-root", "mountPath": JOB_ROOT_MOUNT}
-        if pvc.get("subPath"):
-            mount["subPath"] = pvc["subPath"]
-        return [{"name": "job-root", "persistentVolumeClaim": {"claimName": pvc["claimName"]}}], [mount]
-    return [], []
+def spark_conf(spec: dict[str, Any], *, namespace: str, pod_name: str, image: str) -> dict[str, str]:
+    """Spark settings of a driver pod in client mode: executors are pods owned by the driver pod (with
+    ``executor.instances: 0`` none: ``local[<driver cores>]``).
+
+    ``spark.driver.host`` is the driver pod's own Service (its name never moves to another pod, unlike the
+    job's ``<job>-driver``, which a standby takes over), ``bindAddress`` all interfaces of the pod. The user's
+    ``sparkConf`` comes last and wins, except ``spark.sql.shuffle.partitions``: that one is the plan's max
+    parallelism (``compile_options``), which the engine applies itself.
+    """
+    executor = spec.get("executor") or {}
+    if int(executor.get("instances", 1)) == 0:  # no executor pods: the driver runs the tasks itself
+        conf = {"spark.master": f"local[{task_slots(spec)}]"}
+        conf.update({k: str(v) for k, v in (spec.get("sparkConf") or {}).items()})
+        conf.pop("spark.sql.shuffle.partitions", None)
+        return conf
+    conf = {
+        "spark.master": KUBERNETES_MASTER,
+        "spark.submit.deployMode": "client",
+        "spark.kubernetes.namespace": namespace,
+        "spark.kubernetes.container.image": image,
+        "spark.kubernetes.driver.pod.name": pod_name,
+        "spark.kubernetes.executor.podNamePrefix": pod_name,
+        "spark.kubernetes.executor.podTemplateFile": f"{SPARK_MOUNT}/{EXECUTOR_TEMPLATE_KEY}",
+        "spark.kubernetes.executor.podTemplateContainerName": "executor",
+        "spark.driver.host": f"{pod_name}.{namespace}.svc",
+        "spark.driver.bindAddress": "0.0.0.0",
+        "spark.driver.port": str(DRIVER_PORT),
+        "spark.driver.blockManager.port": str(BLOCK_MANAGER_PORT),
+        "spark.executor.instances": str(executor.get("instances", 1)),
+        "spark.executor.cores": str(executor.get("cores", 1)),
+        "spark.executor.memory": _spark_memory(str(executor.get("memory", "1Gi"))),
+    }
+    conf.update({k: str(v) for k, v in (spec.get("sparkConf") or {}).items()})
+    conf.pop("spark.sql.shuffle.partitions", None)
+    return conf
 
 
-def job_root_for_pod(spec: dict[str, Any], default_base: str, namespace: str, name: str) -> str:
-    storage = spec.get("storage") or {}
-    if storage.get("pvc"):
-        return JOB_ROOT_MOUNT
-    if storage.get("uri"):
-        return str(storage["uri"])
-    return f"{default_base.rstrip('/')}/{namespace}/{name}"
+def conf_args(conf: dict[str, str]) -> list[str]:
+    """``--conf k=v`` pairs for ``planengine run``, sorted so a manifest is stable."""
+    return [item for key in sorted(conf) for item in ("--conf", f"{key}={conf[key]}")]
+
+
+# ------------------------------------------------------------------------------------------- pods
+_POD_SECURITY = {"runAsNonRoot": True, "runAsUser": ENGINE_UID, "runAsGroup": ENGINE_UID, "fsGroup": ENGINE_UID,
+                 "seccompProfile": {"type": "RuntimeDefault"}}
+_CONTAINER_SECURITY = {"readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
+                       "capabilities": {"drop": ["ALL"]}}
+
+
+def build_executor_pod_template(spec: dict[str, Any]) -> dict[str, Any]:
+    """The pod template Spark starts executors from (``spark.kubernetes.executor.podTemplateFile``).
+
+    Same user, read-only root filesystem and job root claim as the driver (executors commit state store
+    files into the checkpoints), a writable ``/tmp``, and the command that starts Spark's executor backend
+    (Spark passes ``executor`` as the args). The user's ``podTemplate`` applies as to the driver (its
+    ``driver`` container's settings go to the ``executor`` container). Spark fills in image, resources, env
+    and ports."""
+    volumes, mounts = _claim_volume(spec)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"labels": {LABEL_COMPONENT: "executor"}},
+        "spec": {
+            "securityContext": copy.deepcopy(_POD_SECURITY),
+            "containers": [{
+                "name": "executor",
+                "command": list(EXECUTOR_COMMAND),
+                "securityContext": copy.deepcopy(_CONTAINER_SECURITY),
+                "volumeMounts": [*mounts, {"name": "tmp", "mountPath": "/tmp"}],
+            }],
+            "volumes": [*volumes, {"name": "tmp", "emptyDir": {}}],
+        },
+    }
+    return merge_pod_template(pod, _template_for("executor", spec))
+
+
+def _template_for(container_name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The user's podTemplate for another pod of the job: its ``driver`` container's settings (volume mounts of
+    the data the SQL reads and writes, env) go to that pod's container ``container_name``."""
+    template = copy.deepcopy(spec.get("podTemplate") or {})
+    for container in (template.get("spec") or {}).get("containers") or []:
+        if container.get("name") == "driver":
+            container["name"] = container_name
+    return template
+
+
+def build_executor_configmap(job_name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """``<job>-executor``: the executor pod template, mounted into driver pods at ``SPARK_MOUNT``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": _dns(f"{job_name}-executor", 253),
+                     "labels": {LABEL_JOB: _dns(job_name), LABEL_COMPONENT: "executor-template"}},
+        "data": {EXECUTOR_TEMPLATE_KEY: yaml.safe_dump(build_executor_pod_template(spec), sort_keys=False)},
+    }
 
 
 def build_driver_pod(
     *, job_name: str, namespace: str, spec: dict[str, Any], image: str, run_id: str, argv: list[str],
-    service: str, plan_configmap: str | None,
+    role: str = ROLE_ACTIVE,
 ) -> dict[str, Any]:
-    """The driver: ``planengine run`` as non-root with a read-only root filesystem."""
+    """A driver: ``planengine run`` as the image's user with a read-only root filesystem.
+
+    ``argv`` is the image entrypoint's arguments (the entrypoint is ``planengine``). The status API binds the
+    pod IP (``PLANENGINE_STATUS_HOST`` from the downward API) and the job root is the claim's directory; the
+    pod may take over a ``RUN_LOCK`` a dead driver left (``PLANENGINE_TAKE_OVER_RUN_LOCK``): the launcher creates
+    a driver only after every other active driver pod of the job is gone, and a standby starts its run only
+    after the old driver stopped."""
     driver = spec.get("driver") or {}
-    volumes, mounts = _storage_volume(spec)
-    volumes += [{"name": "tmp", "emptyDir": {}}]
-    mounts += [{"name": "tmp", "mountPath": "/tmp"}]
-    if plan_configmap:
-        volumes.append({"name": "plan", "configMap": {"name": plan_configmap}})
-        mounts.append({"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": True})
-    conf = spark_conf(spec, namespace, job_name, image, service)
-    conf_args = [item for key in sorted(conf) for item in ("--conf", f"{key}={conf[key]}")]
-    labels = {LABEL_JOB: _dns(job_name), LABEL_RUN: _dns(run_id), LABEL_COMPONENT: "driver"}
+    name = driver_pod_name(job_name, run_id)
+    volumes, mounts = _claim_volume(spec)
+    volumes += [{"name": "tmp", "emptyDir": {}},
+                {"name": "plan", "configMap": {"name": _dns(f"{job_name}-plan", 253)}},
+                {"name": "spark", "configMap": {"name": _dns(f"{job_name}-executor", 253)}}]
+    mounts += [{"name": "tmp", "mountPath": "/tmp"},
+               {"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": True},
+               {"name": "spark", "mountPath": SPARK_MOUNT, "readOnly": True}]
+    conf = spark_conf(spec, namespace=namespace, pod_name=name, image=image)
+    labels = {LABEL_JOB: _dns(job_name), LABEL_RUN: _dns(run_id), LABEL_COMPONENT: "driver", LABEL_ROLE: role}
     pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": _dns(f"{job_name}-driver"), "labels": labels},
+        "metadata": {"name": name, "labels": labels},
         "spec": {
             "restartPolicy": "Never",
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 185, "fsGroup": 185,
-                                "seccompProfile": {"type": "RuntimeDefault"}},
+            "serviceAccountName": DRIVER_SERVICE_ACCOUNT,
+            "terminationGracePeriodSeconds": 30,
+            "securityContext": copy.deepcopy(_POD_SECURITY),
             "containers": [{
                 "name": "driver",
                 "image": image,
-                "args": ["planengine", *argv, "--status-port", str(STATUS_PORT), *conf_args],
+                "args": [*argv, "--status-port", str(STATUS_PORT), *conf_args(conf)],
                 "env": [
                     {"name": "PLANENGINE_RUN_ID", "value": run_id},
-                    {"name": "PLANENGINE_WRITER_LOCK", "value": argv[argv.index("--job-root") + 1].rstrip("/")
-                     + "/writer.lock"},
+                    {"name": "PLANENGINE_TAKE_OVER_RUN_LOCK", "value": "1"},
+                    {"name": "PLANENGINE_STATUS_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
                 ],
                 "ports": [{"name": "status", "containerPort": STATUS_PORT},
-                          {"name": "driver-rpc", "containerPort": 7078},
-                          {"name": "blockmanager", "containerPort": 7079}],
+                          {"name": "driver-rpc", "containerPort": DRIVER_PORT},
+                          {"name": "blockmanager", "containerPort": BLOCK_MANAGER_PORT}],
                 "resources": {
                     "requests": {"cpu": str(driver.get("cores", 1)), "memory": driver.get("memory", "1Gi")},
                     "limits": {"memory": driver.get("memory", "1Gi")},
                 },
-                "securityContext": {"readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
-                                    "capabilities": {"drop": ["ALL"]}},
+                "securityContext": copy.deepcopy(_CONTAINER_SECURITY),
                 "readinessProbe": {"httpGet": {"path": "/healthz", "port": STATUS_PORT}, "periodSeconds": 5},
                 "livenessProbe": {"httpGet": {"path": "/healthz", "port": STATUS_PORT},
                                   "initialDelaySeconds": 60, "periodSeconds": 10, "failureThreshold": 6},
@@ -215,44 +428,86 @@ def _merge(base: Any, over: Any) -> Any:
     return copy.deepcopy(over)
 
 
-def build_service(job_name: str) -> dict[str, Any]:
-    """Headless service: a stable DNS name for executors and the operator to reach the driver."""
+def _headless_service(name: str, labels: dict[str, str], selector: dict[str, str],
+                      ports: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": _dns(f"{job_name}-driver"), "labels": {LABEL_JOB: _dns(job_name)}},
+        "metadata": {"name": name, "labels": labels},
         "spec": {
             "clusterIP": "None",
-            "selector": {LABEL_JOB: _dns(job_name), LABEL_COMPONENT: "driver"},
-            "ports": [{"name": "status", "port": STATUS_PORT}, {"name": "driver-rpc", "port": 7078},
-                      {"name": "blockmanager", "port": 7079}],
+            # Executors and the operator need the address while the pod starts (before it is Ready).
+            "publishNotReadyAddresses": True,
+            "selector": selector,
+            "ports": ports,
         },
     }
+
+
+def build_service(job_name: str) -> dict[str, Any]:
+    """``<job>-driver``: the job's status API, selecting the active driver (a promoted standby included)."""
+    job = _dns(job_name)
+    return _headless_service(
+        _dns_label(f"{job_name}-driver"), {LABEL_JOB: job},
+        {LABEL_JOB: job, LABEL_COMPONENT: "driver", LABEL_ROLE: ROLE_ACTIVE},
+        [{"name": "status", "port": STATUS_PORT}])
+
+
+def build_run_service(job_name: str, run_id: str) -> dict[str, Any]:
+    """The Service of one driver pod (same name): its ``spark.driver.host`` and its status API; owned by the
+    pod (``owned_by``) so it goes with it."""
+    job = _dns(job_name)
+    return _headless_service(
+        driver_pod_name(job_name, run_id), {LABEL_JOB: job, LABEL_RUN: _dns(run_id)},
+        {LABEL_JOB: job, LABEL_RUN: _dns(run_id), LABEL_COMPONENT: "driver"},
+        [{"name": "status", "port": STATUS_PORT}, {"name": "driver-rpc", "port": DRIVER_PORT},
+         {"name": "blockmanager", "port": BLOCK_MANAGER_PORT}])
+
+
+def tool_pod_name(job_name: str, key: str) -> str:
+    return _dns(f"{job_name}-{key}")
 
 
 def build_tool_pod(
     *, job_name: str, key: str, spec: dict[str, Any], image: str, argv: list[str],
+    command: list[str] | None = None, input_configmap: str | None = None, namespace: str = "", job_root: str = "",
 ) -> dict[str, Any]:
-    """A short-lived pod running one CLI command (compile, check, migrate, snapshot) on an engine image."""
-    volumes, mounts = _storage_volume(spec)
+    """A short-lived pod running one CLI command (compile, check, migrate, snapshot) on an engine image.
+
+    ``argv`` goes to the image's entrypoint (``planengine``) unless ``command`` replaces it. Files for the
+    command come from ``input_configmap``, mounted at ``TOOL_INPUT_MOUNT``. The user's podTemplate applies as
+    to executors (``check --snapshot`` builds the plan's real sources)."""
+    volumes, mounts = _claim_volume(spec)
     volumes += [{"name": "tmp", "emptyDir": {}}]
     mounts += [{"name": "tmp", "mountPath": "/tmp"}]
-    return {
+    if input_configmap:
+        volumes.append({"name": "input", "configMap": {"name": input_configmap}})
+        mounts.append({"name": "input", "mountPath": TOOL_INPUT_MOUNT, "readOnly": True})
+    container: dict[str, Any] = {
+        "name": "tool", "image": image, "args": list(argv),
+        # Which job this tool works for (as the local launcher says it); the engine does not need them.
+        "env": [{"name": "PLANENGINE_JOB", "value": f"{namespace}/{job_name}"},
+                {"name": "PLANENGINE_JOB_ROOT", "value": job_root}],
+        "securityContext": copy.deepcopy(_CONTAINER_SECURITY),
+        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+        "volumeMounts": mounts,
+    }
+    if command:
+        container["command"] = list(command)
+    pod = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": _dns(f"{job_name}-{key}"),
+        "metadata": {"name": tool_pod_name(job_name, key),
                      "labels": {LABEL_JOB: _dns(job_name), LABEL_COMPONENT: "tool"}},
         "spec": {
             "restartPolicy": "Never",
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 185,
-                                "seccompProfile": {"type": "RuntimeDefault"}},
-            "containers": [{
-                "name": "tool", "image": image, "args": ["planengine", *argv],
-                "securityContext": {"readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
-                                    "capabilities": {"drop": ["ALL"]}},
-                "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
-                "volumeMounts": mounts,
-            }],
+            "automountServiceAccountToken": False,  # a tool needs no API access
+            "securityContext": copy.deepcopy(_POD_SECURITY),
+            "containers": [container],
             "volumes": volumes,
         },
     }
+    merged = merge_pod_template(pod, _template_for("tool", spec))  # the data the catalog's tables name
+    merged["metadata"]["labels"][LABEL_COMPONENT] = "tool"
+    merged["spec"]["restartPolicy"] = "Never"
+    return merged

@@ -144,8 +144,27 @@ async def apply(namespace: str, plural: str, manifest: dict[str, Any], *, api: s
     return patched
 
 
-async def delete(namespace: str, plural: str, name: str, *, api: str = "/api/v1") -> None:
-    await _request("DELETE", f"{api}/namespaces/{namespace}/{plural}/{name}")
+async def delete(namespace: str, plural: str, name: str, *, api: str = "/api/v1",
+                 grace_period: int | None = None) -> None:
+    """Delete (absent is fine); ``grace_period`` seconds for a pod's SIGTERM before SIGKILL (its default
+    otherwise). The pod object stays, Terminating, until its kubelet confirmed the containers dead."""
+    body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": grace_period} \
+        if grace_period is not None else None
+    await _request("DELETE", f"{api}/namespaces/{namespace}/{plural}/{name}", json=body)
+
+
+async def patch(namespace: str, plural: str, name: str, patch: dict[str, Any], *,
+                api: str = "/api/v1") -> dict[str, Any] | None:
+    """Merge-patch an existing object; None when it does not exist."""
+    return await _request("PATCH", f"{api}/namespaces/{namespace}/{plural}/{name}", json=patch,
+                          content_type="application/merge-patch+json")
+
+
+async def list_objects(namespace: str, plural: str, label_selector: str, *,
+                       api: str = "/api/v1") -> list[dict[str, Any]]:
+    answer = await _request("GET", f"{api}/namespaces/{namespace}/{plural}",
+                            params={"labelSelector": label_selector})
+    return list((answer or {}).get("items") or [])
 
 
 async def get(namespace: str, plural: str, name: str, *, api: str = "/api/v1") -> dict[str, Any] | None:

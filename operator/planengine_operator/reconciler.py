@@ -144,9 +144,9 @@ class Reconciler:
 
         ``planengine compile FILE`` prints the plan, so the operator holds its text whatever the launcher
         (a Kubernetes tool pod cannot hand back a file it wrote): it installs the text in the job root
-        (``launcher.write_file``) and in the ``<job>-plan`` ConfigMap. The Kubernetes launcher cannot write
-        into the job root: its driver pod mounts that ConfigMap and ``run --plan`` installs the plan into a
-        job root that has none.
+        (``launcher.write_file``) and in the ``<job>-plan`` ConfigMap. The Kubernetes launcher does not write
+        a first plan into the job root: its driver pod mounts that ConfigMap and ``run --plan`` installs the plan
+        into a job root that has none (a replaced plan is copied there by a tool pod).
         """
         spec = view.spec
         force = bool(params.get("force"))
@@ -161,7 +161,8 @@ class Reconciler:
         else:
             program = await self._program(job, spec, required=True)
             assert program is not None
-            script = builders.build_compile_script(program, catalog, spec.planOptions)
+            options = builders.compile_options(dict(job.body.get("spec") or {}))  # planOptions + max parallelism
+            script = builders.build_compile_script(program, catalog, options)
             run = await self.launcher.run_tool(job, params["engineVersion"], "compile",
                                                ["compile", "{work}/job.sql"], files={"job.sql": script})
             if run.exit_code != 0:

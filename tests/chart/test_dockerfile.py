@@ -7,11 +7,13 @@ import importlib.util
 import json
 import re
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 import yaml
+
+from planengine_operator import builders
+from tests.operator.kubelet.image import engine_image, parse_dockerfile
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
@@ -20,52 +22,6 @@ CHART_VALUES = yaml.safe_load((REPO / "charts" / "planengine-operator" / "values
 CONSOLE_SCRIPTS = PYPROJECT["project"]["scripts"]
 # target -> (console script it runs, extra it installs)
 FINAL_TARGETS = {"engine": ("planengine", "spark"), "operator": ("planengine-operator", "operator")}
-
-
-@dataclass
-class Stage:
-    name: str
-    base: str
-    instructions: list[tuple[str, str]] = field(default_factory=list)
-
-    def all(self, keyword: str) -> list[str]:
-        return [args for kw, args in self.instructions if kw == keyword]
-
-    def last(self, keyword: str) -> str | None:
-        found = self.all(keyword)
-        return found[-1] if found else None
-
-
-def parse_dockerfile(text: str) -> tuple[dict[str, str], list[Stage]]:
-    """Global ARG defaults and the stages, with continuation lines joined and comments dropped."""
-    logical, buffer = [], ""
-    for raw in text.splitlines():
-        if not buffer and (not raw.strip() or raw.lstrip().startswith("#")):
-            continue
-        if buffer and raw.lstrip().startswith("#"):
-            continue
-        if raw.rstrip().endswith("\\"):
-            buffer += raw.rstrip()[:-1] + " "
-            continue
-        logical.append(buffer + raw)
-        buffer = ""
-    global_args: dict[str, str] = {}
-    stages: list[Stage] = []
-    for line in logical:
-        keyword, _, args = line.strip().partition(" ")
-        keyword, args = keyword.upper(), args.strip()
-        if keyword == "FROM":
-            match = re.match(r"^(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$", args, re.IGNORECASE)
-            assert match, f"cannot parse FROM {args}"
-            base = re.sub(r"\$\{(\w+)\}", lambda m: global_args.get(m.group(1), m.group(0)), match.group(1))
-            stages.append(Stage(name=match.group(2) or str(len(stages)), base=base))
-        elif not stages:
-            if keyword == "ARG":
-                name, _, default = args.partition("=")
-                global_args[name] = default
-        else:
-            stages[-1].instructions.append((keyword, args))
-    return global_args, stages
 
 
 GLOBAL_ARGS, STAGES = parse_dockerfile(DOCKERFILE.read_text())
@@ -130,6 +86,25 @@ def test_final_stages_run_as_the_non_root_user_the_chart_expects(target):
     uid = user.split(":")[0]
     assert uid not in {"0", "root"}
     assert uid == str(CHART_VALUES["podSecurityContext"]["runAsUser"])
+
+
+def test_the_engine_image_user_is_the_one_the_operators_pods_run_as():
+    """One uid in both places: a pod running as another uid than the image's owner of /home/planengine and
+    /var/lib/planengine (and with no passwd entry: Hadoop's login fails) would not start."""
+    image = engine_image()
+    assert (image.uid, image.gid) == (builders.ENGINE_UID, builders.ENGINE_UID)
+    assert image.user == "planengine" and image.home == image.workdir == "/home/planengine"
+    installs = " ".join(BY_NAME["engine"].all("RUN"))
+    assert f"chown -R {image.uid}:{image.gid} /var/lib/planengine" in installs
+
+
+def test_the_engine_image_installs_the_executor_launcher_the_pod_template_runs():
+    image = engine_image()
+    launcher = builders.EXECUTOR_COMMAND[-1]
+    assert launcher in image.installed_files and image.installed_files[launcher].is_file()
+    copy = next(a for a in BY_NAME["engine"].all("COPY") if launcher in a)
+    assert "--chmod=0755" in copy
+    assert builders.EXECUTOR_COMMAND[:2] == image.entrypoint[:2]  # the same tini as the driver
 
 
 @pytest.mark.parametrize("target", sorted(FINAL_TARGETS))

@@ -9,7 +9,9 @@ reads it from that mounted ConfigMap (``run --plan`` installs it into a job root
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from typing import Any
 import kopf
 import pytest
 
-from planengine_operator import kube
+from planengine_operator import builders, kube
 from planengine_operator.config import OperatorConfig
 from planengine_operator.launchers.base import JobRef
 from planengine_operator.launchers.kubernetes import KubernetesLauncher
@@ -105,7 +107,7 @@ def test_first_compile_takes_the_plan_from_the_compile_pod_and_the_driver_reads_
             await kube.close()
 
     asyncio.run(launch())
-    driver = api.get("", "pods", NS, "c1-driver")
+    driver = api.get("", "pods", NS, builders.driver_pod_name("c1", "r1"))  # one driver pod per run
     args = driver["spec"]["containers"][0]["args"]
     assert args[args.index("--plan") + 1] == "/etc/planengine/plan/plan.json", args
     mounts = {m["mountPath"]: m["name"] for m in driver["spec"]["containers"][0]["volumeMounts"]}
@@ -134,17 +136,30 @@ def test_compiled_plan_ref_is_published_without_a_compile(api):
     assert api.get("", "pods", NS, "c3-compile") is None  # nothing was compiled
 
 
-def test_recompiling_a_started_job_is_refused_with_advice(api):
-    """Replacing the plan in force needs a write into the job root, which this launcher cannot make."""
+def test_recompiling_a_started_job_replaces_the_plan_in_the_job_root_through_a_tool_pod(api):
+    """A stateless recompile replaces the plan in force: the operator cannot write into the job root, so a tool
+    pod copies the new plan there (from an input ConfigMap, with a rename) before <job>-plan changes."""
     job, view = make_job(api, "c4", {"compiledPlanRef": {"name": "c4-other"}})
+    new_plan = {**PLAN, "planId": "b" * 64}
     api.call(lambda a: a._create(a.resources[("", "configmaps")], NS, {
         "metadata": {"name": "c4-plan"}, "data": {"plan.json": json.dumps(PLAN)}}))
     api.call(lambda a: a._create(a.resources[("", "configmaps")], NS, {
-        "metadata": {"name": "c4-other"}, "data": {"plan.json": json.dumps({**PLAN, "planId": "b" * 64})}}))
+        "metadata": {"name": "c4-other"}, "data": {"plan.json": json.dumps(new_plan)}}))
     reconciler = Reconciler(CONFIG, KubernetesLauncher(CONFIG), fleet=None)
-    result = asyncio.run(compile_step(reconciler, job, view, force=True))
-    assert not result.ok and result.values["permanent"] and result.reason == "Unsupported"
-    assert "new SparkPlanJob" in result.error
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        step = pool.submit(asyncio.run, compile_step(reconciler, job, view, force=True))
+        deadline = time.monotonic() + 30
+        while not (writers := [p for p in api.list("", "pods", NS) if p["metadata"]["name"].startswith("c4-write-")]):
+            assert time.monotonic() < deadline and not step.done(), "no write pod"
+            time.sleep(0.05)
+        container = writers[0]["spec"]["containers"][0]
+        assert container["command"][-1] == f"{job.job_root}/plan.json"  # copied into the job root
+        source = api.get("", "configmaps", NS, writers[0]["spec"]["volumes"][-1]["configMap"]["name"])
+        assert json.loads(source["data"]["content"]) == new_plan
+        finish_pod(api, writers[0]["metadata"]["name"], 0, "")
+        result = step.result(30)
+    assert result.ok and result.values["planId"] == "b" * 64, result
+    assert json.loads(api.get("", "configmaps", NS, "c4-plan")["data"]["plan.json"]) == new_plan
 
 
 def test_compiled_plan_ref_uri_is_refused_on_kubernetes_with_advice(api):

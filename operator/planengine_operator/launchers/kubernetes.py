@@ -1,20 +1,35 @@
-"""The Kubernetes launcher: the driver as a pod plus a headless service, tools as short-lived pods.
+"""The Kubernetes launcher: drivers as pods (one per run), tools as short-lived pods, the job root on a claim.
 
 All API calls go through :mod:`planengine_operator.kube`; manifests come from the pure builders; every
-child is adopted (owner reference) so deleting the SparkPlanJob deletes them. Tool pods are named by job
-and step, so a repeated step finds its pod instead of starting another; while one runs, ``run_tool``
+object is owned by the SparkPlanJob (a driver's own Service by its pod), so deleting the job garbage-collects
+them. A driver pod is labelled with its run and its role: ``active`` (the job's driver, selected by the
+``<job>-driver`` Service) or ``standby`` (an upgrade's target, warm before the old driver stops). Activating
+the standby is ``POST /v1/start`` on it, then relabelling it ``active``, so the job's Service moves to it.
+
+One writer per job root: a driver pod is created only after every other active driver pod of the job is
+gone (the pod object disappears only after its kubelet confirmed the containers dead), and a standby is
+started (``POST /v1/start``) only after the old driver stopped. That is why driver pods may take over a
+``RUN_LOCK`` a dead pod left behind (``PLANENGINE_TAKE_OVER_RUN_LOCK``).
+
+The operator pod does not mount job roots: reading a file there (``plan.json`` before its ConfigMap exists,
+snapshot manifests) and deleting snapshots run tool pods (``cat``, ``planengine snapshots list|delete``),
+waited for in place. Tool pods for the protocol's own steps (compile, check, migrate, snapshot) are named by
+job and step, so a repeated step finds its pod instead of starting another; while one runs, ``run_tool``
 raises :class:`ToolPending` and the reconciler looks again on the next tick.
 
-Upgrades start the target cold (``supports_standby = False``): a warm standby would be a second driver
-pod next to ``<job>-driver`` that is renamed into its place on ``POST /v1/start``, which the builders do
-not model yet.
-
-Limitation: the operator pod does not mount job roots, so file access (``read_file``, snapshot listing)
-is answered through tool pods' output or not at all (see docs/operator.md).
+The operator reaches a driver's status API through a Service: ``PLANENGINE_OPERATOR_DRIVER_URL`` is the URL
+template (default ``http://{service}.{namespace}.svc:{port}``, cluster DNS). ``{endpoint}`` in it stands for
+the address of a pod the Service selects (what a headless Service's DNS name resolves to), for an operator
+that reaches pod IPs but not cluster DNS (outside the cluster, or the test kubelet).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import time
+import uuid
 from typing import Any
 
 import kopf
@@ -22,18 +37,76 @@ import kopf
 from planengine_operator import builders, driverapi, kube
 from planengine_operator.config import OperatorConfig
 from planengine_operator.launchers.base import JobRef, LaunchError, ToolPending, ToolRun
+from planengine_operator.launchers.local import lacks_standby
 from planengine_operator.statemachine import DriverObservation
+
+DRIVER_URL_ENV = "PLANENGINE_OPERATOR_DRIVER_URL"
+DEFAULT_DRIVER_URL = "http://{service}.{namespace}.svc:{port}"
+TOOL_POLL = 0.25  # seconds between looks at a tool pod the launcher waits for
+KILL_GRACE = 1  # seconds of SIGTERM before SIGKILL when a driver is killed rather than stopped
+STANDBY_POLL = 0.5
+TERMINATED = ("Succeeded", "Failed")
+
+
+def _phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def _terminated(pod: dict[str, Any]) -> dict[str, Any]:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+    return (statuses[0].get("state") or {}).get("terminated") or {}
+
+
+def _exit_code(pod: dict[str, Any]) -> int:
+    code = _terminated(pod).get("exitCode")
+    return int(code) if code is not None else (0 if _phase(pod) == "Succeeded" else 1)
+
+
+def _run_of(pod: dict[str, Any]) -> str | None:
+    md = pod["metadata"]
+    return (md.get("annotations") or {}).get(builders.LABEL_RUN) or (md.get("labels") or {}).get(builders.LABEL_RUN)
+
+
+def _role(pod: dict[str, Any]) -> str | None:
+    return (pod["metadata"].get("labels") or {}).get(builders.LABEL_ROLE)
+
+
+def _terminating(pod: dict[str, Any]) -> bool:
+    return bool(pod["metadata"].get("deletionTimestamp"))
+
+
+def split_report(logs: str) -> tuple[str, str]:
+    """A container log mixes stdout and stderr; the engine's machine-read answers are one JSON document
+    (``check --json``: an indented object) or JSON lines. Returns (that JSON, everything else).
+
+    >>> split_report('WARN x\\n{\\n  "compatible": true\\n}\\n')
+    ('{\\n  "compatible": true\\n}', 'WARN x')
+    >>> split_report('noise\\n{"snapshot": "s-1"}\\n')
+    ('{"snapshot": "s-1"}', 'noise')
+    """
+    lines = logs.splitlines()
+    if "{" in lines:
+        start = lines.index("{")
+        end = next((i for i in range(len(lines) - 1, start, -1) if lines[i] == "}"), None)
+        if end is not None:
+            return "\n".join(lines[start:end + 1]), "\n".join(lines[:start] + lines[end + 1:])
+    json_lines = [line for line in lines if line.startswith("{") and line.endswith("}")]
+    other = [line for line in lines if not (line.startswith("{") and line.endswith("}"))]
+    return "\n".join(json_lines), "\n".join(other)
 
 
 class KubernetesLauncher:
     kind = "kubernetes"
-    supports_standby = False
+    supports_standby = True
 
     def __init__(self, config: OperatorConfig) -> None:
         self.config = config
+        self.url_template = os.environ.get(DRIVER_URL_ENV) or DEFAULT_DRIVER_URL
+        self._manifests: dict[str, dict[str, dict[str, Any]]] = {}  # job uid -> snapshot id -> manifest
 
+    # -------------------------------------------------------------------------------- basics
     def job_root(self, namespace: str, name: str, spec: dict[str, Any]) -> str:
-        return builders.job_root_for_pod(spec, self.config.jobRootBase, namespace, name)
+        return builders.job_root_for_pod(spec, namespace, name)
 
     def image(self, job: JobRef, engine: str) -> str:
         override = (job.body.get("spec") or {}).get("image")
@@ -41,129 +114,382 @@ class KubernetesLauncher:
         if entry is None:
             raise LaunchError(f"engine {engine} is not in the engine catalog", reason="UnknownEngineVersion",
                               permanent=True)
+        if not (override or entry.image):
+            raise LaunchError(f"engine {engine} has no image in the operator's engine catalog; set engines."
+                              f"{engine}.image", reason="UnknownEngineVersion", permanent=True)
         return override or entry.image
 
     def plan_path(self, job: JobRef) -> str:
         """The ``<job>-plan`` ConfigMap mounted in the driver pod: ``run --plan`` installs it into a job root
-        that has none (the operator cannot write into the job root)."""
+        that has none (the operator does not write into the job root for a first plan)."""
         return f"{builders.PLAN_MOUNT}/plan.json"
+
+    @staticmethod
+    def _spec(job: JobRef) -> dict[str, Any]:
+        return dict(job.body.get("spec") or {})
+
+    def _check_storage(self, job: JobRef) -> None:
+        problem = builders.storage_problem(self._spec(job))
+        if problem:
+            raise LaunchError(problem, reason="StorageRequired", permanent=True)
+
+    def _current_engine(self, job: JobRef) -> str:
+        status = job.body.get("status") or {}
+        return str(status.get("engineVersion") or self._spec(job).get("engineVersion")
+                   or self.config.defaultEngineVersion)
+
+    async def _adopt_apply(self, job: JobRef, plural: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        kopf.adopt(manifest, owner=job.body)
+        return await kube.apply(job.namespace, plural, manifest)
+
+    # -------------------------------------------------------------------------------- addresses
+    async def _url(self, namespace: str, service: str) -> str | None:
+        """The status API behind ``service`` (``PLANENGINE_OPERATOR_DRIVER_URL``); None while it has no
+        endpoint (only with ``{endpoint}`` in the template)."""
+        endpoint = ""
+        if "{endpoint}" in self.url_template:
+            found = await self._endpoint(namespace, service)
+            if found is None:
+                return None
+            endpoint = found
+        return self.url_template.format(service=service, namespace=namespace, port=builders.STATUS_PORT,
+                                        endpoint=endpoint)
+
+    async def _endpoint(self, namespace: str, service: str) -> str | None:
+        """The pod address a headless Service resolves to: a live pod its selector matches (not-ready ones
+        included, as the driver Services publish them)."""
+        svc = await kube.get(namespace, "services", service)
+        selector = ((svc or {}).get("spec") or {}).get("selector")
+        if not selector:
+            return None
+        pods = await kube.list_objects(namespace, "pods", ",".join(f"{k}={v}" for k, v in sorted(selector.items())))
+        ready = [p for p in pods if not _terminating(p) and (p.get("status") or {}).get("podIP")
+                 and _phase(p) not in TERMINATED]
+        return str(ready[0]["status"]["podIP"]) if len(ready) == 1 else None
+
+    def _service_ref(self, job: JobRef) -> str:
+        return f"http://{builders.build_service(job.name)['metadata']['name']}.{job.namespace}.svc:" \
+               f"{builders.STATUS_PORT}"
+
+    async def driver_url(self, job: JobRef) -> str | None:
+        return await self._url(job.namespace, builders.build_service(job.name)["metadata"]["name"])
+
+    async def _run_url(self, job: JobRef, run_id: str) -> str | None:
+        return await self._url(job.namespace, builders.driver_pod_name(job.name, run_id))
+
+    # -------------------------------------------------------------------------------- pods
+    async def _driver_pods(self, job: JobRef) -> list[dict[str, Any]]:
+        selector = f"{builders.LABEL_JOB}={builders._dns(job.name)},{builders.LABEL_COMPONENT}=driver"
+        pods = await kube.list_objects(job.namespace, "pods", selector)
+        return sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "")
+
+    async def _create_driver(self, job: JobRef, engine: str, run_id: str, argv: list[str], role: str) -> dict[str, Any]:
+        """The driver pod of ``run_id`` and its own Service (owned by the pod); the shared objects first."""
+        spec = self._spec(job)
+        await self._adopt_apply(job, "services", builders.build_service(job.name))
+        await self._adopt_apply(job, "configmaps", builders.build_executor_configmap(job.name, spec))
+        pod = builders.build_driver_pod(job_name=job.name, namespace=job.namespace, spec=spec,
+                                        image=self.image(job, engine), run_id=run_id, argv=argv, role=role)
+        pod["metadata"].setdefault("annotations", {})[builders.LABEL_RUN] = run_id
+        pod["metadata"]["annotations"]["planengine.io/engine-version"] = engine
+        created = await self._adopt_apply(job, "pods", pod)
+        service = builders.owned_by(builders.build_run_service(job.name, run_id), created)
+        await kube.apply(job.namespace, "services", service)
+        return created
+
+    async def _delete_pod(self, job: JobRef, pod: dict[str, Any], grace: int | None = None) -> None:
+        if not _terminating(pod) or grace is not None:
+            await kube.delete(job.namespace, "pods", pod["metadata"]["name"], grace_period=grace)
+
+    async def _wait_gone(self, job: JobRef, name: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while await kube.get(job.namespace, "pods", name) is not None:
+            if time.monotonic() > deadline:
+                raise LaunchError(f"driver pod {name} did not terminate within {timeout:g}s", reason="StopTimeout")
+            await asyncio.sleep(0.2)  # bounded wait for the kubelet to confirm the containers dead
+
+    # -------------------------------------------------------------------------------- driver
+    async def launch(self, job: JobRef, engine: str, run_id: str, argv: list[str]) -> dict[str, Any]:
+        """Start the driver pod of ``run_id`` unless it exists; every other active driver pod goes first."""
+        self._check_storage(job)
+        pods = await self._driver_pods(job)
+        mine = [p for p in pods if _run_of(p) == run_id and not _terminating(p)]
+        if mine and _role(mine[0]) == builders.ROLE_ACTIVE:
+            return {"name": mine[0]["metadata"]["name"], "statusUrl": self._service_ref(job)}
+        others = [p for p in pods if _run_of(p) != run_id and _role(p) == builders.ROLE_ACTIVE]
+        for pod in others:
+            await self._delete_pod(job, pod, KILL_GRACE if _phase(pod) not in TERMINATED else None)
+        if others:
+            names = ", ".join(p["metadata"]["name"] for p in others)
+            raise kopf.TemporaryError(f"waiting for the previous driver pod(s) {names} to go", delay=1)
+        created = await self._create_driver(job, engine, run_id, argv, builders.ROLE_ACTIVE)
+        return {"name": created["metadata"]["name"], "statusUrl": self._service_ref(job)}
+
+    async def observe(self, job: JobRef) -> DriverObservation:
+        pods = await self._driver_pods(job)
+        standby = next((_run_of(p) for p in pods if _role(p) == builders.ROLE_STANDBY and not _terminating(p)
+                        and _phase(p) not in TERMINATED), None)
+        active = [p for p in pods if _role(p) == builders.ROLE_ACTIVE and not _terminating(p)]
+        if not active:
+            return DriverObservation(standby_run_id=standby)
+        pod = active[-1]
+        run_id = _run_of(pod)
+        if _phase(pod) in TERMINATED:
+            return DriverObservation(exit_code=_exit_code(pod), standby_run_id=standby)
+        url = await self.driver_url(job)
+        status = await driverapi.get_status(url, timeout=2.0) if url else None
+        if status is None:
+            return DriverObservation(running=True, run_id=run_id, standby_run_id=standby)
+        batches, exception, _ = driverapi.summarize(status)
+        return DriverObservation(running=True, run_id=run_id, healthy=True, batches=batches, exception=exception,
+                                 standby_run_id=standby)
+
+    async def stop(self, job: JobRef, *, snapshot: bool, timeout: float) -> dict[str, Any]:
+        """Stop the active driver (with a snapshot through its status API, else SIGTERM+SIGKILL) and wait
+        until its pod is gone."""
+        answer: dict[str, Any] = {}
+        for pod in [p for p in await self._driver_pods(job) if _role(p) == builders.ROLE_ACTIVE]:
+            name = pod["metadata"]["name"]
+            running = _phase(pod) == "Running" and not _terminating(pod)
+            if snapshot and running:
+                url = await self._run_url(job, _run_of(pod) or "")
+                try:
+                    if url is None:
+                        raise driverapi.DriverApiError(f"driver pod {name} has no address yet")
+                    answer = await driverapi.stop(url, snapshot=True, timeout=timeout)
+                except driverapi.DriverApiError:
+                    current = await kube.get(job.namespace, "pods", name)
+                    if current is not None and _phase(current) == "Running":
+                        raise
+            await self._delete_pod(job, pod, None if (answer or _phase(pod) in TERMINATED) else KILL_GRACE)
+            await self._wait_gone(job, name, timeout)
+        if answer.get("snapshot"):
+            self._manifests.pop(job.uid, None)  # a new snapshot exists: list again when asked ...
+            if isinstance(answer.get("manifest"), dict):  # ... unless the driver's answer says what it holds
+                self._manifests[job.uid] = {answer["snapshot"]: {**answer["manifest"], "id": answer["snapshot"]}}
+        return answer
+
+    # -------------------------------------------------------------------------------- standby
+    async def standby(self, job: JobRef, engine: str, run_id: str, argv: list[str], timeout: float) -> str:
+        """One standby pod per job: another run's is deleted first; then start it or look at it."""
+        self._check_storage(job)
+        pods = await self._driver_pods(job)
+        for pod in pods:
+            if _role(pod) == builders.ROLE_STANDBY and _run_of(pod) != run_id:
+                await self._delete_pod(job, pod, KILL_GRACE)
+        mine = next((p for p in pods if _run_of(p) == run_id and not _terminating(p)), None)
+        if mine is None:
+            await self._create_driver(job, engine, run_id, [*argv, "--standby"], builders.ROLE_STANDBY)
+            raise ToolPending(f"standby pod of run {run_id} created", delay=STANDBY_POLL)
+        name = mine["metadata"]["name"]
+        if _phase(mine) in TERMINATED:
+            logs = await kube.pod_logs(job.namespace, name)
+            await self._delete_pod(job, mine)
+            if lacks_standby(logs[-4000:]):
+                return "unsupported"
+            raise LaunchError(f"the standby pod {name} of engine {engine} exited (code {_exit_code(mine)}) before "
+                              f"it was ready: {logs.strip()[-400:]}", reason="StandbyFailed")
+        url = await self._run_url(job, run_id)
+        status = await driverapi.get_status(url, timeout=2.0) if url else None
+        phase = (status or {}).get("phase")
+        if phase == "Standby" and status is not None and driverapi.supports_standby(status):
+            return "ready"
+        if status is not None and not phase:  # an engine that ignored the flag and started a run: never two
+            await self._delete_pod(job, mine, KILL_GRACE)
+            return "unsupported"
+        age = time.time() - _created(mine)
+        if age > timeout:
+            await self._delete_pod(job, mine, KILL_GRACE)
+            raise LaunchError(f"the standby pod {name} of engine {engine} was not ready within {timeout:g}s (pod "
+                              f"{_phase(mine)}, driver phase {phase or 'unknown'})", reason="StandbyTimeout")
+        raise ToolPending(f"standby pod {name} is {_phase(mine)}/{phase or 'starting'}", delay=STANDBY_POLL)
+
+    async def activate(self, job: JobRef, run_id: str, snapshot_path: str | None, timeout: float) -> dict[str, Any]:
+        """``POST /v1/start`` on the standby pod of ``run_id``, then label it ``active`` (the job's Service
+        selects it from then on). Repeatable: a start already done answers the same run."""
+        pods = await self._driver_pods(job)
+        mine = next((p for p in pods if _run_of(p) == run_id and not _terminating(p)), None)
+        if mine is None or _phase(mine) in TERMINATED:
+            raise LaunchError(f"the standby of run {run_id} is gone", reason="StandbyLost")
+        others = [p for p in pods if _role(p) == builders.ROLE_ACTIVE and _run_of(p) != run_id]
+        for pod in others:  # never two writers (the Stop step confirmed it; a leftover is killed and awaited)
+            await self._delete_pod(job, pod, KILL_GRACE)
+            await self._wait_gone(job, pod["metadata"]["name"], timeout)
+        name = mine["metadata"]["name"]
+        url = await self._run_url(job, run_id)
+        try:
+            if url is None:
+                raise driverapi.DriverApiError(f"standby pod {name} has no address")
+            await driverapi.start(url, from_snapshot=snapshot_path, timeout=timeout)
+        except driverapi.DriverApiError as exc:
+            await self._delete_pod(job, mine, KILL_GRACE)
+            raise LaunchError(str(exc), reason="StartFailed") from exc
+        if _role(mine) != builders.ROLE_ACTIVE:
+            await kube.patch(job.namespace, "pods", name,
+                             {"metadata": {"labels": {builders.LABEL_ROLE: builders.ROLE_ACTIVE}}})
+        return {"name": name, "statusUrl": self._service_ref(job)}
+
+    async def discard_standby(self, job: JobRef) -> None:
+        """Kill the standby pod, if any (before its start it holds no lock and wrote nothing)."""
+        for pod in await self._driver_pods(job):
+            if _role(pod) == builders.ROLE_STANDBY:
+                await self._delete_pod(job, pod, KILL_GRACE)
+
+    # -------------------------------------------------------------------------------- tools
+    async def _tool_pod(self, job: JobRef, engine: str, key: str, argv: list[str], *,
+                        command: list[str] | None = None, files: dict[str, str] | None = None) -> dict[str, Any]:
+        """The tool pod of ``key``: found, or created (with its input ConfigMap)."""
+        name = builders.tool_pod_name(job.name, key)
+        current = await kube.get(job.namespace, "pods", name)
+        if current is not None and not _terminating(current):
+            return current
+        if current is not None:
+            raise ToolPending(f"tool pod {name} from an earlier attempt is terminating", delay=TOOL_POLL)
+        configmap = None
+        if files:
+            configmap = builders._dns(f"{job.name}-{key}-input", 253)
+            await self._adopt_apply(job, "configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
+                                                        "metadata": {"name": configmap}, "data": files})
+        pod = builders.build_tool_pod(job_name=job.name, key=key, spec=self._spec(job),
+                                      image=self.image(job, engine),
+                                      argv=[a.replace("{work}", builders.TOOL_INPUT_MOUNT) for a in argv],
+                                      command=command, input_configmap=configmap, namespace=job.namespace,
+                                      job_root=job.job_root)
+        return await self._adopt_apply(job, "pods", pod)
+
+    async def _finish_tool(self, job: JobRef, pod: dict[str, Any], has_input: bool, *, raw: bool = False) -> ToolRun:
+        """Exit code and log of a finished tool pod (the JSON answer apart unless ``raw``); pod and input go."""
+        name = pod["metadata"]["name"]
+        logs = await kube.pod_logs(job.namespace, name)
+        await kube.delete(job.namespace, "pods", name)
+        if has_input:
+            await kube.delete(job.namespace, "configmaps", builders._dns(f"{name}-input", 253))
+        out, err = (logs, "") if raw else split_report(logs)
+        return ToolRun(_exit_code(pod), out, err)
 
     async def run_tool(self, job: JobRef, engine: str, key: str, argv: list[str],
                        files: dict[str, str] | None = None) -> ToolRun:
-        if files:
-            configmap = {"apiVersion": "v1", "kind": "ConfigMap",
-                         "metadata": {"name": f"{job.name}-{key}-input"}, "data": files}
-            kopf.adopt(configmap, owner=job.body)
-            await kube.apply(job.namespace, "configmaps", configmap)
-        pod = builders.build_tool_pod(job_name=job.name, key=key, spec=dict(job.body.get("spec") or {}),
-                                      image=self.image(job, engine),
-                                      argv=[a.replace("{work}", "/etc/planengine/input") for a in argv])
-        if files:
-            pod["spec"]["volumes"].append({"name": "input", "configMap": {"name": f"{job.name}-{key}-input"}})
-            pod["spec"]["containers"][0]["volumeMounts"].append(
-                {"name": "input", "mountPath": "/etc/planengine/input"})
-        name = pod["metadata"]["name"]
-        current = await kube.get(job.namespace, "pods", name)
-        if current is None:
-            kopf.adopt(pod, owner=job.body)
-            await kube.apply(job.namespace, "pods", pod)
+        """A protocol step's tool: started on the first call, its result on a later one (``ToolPending``
+        meanwhile, so the reconciler is not held)."""
+        self._check_storage(job)
+        name = builders.tool_pod_name(job.name, key)
+        existing = await kube.get(job.namespace, "pods", name)
+        pod = await self._tool_pod(job, engine, key, argv, files=files)
+        if existing is None:
             raise ToolPending(f"tool pod {name} started")
-        phase = (current.get("status") or {}).get("phase")
-        if phase not in ("Succeeded", "Failed"):
-            raise ToolPending(f"tool pod {name} is {phase}")
-        terminated = ((current["status"].get("containerStatuses") or [{}])[0].get("state") or {}).get(
-            "terminated") or {}
-        logs = await kube.pod_logs(job.namespace, name)
-        await kube.delete(job.namespace, "pods", name)
-        return ToolRun(int(terminated.get("exitCode", 0 if phase == "Succeeded" else 1)), logs, "")
+        if _phase(pod) not in TERMINATED:
+            if time.time() - _created(pod) > self.config.timing.toolTimeout:
+                await kube.delete(job.namespace, "pods", name, grace_period=KILL_GRACE)
+                raise LaunchError(f"tool pod {name} did not finish within {self.config.timing.toolTimeout:g}s",
+                                  reason="ToolTimeout")
+            raise ToolPending(f"tool pod {name} is {_phase(pod)}")
+        return await self._finish_tool(job, pod, bool(files))
 
-    async def launch(self, job: JobRef, engine: str, run_id: str, argv: list[str]) -> dict[str, Any]:
-        service = builders.build_service(job.name)
-        kopf.adopt(service, owner=job.body)
-        await kube.apply(job.namespace, "services", service)
-        pod = builders.build_driver_pod(
-            job_name=job.name, namespace=job.namespace, spec=dict(job.body.get("spec") or {}),
-            image=self.image(job, engine), run_id=run_id, argv=argv,
-            service=service["metadata"]["name"], plan_configmap=f"{job.name}-plan",
-        )
+    async def _run_to_end(self, job: JobRef, key: str, argv: list[str], *, command: list[str] | None = None,
+                          files: dict[str, str] | None = None, raw: bool = False) -> ToolRun:
+        """A tool pod the launcher waits for (file reads, snapshot listing and deletion: a few seconds).
+
+        Each call is a new pod (``key`` plus a random suffix): an answer left by an earlier operator is never
+        taken for a fresh one. A pod left by an operator that died meanwhile stays until the job is deleted."""
+        self._check_storage(job)
+        key = f"{key}-{uuid.uuid4().hex[:5]}"
+        deadline = time.monotonic() + self.config.timing.toolTimeout
+        pod = await self._tool_pod(job, self._current_engine(job), key, argv, command=command, files=files)
         name = pod["metadata"]["name"]
-        current = await kube.get(job.namespace, "pods", name)
-        if current is not None:
-            if (current["metadata"].get("labels") or {}).get(builders.LABEL_RUN) == pod["metadata"]["labels"][
-                    builders.LABEL_RUN]:
-                return self._ref(job, name)
-            await kube.delete(job.namespace, "pods", name)
-            raise kopf.TemporaryError(f"waiting for the previous driver pod {name} to go", delay=2)
-        kopf.adopt(pod, owner=job.body)
-        await kube.apply(job.namespace, "pods", pod)
-        return self._ref(job, name)
+        while _phase(pod) not in TERMINATED:
+            if time.monotonic() > deadline:
+                await kube.delete(job.namespace, "pods", name, grace_period=KILL_GRACE)
+                raise LaunchError(f"tool pod {name} did not finish within {self.config.timing.toolTimeout:g}s",
+                                  reason="ToolTimeout")
+            await asyncio.sleep(TOOL_POLL)  # bounded wait for a short tool pod
+            found = await kube.get(job.namespace, "pods", name)
+            if found is None:
+                raise LaunchError(f"tool pod {name} vanished before it finished", reason="ToolLost")
+            pod = found
+        return await self._finish_tool(job, pod, bool(files), raw=raw)
 
-    def _ref(self, job: JobRef, pod: str) -> dict[str, Any]:
-        url = f"http://{pod}.{job.namespace}.svc:{builders.STATUS_PORT}"
-        return {"name": pod, "statusUrl": url}
-
-    async def driver_url(self, job: JobRef) -> str | None:
-        return self._ref(job, f"{job.name}-driver")["statusUrl"]
-
-    async def observe(self, job: JobRef) -> DriverObservation:
-        pod = await kube.get(job.namespace, "pods", f"{job.name}-driver")
-        if pod is None or pod["metadata"].get("deletionTimestamp"):
-            return DriverObservation.gone()
-        phase = (pod.get("status") or {}).get("phase")
-        run_id = (pod["metadata"].get("labels") or {}).get(builders.LABEL_RUN)
-        if phase in ("Succeeded", "Failed"):
-            terminated = ((pod["status"].get("containerStatuses") or [{}])[0].get("state") or {}).get(
-                "terminated") or {}
-            return DriverObservation.gone(terminated.get("exitCode"))
-        status = await driverapi.get_status(self._ref(job, pod["metadata"]["name"])["statusUrl"])
-        if status is None:
-            return DriverObservation(running=True, run_id=run_id)
-        batches, exception, _ = driverapi.summarize(status)
-        return DriverObservation(running=True, run_id=run_id, healthy=True, batches=batches, exception=exception)
-
-    async def standby(self, job: JobRef, engine: str, run_id: str, argv: list[str], timeout: float) -> str:
-        return "unsupported"
-
-    async def activate(self, job: JobRef, run_id: str, snapshot_path: str | None, timeout: float) -> dict[str, Any]:
-        raise LaunchError("the Kubernetes launcher runs no standby drivers", reason="Unsupported", permanent=True)
-
-    async def discard_standby(self, job: JobRef) -> None:
-        return None
-
-    async def stop(self, job: JobRef, *, snapshot: bool, timeout: float) -> dict[str, Any]:
-        name = f"{job.name}-driver"
-        pod = await kube.get(job.namespace, "pods", name)
-        if pod is None:
-            return {}
-        answer: dict[str, Any] = {}
-        if snapshot and (pod.get("status") or {}).get("phase") == "Running":
-            answer = await driverapi.stop(self._ref(job, name)["statusUrl"], snapshot=True, timeout=timeout)
-        await kube.delete(job.namespace, "pods", name)
-        if await kube.get(job.namespace, "pods", name) is not None:
-            raise kopf.TemporaryError(f"driver pod {name} is still terminating", delay=2)
-        return answer
-
+    # -------------------------------------------------------------------------------- job root files
     async def read_file(self, job: JobRef, relpath: str) -> str | None:
+        """``plan.json``: the ``<job>-plan`` ConfigMap (the plan in force; drivers install it from there);
+        snapshot manifests: ``planengine snapshots list``; anything else: ``cat`` in a tool pod."""
         if relpath == "plan.json":
-            configmap = await kube.get_configmap(job.namespace, f"{job.name}-plan")
+            configmap = await kube.get_configmap(job.namespace, builders.build_plan_configmap(
+                job.name, "", "")["metadata"]["name"])
             return ((configmap or {}).get("data") or {}).get("plan.json")
-        return None
+        parts = relpath.split("/")
+        if len(parts) == 3 and parts[0] == "snapshots" and parts[2] == "manifest.json":
+            manifest = await self._manifest(job, parts[1])
+            return json.dumps(manifest) if manifest is not None else None
+        run = await self._run_to_end(job, "read", [], command=["cat", f"{job.job_root}/{relpath}"], raw=True)
+        return None if run.exit_code != 0 else run.stdout
 
     async def write_file(self, job: JobRef, relpath: str, text: str) -> None:
-        """Only a first plan can be installed: the reconciler publishes it as the ``<job>-plan`` ConfigMap and
-        the driver's ``run --plan`` writes it into the job root. Replacing a plan in force (a recompile) or
-        any other file would need the operator to write into the job root, which it cannot do here."""
-        if relpath == "plan.json" and await self.read_file(job, "plan.json") in (None, text):
+        """Through a tool pod: the text as a ConfigMap key, copied into place with a rename (atomic).
+
+        A first ``plan.json`` (no plan in force, or the same one) needs no pod: the driver installs it from the
+        ``<job>-plan`` ConfigMap it mounts. Replacing the plan in force (a stateless recompile) writes it."""
+        if relpath == "plan.json" and await self.read_file(job, relpath) in (None, text):
             return
-        raise LaunchError(f"the Kubernetes launcher cannot write {relpath} into the job root from the operator "
-                          "(replacing the plan of a started job needs it); create a new SparkPlanJob for the new "
-                          "program", reason="Unsupported", permanent=True)
+        target = f"{job.job_root}/{relpath}"
+        script = 'mkdir -p "$(dirname "$2")" && cp "$1" "$2.tmp" && mv "$2.tmp" "$2"'
+        run = await self._run_to_end(job, "write", [], files={"content": text}, raw=True,
+                                     command=["sh", "-c", script, "write", f"{builders.TOOL_INPUT_MOUNT}/content",
+                                              target])
+        if run.exit_code != 0:
+            raise LaunchError(f"writing {target} failed (exit {run.exit_code}): {run.stderr.strip()[-300:]}",
+                              reason="WriteFailed")
+
+    async def _manifest(self, job: JobRef, snapshot_id: str) -> dict[str, Any] | None:
+        cached = self._manifests.get(job.uid) or {}
+        if snapshot_id not in cached:
+            listed = await self.list_snapshots(job)
+            self._manifests[job.uid] = {**cached, **{m["id"]: m for m in listed}}
+        return (self._manifests.get(job.uid) or {}).get(snapshot_id)
 
     async def list_snapshots(self, job: JobRef) -> list[dict[str, Any]]:
-        return []
+        """``planengine snapshots list`` in a tool pod: complete snapshots, oldest first."""
+        run = await self._run_to_end(job, "snapshots-list", ["snapshots", "list", "--job-root", job.job_root])
+        if run.exit_code != 0:
+            raise LaunchError(f"planengine snapshots list exited {run.exit_code}: {run.stderr.strip()[-300:]}",
+                              reason="SnapshotListFailed")
+        found = []
+        for line in run.stdout.splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(entry, dict) or not entry.get("snapshot") or entry.get("complete") is False:
+                continue
+            manifest = {"id": entry["snapshot"], "snapshotId": entry["snapshot"], "createdAt": entry.get("createdAt"),
+                        "runId": entry.get("runId"), "reason": entry.get("reason"),
+                        "lastBatchIds": entry.get("lastBatchIds") or {}}
+            manifest["_mtime"] = _epoch(entry.get("createdAt"))
+            found.append(manifest)
+        found.sort(key=lambda m: m["_mtime"])
+        self._manifests[job.uid] = {m["id"]: m for m in found}
+        return found
 
     async def delete_snapshot(self, job: JobRef, snapshot_id: str) -> None:
-        return None
+        run = await self._run_to_end(job, "delete", ["snapshots", "delete", snapshot_id, "--job-root", job.job_root])
+        (self._manifests.get(job.uid) or {}).pop(snapshot_id, None)
+        if run.exit_code not in (0, 2):  # 2: already gone
+            raise LaunchError(f"planengine snapshots delete {snapshot_id} exited {run.exit_code}: "
+                              f"{run.stderr.strip()[-300:]}", reason="SnapshotDeleteFailed")
 
     async def close(self) -> None:
         return None
+
+
+def _created(pod: dict[str, Any]) -> float:
+    return _epoch(pod["metadata"].get("creationTimestamp"))
+
+
+def _epoch(stamp: Any) -> float:
+    from datetime import datetime
+
+    if not isinstance(stamp, str):
+        return 0.0
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0

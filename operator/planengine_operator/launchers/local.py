@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from planengine_operator import driverapi
+from planengine_operator import builders, driverapi
 from planengine_operator.config import OperatorConfig
 from planengine_operator.launchers.base import JobRef, LaunchError, ToolPending, ToolRun
 from planengine_operator.statemachine import DriverObservation
@@ -83,6 +83,22 @@ def _log_tail(path: Path, size: int = 4000) -> str:
         return ""
 
 
+def local_spark_conf(spec: dict[str, Any]) -> dict[str, str]:
+    """Spark settings of a local driver: the user's ``sparkConf`` and, with ``spec.executor``, its task slots
+    as ``local[N]`` (executors run inside the driver process here). Empty for a spec that sets neither, so an
+    engine without ``--conf`` still runs such jobs. Shuffle partitions are the plan's (compile time).
+
+    >>> local_spark_conf({"executor": {"instances": 2, "cores": 2}, "sparkConf": {"spark.sql.shuffle.partitions": "8"}})
+    {'spark.master': 'local[4]'}
+    >>> local_spark_conf({})
+    {}
+    """
+    conf = {"spark.master": f"local[{builders.task_slots(spec)}]"} if spec.get("executor") is not None else {}
+    conf.update({k: str(v) for k, v in (spec.get("sparkConf") or {}).items()})
+    conf.pop("spark.sql.shuffle.partitions", None)
+    return conf
+
+
 def _owner(job: JobRef) -> str:
     return f"{job.namespace}/{job.name}/{job.uid}"
 
@@ -139,7 +155,7 @@ class LocalLauncher:
         try:
             proc = await asyncio.create_subprocess_exec(
                 *full, cwd=str(root), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                env=engine_env(PLANENGINE_JOB=f"{job.namespace}/{job.name}"),
+                env=engine_env(PLANENGINE_JOB=f"{job.namespace}/{job.name}", PLANENGINE_JOB_ROOT=job.job_root),
             )
         except OSError as exc:
             raise LaunchError(f"cannot run {full[0]}: {exc}", reason="EngineCommandMissing") from exc
@@ -174,11 +190,12 @@ class LocalLauncher:
             return None
 
     def _spawn(self, job: JobRef, engine: str, run_id: str, argv: list[str], log_name: str) -> tuple[int, str]:
-        """Start ``<localCommand> argv --status-port N`` in its own process group; (pid, status URL)."""
+        """Start ``<localCommand> argv --status-port N [--conf ...]`` in its own process group; (pid, URL)."""
         root = Path(job.job_root)
         (root / ".operator").mkdir(parents=True, exist_ok=True)
         port = _free_port()
-        full = [*self.command(engine), *argv, "--status-port", str(port)]
+        full = [*self.command(engine), *argv, "--status-port", str(port),
+                *builders.conf_args(local_spark_conf(dict(job.body.get("spec") or {})))]
         log = open(root / ".operator" / log_name, "ab")  # noqa: SIM115 - owned by the child
         env = engine_env(PLANENGINE_RUN_ID=run_id, PLANENGINE_WRITER_LOCK=str(root / WRITER_LOCK))
         try:

@@ -15,7 +15,12 @@ _REPO = Path(__file__).resolve().parents[3]
 if str(_REPO) not in sys.path:  # `pytest` as well as `python -m pytest`
     sys.path.insert(0, str(_REPO))
 
+from planengine_operator.launchers.kubernetes import DRIVER_URL_ENV  # noqa: E402
 from tests.operator.e2e.harness import ENGINE_KIND, KUBECTL, REAL_ENGINE, World  # noqa: E402
+from tests.operator.kubelet import sandbox  # noqa: E402
+
+# PLANENGINE_E2E_LAUNCHER=local|kubernetes|both (default both) selects the launchers the scenarios run on.
+LAUNCHERS = os.environ.get("PLANENGINE_E2E_LAUNCHER", "both")
 from tests.operator.kapi.server import run_in_thread  # noqa: E402
 
 CRD = _REPO / "crds" / "sparkplanjobs.planengine.io.yaml"
@@ -28,29 +33,44 @@ def kapi() -> Iterator:
     api.stop()
 
 
-def _world(kind: str, kapi, tmp_path, monkeypatch) -> Iterator[World]:
+def _world(kind: str, launcher: str, kapi, tmp_path, monkeypatch) -> Iterator[World]:
     if ENGINE_KIND not in (kind, "both"):
         pytest.skip(f"PLANENGINE_E2E_ENGINE={ENGINE_KIND}: the {kind}-engine scenarios are not selected")
+    if LAUNCHERS != "both" and launcher != LAUNCHERS:
+        pytest.skip(f"PLANENGINE_E2E_LAUNCHER={LAUNCHERS}: the {launcher} launcher is not selected")
     if not KUBECTL.exists():
         pytest.skip(f"{KUBECTL} is missing: run `bash tests/setup/prepare.sh`")
-    built = World(tmp_path, kapi, kind)
+    if launcher == "kubernetes":
+        why = sandbox.available()
+        if why is not None:
+            pytest.skip(why)
+        # The operator reaches drivers at the pod address their Service selects (the test kubelet's pod IPs).
+        monkeypatch.setenv(DRIVER_URL_ENV, "http://{endpoint}:{port}")
+    built = World(tmp_path, kapi, kind, launcher)
     monkeypatch.setenv("KUBECONFIG", str(built.kubeconfig))
     yield built
     built.close()
 
 
+@pytest.fixture(params=["local", "kubernetes"])
+def launcher(request) -> str:
+    """Each scenario of ``world``/``real_world`` runs on both launchers: processes on this machine, and pods
+    through the API emulator run by the test kubelet (``tests/operator/kubelet``)."""
+    return str(request.param)
+
+
 @pytest.fixture
-def world(kapi, tmp_path, monkeypatch) -> Iterator[World]:
+def world(kapi, tmp_path, monkeypatch, launcher) -> Iterator[World]:
     """The operator with the contract engine double (fast; knobs for refusing and crashing targets)."""
-    yield from _world("contract", kapi, tmp_path, monkeypatch)
+    yield from _world("contract", launcher, kapi, tmp_path, monkeypatch)
 
 
 @pytest.fixture
-def real_world(kapi, tmp_path, monkeypatch) -> Iterator[World]:
+def real_world(kapi, tmp_path, monkeypatch, launcher) -> Iterator[World]:
     """The operator with the real planengine CLI (two builds) behind ``engine_wrapper.py``."""
     if not REAL_ENGINE.exists():
         pytest.skip(f"{REAL_ENGINE} is missing: run `make venv`")
-    yield from _world("real", kapi, tmp_path, monkeypatch)
+    yield from _world("real", launcher, kapi, tmp_path, monkeypatch)
 
 
 @pytest.fixture

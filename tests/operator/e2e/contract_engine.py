@@ -23,9 +23,10 @@ NOT the engine. It implements the *contract* the operator relies on, faithfully 
   ``GET /metrics``. SIGTERM = stop with a snapshot.
 * ``snapshot --job-root R``: forks the newest run's checkpoint into a snapshot, prints ``{"snapshot": id}``.
 
-Every invocation appends one JSON line ``{"command", "engine", "runId", "snapshot", "at"}`` to
-``.contract-calls.jsonl`` in its working directory (the job root, for the local launcher), so tests can
-count side effects: checks, snapshots, driver starts.
+Every invocation appends one JSON line ``{"command", "engine", "runId", "snapshot", "at", "host", "conf"}`` to
+``.contract-calls.jsonl`` in the job root it works on (``job_root_of``), so tests can count side effects:
+checks, snapshots, driver starts. ``run`` and ``check`` accept ``--conf`` (recorded); ``snapshots list|delete``
+answer like the engine's. The status API binds ``PLANENGINE_STATUS_HOST`` (default 127.0.0.1).
 
 Knobs (put them before the command, in the operator's ``localCommand`` for an engine version):
 ``--engine-version V``, ``--check-exit N``, ``--check-snapshot-exit N`` (the exit code of ``check`` when it
@@ -46,6 +47,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import sys
 import threading
 import time
@@ -179,6 +181,10 @@ class Driver:
         return self.run_dir / "checkpoints" / UID
 
     def prepare(self) -> None:
+        installed = self.root / "plan.json"  # run --plan installs the plan into a job root without one
+        if not installed.exists():
+            self.root.mkdir(parents=True, exist_ok=True)
+            installed.write_text(self.plan_text)
         if self.args.from_snapshot:
             shutil.copytree(Path(self.args.from_snapshot) / "checkpoints", self.run_dir / "checkpoints",
                             dirs_exist_ok=True)
@@ -262,9 +268,14 @@ class Driver:
                 request = json.loads(self.rfile.read(length) or b"{}")
                 driver.stop_request = {"snapshot": bool(request.get("snapshot", True))}
                 driver.stopped.wait(60)
-                self.reply(200, {"stopped": True, "snapshotId": driver.snapshot_id})
+                answer: dict[str, Any] = {"stopped": True, "snapshotId": driver.snapshot_id}
+                if driver.snapshot_id:  # like the engine: the manifest of the snapshot it wrote
+                    answer["manifest"] = json.loads(
+                        (driver.root / "snapshots" / driver.snapshot_id / "manifest.json").read_text())
+                self.reply(200, answer)
 
-        server = ThreadingHTTPServer(("127.0.0.1", self.args.status_port), Handler)
+        host = os.environ.get("PLANENGINE_STATUS_HOST", "127.0.0.1")  # a pod binds its pod IP, as the engine
+        server = ThreadingHTTPServer((host, self.args.status_port), Handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
 
     def run(self) -> int:
@@ -292,10 +303,42 @@ class Driver:
             time.sleep(self.knobs.batch_interval)
 
 
-def record_call(command: str, knobs: argparse.Namespace, **fields: Any) -> None:
+def job_root_of(args: argparse.Namespace) -> Path:
+    """The job root a command works on: ``--job-root``, else the directory of ``--plan`` / ``-o`` (the job
+    root's plan.json), else ``PLANENGINE_JOB_ROOT`` (the launchers set it for tools), else the working
+    directory."""
+    if getattr(args, "job_root", None):
+        return Path(args.job_root)
+    for given in (getattr(args, "plan", None), getattr(args, "output", None)):
+        if given and Path(given).name in ("plan.json", "plan.json.new"):
+            return Path(given).parent
+    return Path(os.environ.get("PLANENGINE_JOB_ROOT") or Path.cwd())  # the launcher says which job a tool is for
+
+
+def record_call(root: Path, command: str, knobs: argparse.Namespace, **fields: Any) -> None:
     entry = {"command": command, "engine": knobs.engine_version, "at": time.time(), "pid": os.getpid(), **fields}
-    with open(".contract-calls.jsonl", "a") as log:
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".contract-calls.jsonl", "a") as log:
         log.write(json.dumps(entry) + "\n")
+
+
+def cmd_snapshots(args: argparse.Namespace, knobs: argparse.Namespace) -> int:
+    """``snapshots list`` (JSON lines) and ``snapshots delete ID`` (exit 2 when there is no such snapshot)."""
+    root = Path(args.job_root) / "snapshots"
+    if args.action == "delete":
+        target = root / (args.snapshot_id or "")
+        if not args.snapshot_id or not (target / "manifest.json").is_file():
+            print(f"job root {args.job_root} has no snapshot {args.snapshot_id}", file=sys.stderr)
+            return 2
+        shutil.rmtree(target)
+        print(json.dumps({"deleted": args.snapshot_id}))
+        return 0
+    for manifest in sorted(root.glob("*/manifest.json")):
+        data = json.loads(manifest.read_text())
+        print(json.dumps({"snapshot": manifest.parent.name, "complete": True, "createdAt": data.get("createdAt"),
+                          "reason": data.get("reason"), "runId": data.get("runId"),
+                          "lastBatchIds": {uid: q["lastBatchId"] for uid, q in data.get("queries", {}).items()}}))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -318,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plan", required=True)
     p.add_argument("--snapshot")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--conf", action="append", default=[])
     p = sub.add_parser("migrate")
     p.add_argument("--plan", required=True)
     p.add_argument("-o", "--output", required=True)
@@ -328,15 +372,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--until-idle", action="store_true")
     p.add_argument("--drain", action="store_true")
     p.add_argument("--status-port", type=int, default=0)
+    p.add_argument("--conf", action="append", default=[])
     p = sub.add_parser("snapshot")
     p.add_argument("--job-root", required=True)
+    p = sub.add_parser("snapshots")
+    p.add_argument("action", choices=("list", "delete"))
+    p.add_argument("snapshot_id", nargs="?")
+    p.add_argument("--job-root", required=True)
     args = parser.parse_args(rest)
-    record_call(args.command, knobs, runId=os.environ.get("PLANENGINE_RUN_ID") if args.command == "run" else None,
-                fromSnapshot=getattr(args, "from_snapshot", None))
+    record_call(job_root_of(args), args.command, knobs,
+                runId=os.environ.get("PLANENGINE_RUN_ID") if args.command == "run" else None,
+                fromSnapshot=getattr(args, "from_snapshot", None), conf=getattr(args, "conf", None) or None,
+                host=socket.gethostname())
     if args.command == "run":
         return Driver(args, knobs).run()
-    return {"compile": cmd_compile, "check": cmd_check, "migrate": cmd_migrate,
-            "snapshot": cmd_snapshot}[args.command](args, knobs)
+    return {"compile": cmd_compile, "check": cmd_check, "migrate": cmd_migrate, "snapshot": cmd_snapshot,
+            "snapshots": cmd_snapshots}[args.command](args, knobs)
 
 
 if __name__ == "__main__":

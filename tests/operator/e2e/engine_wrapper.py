@@ -4,8 +4,8 @@
 NOT a double: every invocation ends in ``exec`` of the real CLI (same pid, so the operator's pid tracking,
 process-group kill and the driver's own ``RUN_LOCK`` see the real driver), except where a fault knob says
 otherwise. Before that it appends one JSON line ``{"command", "engine", "runId", "fromSnapshot", "at",
-"pid"}`` to ``.contract-calls.jsonl`` in its working directory (the job root, for the local launcher): the
-same record the contract double keeps, so tests count checks and driver starts the same way.
+"pid", "host"}`` to ``.contract-calls.jsonl`` in the job root it works on (``job_root_of``): the same record the
+contract double keeps, so tests count checks and driver starts the same way.
 
 Knobs (before the engine command, in the operator's ``localCommand`` for an engine version):
 
@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -45,8 +46,11 @@ def main(argv: list[str]) -> int:
     command = rest[0] if rest else ""
     snapshot = rest[rest.index("--from-snapshot") + 1] if "--from-snapshot" in rest else None
     entry = {"command": command, "engine": opts.label, "at": time.time(), "pid": os.getpid(),
-             "runId": os.environ.get("PLANENGINE_RUN_ID") if command == "run" else None, "fromSnapshot": snapshot}
-    with open(".contract-calls.jsonl", "a") as log:
+             "runId": os.environ.get("PLANENGINE_RUN_ID") if command == "run" else None, "fromSnapshot": snapshot,
+             "host": socket.gethostname()}
+    root = job_root_of(rest)
+    root.mkdir(parents=True, exist_ok=True)  # compile is the first command of a new job root
+    with open(root / ".contract-calls.jsonl", "a") as log:
         log.write(json.dumps(entry) + "\n")
     if command == "check" and opts.check_exit:
         plan = json.loads(Path(rest[rest.index("--plan") + 1]).read_text()) if "--plan" in rest else {}
@@ -69,12 +73,26 @@ def main(argv: list[str]) -> int:
     return 127  # not reached
 
 
+def job_root_of(args: list[str]) -> Path:
+    """``--job-root``, else the directory of the job root's ``plan.json`` (``--plan`` or ``-o``), else the working
+    directory (the job root under the local launcher; a pod's is the image's, read-only)."""
+    for flag in ("--job-root", "--plan", "-o"):
+        if flag in args and args.index(flag) + 1 < len(args):
+            value = Path(args[args.index(flag) + 1])
+            if flag == "--job-root":
+                return value
+            if value.name in ("plan.json", "plan.json.new"):
+                return value.parent
+    return Path(os.environ.get("PLANENGINE_JOB_ROOT") or Path.cwd())  # the launcher says which job a tool is for
+
+
 def crash_after_commits(argv: list[str], commits: int) -> int:
     port = int(argv[argv.index("--status-port") + 1])
+    host = os.environ.get("PLANENGINE_STATUS_HOST", "127.0.0.1")
     child = subprocess.Popen(argv)
     while child.poll() is None:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/status", timeout=2) as answer:
+            with urllib.request.urlopen(f"http://{host}:{port}/v1/status", timeout=2) as answer:
                 status = json.loads(answer.read())
         except (OSError, ValueError):
             status = {}

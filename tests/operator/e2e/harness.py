@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import subprocess
@@ -26,9 +27,11 @@ from typing import Any
 
 import yaml
 
+from planengine_operator.cli import build_launcher
 from planengine_operator.config import OperatorConfig
-from planengine_operator.launchers.local import LocalLauncher
 from tests.operator.kapi.server import RunningApi
+from tests.operator.kubelet.gc import GarbageCollector
+from tests.operator.kubelet.kubelet import ImageSpec, Kubelet
 
 REPO = Path(__file__).resolve().parents[3]
 CONTRACT_ENGINE = Path(__file__).with_name("contract_engine.py")
@@ -78,12 +81,33 @@ def engine_command(version: str, kind: str = "contract") -> list[str]:
             *ENGINE_KNOBS[version]]
 
 
-def operator_config(job_root_base: Path, kind: str = "contract", **overrides: Any) -> OperatorConfig:
+# The Kubernetes launcher: engine versions are images, which the test kubelet runs from a venv of this checkout
+# at the image's VIRTUAL_ENV; the test's engine command (the contract double, the wrapper around the real
+# CLI) is that image's ENTRYPOINT, run by the image's Python.
+IMAGE_PYTHON = "/opt/planengine/bin/python"
+CLAIM = "jobs"  # the PersistentVolumeClaim every job root of the Kubernetes worlds lives on (one subPath each)
+POD_DATA = Path("/data")  # where pods see the world's data directory (a hostPath volume of the podTemplate)
+
+
+def engine_image(version: str, command: list[str]) -> tuple[str, ImageSpec]:
+    """(image name, its local stand-in) for an engine version whose CLI is ``command`` (a localCommand)."""
+    venv = REPO / ".venv"
+    entrypoint = [IMAGE_PYTHON if arg == sys.executable else arg for arg in command]
+    if str(ENGINE_WRAPPER) in command:  # the real CLI: the image's own planengine, in that build's venv
+        wrapped = Path(command[command.index("--wrapped") + 1])
+        venv = wrapped.parent.parent
+        entrypoint[entrypoint.index("--wrapped") + 1] = f"{Path(IMAGE_PYTHON).parent}/planengine"
+    digest = hashlib.sha256(json.dumps([str(venv), entrypoint]).encode()).hexdigest()[:8]
+    return f"test.local/planengine/engine:{version}-{digest}", ImageSpec(venv, tuple(entrypoint))
+
+
+def operator_config(job_root_base: Path, kind: str = "contract", launcher: str = "local",
+                    **overrides: Any) -> OperatorConfig:
     versions = REAL_ENGINE_KNOBS if kind == "real" else ENGINE_KNOBS
     data: dict[str, Any] = {
         "defaultEngineVersion": "0.1",
         "engines": {v: {"localCommand": engine_command(v, kind)} for v in versions},
-        "launcher": "local",
+        "launcher": launcher,
         "jobRootBase": str(job_root_base),
         "metrics": {"port": 0},
         "stability": {"minBatches": 3, "window": "30s"},
@@ -95,6 +119,9 @@ def operator_config(job_root_base: Path, kind: str = "contract", **overrides: An
         data["timing"] = {"interval": 0.5, "restartBackoffBase": 2, "restartBackoffMax": 10, "toolTimeout": 300,
                           "stopTimeout": 300}
     data.update(overrides)
+    if launcher == "kubernetes":
+        data["engines"] = {v: {**entry, "image": engine_image(v, entry["localCommand"])[0]}
+                           for v, entry in data["engines"].items()}
     return OperatorConfig.model_validate(data)
 
 
@@ -153,16 +180,18 @@ def spark_sink_files(sink: Path) -> list[Path]:
         for line in lines:
             if line.strip():
                 item = json.loads(line)
-                if item.get("action", "add") == "add":
-                    files.append(Path(item["path"].removeprefix("file://")))
+                if item.get("action", "add") == "add":  # a pod's path is the same file in this sink directory
+                    files.append(sink / Path(item["path"].removeprefix("file://")).name)
     return files
 
 
 def sink_uid(root: Path, sink: Path) -> str:
-    """The query uid (checkpoint directory name) of the plan's sink that writes to ``sink``."""
+    """The query uid (checkpoint directory name) of the plan's sink that writes to ``sink`` (matched by the
+    last two path components: a pod names the same directory under its own mount point)."""
     for node in json.loads((root / "plan.json").read_text())["nodes"]:
         options = ((node.get("table") or {}).get("resolvedTable") or {}).get("options") or {}
-        if str(node.get("type", "")).startswith("stream-exec-sink") and options.get("path") == str(sink):
+        if str(node.get("type", "")).startswith("stream-exec-sink") and \
+                Path(str(options.get("path"))).parts[-2:] == sink.parts[-2:]:
             for query in (root / "runs").glob(f"*/checkpoints/{node['id']}_*"):
                 return query.name
     raise AssertionError(f"no query of {root} writes {sink}")
@@ -267,7 +296,7 @@ class OperatorThread:
         from planengine_operator import main
         from planengine_operator.reconciler import Reconciler
 
-        main.configure(self.config, LocalLauncher(self.config))
+        main.configure(self.config, build_launcher(self.config))
         if self.execute_hook is not None:
             original = Reconciler._execute
             hook = self.execute_hook
@@ -306,18 +335,30 @@ class OperatorThread:
 class World:
     """One emulated cluster, one operator, job roots and input/output directories under ``tmp``."""
 
-    def __init__(self, tmp: Path, api: RunningApi, kind: str = "contract") -> None:
+    def __init__(self, tmp: Path, api: RunningApi, kind: str = "contract", launcher: str = "local") -> None:
         self.tmp = tmp
         self.api = api
         self.kind = kind
+        self.launcher = launcher
         self.kubeconfig = api.write_kubeconfig(tmp / "kubeconfig")
         self.jobs_root = tmp / "jobs"
         self.operator: OperatorThread | None = None
         self._feeders: list[threading.Event] = []
+        self.kubelet: Kubelet | None = None
+        self.gc: GarbageCollector | None = None
+        if launcher == "kubernetes":  # a node runs the pods; the collector, not the API, deletes dependents
+            api.api.garbage_collection = False
+            self.kubelet = Kubelet(api, tmp / "node", {}).start()
+            self.gc = GarbageCollector(api.url).start()
 
     # -------------------------------------------------------------------- operator
     def start_operator(self, execute_hook: Callable[..., Any] | None = None, **config: Any) -> OperatorThread:
-        self.operator = OperatorThread(operator_config(self.jobs_root, self.kind, **config), execute_hook).start()
+        settings = operator_config(self.jobs_root, self.kind, self.launcher, **config)
+        if self.kubelet is not None:
+            for version, entry in settings.engines.items():
+                name, image = engine_image(version, entry.localCommand)
+                self.kubelet.images[name] = image
+        self.operator = OperatorThread(settings, execute_hook).start()
         return self.operator
 
     def close(self) -> None:
@@ -325,6 +366,10 @@ class World:
             stop.set()
         if self.operator is not None and self.operator.thread.is_alive():
             self.operator.stop()
+        if self.kubelet is not None:  # kills every container it runs
+            self.kubelet.stop()
+        if self.gc is not None:
+            self.gc.stop()
         # Drivers and warm standbys outlive the operator (any job root): a test that failed mid-upgrade must not
         # leave a standby JVM behind.
         for pattern in ("**/.operator/driver.json", "**/.operator/standby.json"):
@@ -346,13 +391,61 @@ class World:
 
     def job_manifest(self, name: str, engine: str | None = "0.1", *, storage: Path | None = None,
                      **spec: Any) -> dict[str, Any]:
-        body: dict[str, Any] = {"plan": {"sql": job_sql(self.source(name), self.sink(name), self.kind)}, **spec}
+        """A SparkPlanJob over this world's data. Under the Kubernetes launcher its job root is the subPath
+        ``storage.name`` (default: the job's name) of the claim ``jobs``, and its podTemplate mounts the
+        world's data directory at ``/data`` (a hostPath volume), where the job's SQL names its tables."""
+        sql = job_sql(self.pod_path(self.source(name)), self.pod_path(self.sink(name)), self.kind)
+        body: dict[str, Any] = {"plan": {"sql": sql}, **spec}
         if engine is not None:
             body["engineVersion"] = engine
-        if storage is not None:
+        if self.launcher == "kubernetes":
+            data = self._data_dir(name)
+            body["storage"] = {"pvc": {"claimName": CLAIM, "subPath": storage.name if storage else name}}
+            body.setdefault("podTemplate", {"spec": {
+                "volumes": [{"name": "data", "hostPath": {"path": str(data.parent), "type": "Directory"}}],
+                "containers": [{"name": "driver", "volumeMounts": [{"name": "data", "mountPath": str(POD_DATA)}]}],
+            }})
+        elif storage is not None:
             body["storage"] = {"uri": f"file://{storage}"}
         return {"apiVersion": f"{GROUP}/v1alpha1", "kind": "SparkPlanJob",
                 "metadata": {"name": name, "namespace": NS}, "spec": body}
+
+    def _data_dir(self, name: str) -> Path:
+        """The job's data directory, writable by the engine image's user (pods do not run as root)."""
+        for path in (self.tmp / "data", self.tmp / "data" / name, self.source(name)):
+            path.mkdir(parents=True, exist_ok=True)
+            path.chmod(0o777)
+        return self.tmp / "data" / name
+
+    def pod_path(self, path: Path) -> Path:
+        """Where a job's pods (or, locally, its processes) see a path of this world's data directory."""
+        if self.launcher != "kubernetes":
+            return path
+        return POD_DATA / path.relative_to(self.tmp / "data")
+
+    def driver_pods(self, name: str) -> list[tuple[str, str, str]]:
+        """(run id, role, phase) of the job's driver pods that are not terminating, oldest first."""
+        pods = [p for p in self.api.list("", "pods", NS)
+                if (p["metadata"].get("labels") or {}).get("planengine.io/job") == name
+                and (p["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == "driver"
+                and not p["metadata"].get("deletionTimestamp")]
+        pods.sort(key=lambda p: p["metadata"]["creationTimestamp"])
+        return [((p["metadata"].get("annotations") or {}).get("planengine.io/run-id", ""),
+                 p["metadata"]["labels"].get("planengine.io/role", ""), (p.get("status") or {}).get("phase", ""))
+                for p in pods]
+
+    def job_root_in_pods(self, storage: Path) -> str:
+        """``status.jobRoot`` of a job with ``storage``: the path its engine processes (or pods) use."""
+        if self.launcher != "kubernetes":
+            return str(storage)
+        return f"/var/lib/planengine/jobs/{CLAIM}/{storage.name}"
+
+    def storage_root(self, storage: Path) -> Path:
+        """The job root of ``job_manifest(..., storage=storage)`` on this machine."""
+        if self.launcher != "kubernetes":
+            return storage
+        assert self.kubelet is not None
+        return self.kubelet.root / "pvc" / NS / CLAIM / storage.name
 
     # -------------------------------------------------------------------- reading the cluster
     def job(self, name: str) -> dict[str, Any]:
@@ -386,6 +479,8 @@ class World:
 
     # -------------------------------------------------------------------- job data
     def job_root(self, name: str) -> Path:
+        if self.launcher == "kubernetes":
+            return self.storage_root(Path(name))
         return self.jobs_root / NS / name
 
     def source(self, name: str) -> Path:

@@ -194,7 +194,8 @@ def test_second_job_on_the_same_root_is_refused(world, tmp_path):
         before = len(world.output("a"))
         wait_for(lambda: len(world.output("a")) > before + 4, 10, "a still committing")
     assert world.status("a")["runId"] == first["runId"]
-    assert len(world.calls(shared, "run")) == 1 and len(world.calls(shared, "compile")) == 1
+    root = world.storage_root(shared)
+    assert len(world.calls(root, "run")) == 1 and len(world.calls(root, "compile")) == 1
     world.assert_exactly_once("a")
 
 
@@ -218,3 +219,44 @@ def test_suspend_and_resume_from_the_snapshot(world):
     runs = wait_for(lambda: world.calls(world.job_root("j7"), "run")[1:], 10, "the resumed driver's start")
     assert len(runs) == 1 and runs[0]["fromSnapshot"].endswith(snapshot)
     world.assert_exactly_once("j7")
+
+
+def _owned_objects(world, uid: str) -> list[str]:
+    """kind/name of every object in the namespace owned by ``uid``, or by a pod it owns."""
+    found, owners = [], {uid}
+    for plural in ("pods", "services", "configmaps", "leases"):
+        group = "coordination.k8s.io" if plural == "leases" else ""
+        for obj in world.api.list(group, plural, "default"):
+            refs = {ref["uid"] for ref in obj["metadata"].get("ownerReferences") or []}
+            if refs & owners:
+                found.append(f"{plural}/{obj['metadata']['name']}")
+                if plural == "pods":
+                    owners.add(obj["metadata"]["uid"])
+    return sorted(found)
+
+
+def test_delete_collects_everything_the_job_owns(world):
+    """kubectl delete spj: the operator stops the driver (its finalizer), then owner references take the rest:
+    the plan ConfigMap and the Lease, and on Kubernetes the driver pod, its Service, the job's Service and the
+    executor template, deleted by the garbage collector after the job is gone (as on a cluster)."""
+    world.start_operator()
+    first = _running(world, "gone")
+    uid = world.job("gone")["metadata"]["uid"]
+    owned = _owned_objects(world, uid)
+    expected = {"configmaps/gone-plan", "leases/" + world.api.list("coordination.k8s.io", "leases", "default")[0][
+        "metadata"]["name"]}
+    if world.launcher == "kubernetes":
+        pod = first["driver"]["name"]
+        expected |= {f"pods/{pod}", f"services/{pod}", "services/gone-driver", "configmaps/gone-executor"}
+    assert expected <= set(owned), owned
+    world.kubectl("delete", "sparkplanjob", "gone", "--wait=false")
+    wait_for(lambda: world.api.get("planengine.io", "sparkplanjobs", "default", "gone") is None, 30,
+             "the SparkPlanJob gone (its finalizer released)")
+    wait_for(lambda: not _owned_objects(world, uid), 30, "every owned object collected",
+             lambda: _owned_objects(world, uid))
+    committed = len(world.output("gone"))
+    world.add_input("gone", 2)
+    with pytest.raises(AssertionError):  # no driver is left behind
+        wait_for(lambda: len(world.output("gone")) > committed, 1.5, "no output after the delete")
+    if world.launcher == "kubernetes":
+        assert world.kubelet.process("default", pod) is None

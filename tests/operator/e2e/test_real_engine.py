@@ -102,6 +102,7 @@ def _still_committing(world: World, name: str, more: int = 4) -> None:
 def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path: Path) -> None:
     world = real_world
     root = tmp_path / "root-r1"
+    root = world.storage_root(root)  # where this machine sees the job root (a claim directory on Kubernetes)
     world.start_operator()
     began = time.monotonic()
 
@@ -109,7 +110,7 @@ def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path
     first = _start(world, "r1", root)
     started = time.monotonic() - began
     assert first["engineVersion"] == "0.1" and first["runId"] and first["planId"]
-    assert first["jobRoot"] == str(root)
+    assert first["jobRoot"] == world.job_root_in_pods(root)
     assert world.condition("r1", "Ready")["status"] == "True"
     configmap = world.api.get("", "configmaps", "default", "r1-plan")
     assert configmap["metadata"]["labels"]["planengine.io/plan-id"] == first["planId"][:63]
@@ -168,8 +169,12 @@ def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path
     run_marker = json.loads((root / "runs" / status["runId"] / "run.json").read_text())
     assert runs[1]["fromSnapshot"] is None and runs[1]["at"] < snapshot_at < _iso_seconds(run_marker["createdAt"])
     assert run_marker["fromSnapshot"] == upgrade["snapshot"]
-    assert not (root / ".operator" / "standby.json").exists()  # promoted to the driver's record
-    assert json.loads((root / ".operator" / "driver.json").read_text())["pid"] == runs[1]["pid"]
+    if world.launcher == "local":
+        assert not (root / ".operator" / "standby.json").exists()  # promoted to the driver's record
+        assert json.loads((root / ".operator" / "driver.json").read_text())["pid"] == runs[1]["pid"]
+    else:  # the standby pod itself became the driver (relabelled active); the old driver's pod is gone
+        assert world.driver_pods("r1") == [(status["runId"], "active", "Running")]
+        assert runs[1]["host"] == status["driver"]["name"]  # the standby's process ran in that pod
     assert [p.name for p in (root / "snapshots").iterdir()] == [upgrade["snapshot"]]  # exactly one snapshot
     for reason in ("UpgradeRefused", "UpgradeStarted", "UpgradeHandover", "UpgradeSucceeded"):
         wait_for(lambda r=reason: r in world.event_reasons("r1"), 30, f"the {reason} event",  # posted async
@@ -187,6 +192,7 @@ def test_target_dying_in_standby_leaves_the_old_run_undisturbed(real_world: Worl
     stop, so the old driver keeps its run and its JVM, no snapshot is taken and nothing is lost."""
     world = real_world
     root = tmp_path / "root-c"
+    root = world.storage_root(root)  # where this machine sees the job root (a claim directory on Kubernetes)
     world.start_operator()
     first = _start(world, "c", root)
     mark = time.monotonic()
@@ -204,7 +210,10 @@ def test_target_dying_in_standby_leaves_the_old_run_undisturbed(real_world: Worl
     runs = _runs(world, root, 2)
     assert [r["engine"] for r in runs] == ["0.1", "0.4"] and runs[1]["fromSnapshot"] is None, runs
     assert not (root / "snapshots").exists() or not list((root / "snapshots").iterdir())  # never stopped
-    assert not (root / ".operator" / "standby.json").exists()  # the failed standby was cleaned up
+    if world.launcher == "local":
+        assert not (root / ".operator" / "standby.json").exists()  # the failed standby was cleaned up
+    else:
+        assert [role for _, role, _ in world.driver_pods("c")] == ["active"]  # the failed standby pod is gone
     assert not (root / "runs" / runs[1]["runId"]).exists()  # the standby wrote nothing in the job root
     _still_committing(world, "c")  # the old engine's JVM kept committing
     world.assert_exactly_once("c", timeout=JVM)
@@ -223,6 +232,7 @@ def test_target_crashing_after_its_first_commit_rolls_back(real_world: World, tm
     since, and Spark's file sink skipped them as committed (2026-11-22: 204 of 726 rows lost)."""
     world = real_world
     root = tmp_path / "root-l"
+    root = world.storage_root(root)  # where this machine sees the job root (a claim directory on Kubernetes)
     world.start_operator()
     first = _start(world, "l", root)
     with world.feeding("l", every=FEED_EVERY):

@@ -68,9 +68,11 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def test_operator_killed_after_stop_and_after_activate(real_world: World, tmp_path: Path) -> None:
+@pytest.mark.parametrize("launcher", ["local"], indirect=True)  # reads the local launcher's records and pids;
+def test_operator_killed_after_stop_and_after_activate(real_world: World, tmp_path: Path) -> None:  # k8s: contract
     world = real_world
     root = tmp_path / "root-k"
+    root = world.storage_root(root)  # where this machine sees the job root (a claim directory on Kubernetes)
     standby_record = root / ".operator" / "standby.json"
     driver_record = root / ".operator" / "driver.json"
     after_stop = threading.Event()

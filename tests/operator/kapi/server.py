@@ -214,6 +214,13 @@ class KubeApi:
         for group, version, plural, kind, namespaced, short in BUILTIN:
             self.resources[(group, plural)] = Resource(group, version, plural, kind, namespaced, short,
                                                        status_subresource=plural in ("pods", "namespaces"))
+        # Owner-reference garbage collection is the kube-controller-manager's job, not the API server's: a
+        # harness that runs its own collector (tests/operator/kubelet/gc.py) turns this immediate one off.
+        self.garbage_collection = True
+        # Subresources a node agent serves itself (the test kubelet's ``pods/log`` with container, previous and
+        # tailLines): (group, plural, name) -> async handler(request, object) -> response. Without one,
+        # ``pods/log`` answers ``pod_logs``.
+        self.subresource_handlers: dict[tuple[str, str, str], Any] = {}
         self._create(self.resources[("", "namespaces")], None, {"metadata": {"name": "default"}})
 
     # ---------------------------------------------------------------------------- store
@@ -319,7 +326,8 @@ class KubeApi:
                 if "status" in old:
                     new["status"] = old["status"]
         md = new["metadata"] = dict(new.get("metadata") or {})
-        for field in ("uid", "creationTimestamp", "name", "namespace", "deletionTimestamp", "generation"):
+        for field in ("uid", "creationTimestamp", "name", "namespace", "deletionTimestamp", "generation",
+                      "deletionGracePeriodSeconds"):
             if field in old["metadata"]:
                 md[field] = old["metadata"][field]
             else:
@@ -337,7 +345,8 @@ class KubeApi:
             md["generation"] = int(old["metadata"].get("generation") or 1) + 1
         md["resourceVersion"] = self._next_rv()
         self.objects[key] = new
-        if md.get("deletionTimestamp") and not md.get("finalizers"):
+        graceful = res.plural == "pods" and md.get("deletionGracePeriodSeconds") is not None  # its kubelet ends it
+        if md.get("deletionTimestamp") and not md.get("finalizers") and not graceful:
             return self._remove(res, key)
         self._emit(res, "MODIFIED", new)
         return new
@@ -347,14 +356,18 @@ class KubeApi:
         obj["metadata"]["resourceVersion"] = self._next_rv()
         self._emit(res, "DELETED", obj)
         uid = obj["metadata"]["uid"]
+        if not self.garbage_collection:
+            return obj
         for dep_key, dep in list(self.objects.items()):  # garbage collection of dependents
             owners = dep["metadata"].get("ownerReferences") or []
             if dep_key in self.objects and any(ref.get("uid") == uid for ref in owners):
                 self._delete(self.resources[dep_key[:2]], dep_key)
         return obj
 
-    def _delete(self, res: Resource, key: tuple[str, str, str, str]) -> dict[str, Any]:
+    def _delete(self, res: Resource, key: tuple[str, str, str, str], grace: int | None = None) -> dict[str, Any]:
         obj = self.objects[key]
+        if res.plural == "pods" and (obj.get("spec") or {}).get("nodeName"):
+            return self._delete_pod_gracefully(res, key, grace)
         if not obj["metadata"].get("finalizers"):
             return self._remove(res, key)
         if not obj["metadata"].get("deletionTimestamp"):
@@ -363,6 +376,27 @@ class KubeApi:
             obj["metadata"]["resourceVersion"] = self._next_rv()
             self.objects[key] = obj
             self._emit(res, "MODIFIED", obj)
+        return obj
+
+    def _delete_pod_gracefully(self, res: Resource, key: tuple[str, str, str, str],
+                               grace: int | None) -> dict[str, Any]:
+        """A pod bound to a node stays, Terminating, until its kubelet confirmed the containers dead (its
+        delete with grace 0); a second delete may shorten the grace period, never lengthen it."""
+        obj = self.objects[key]
+        md = obj["metadata"]
+        if grace is None:
+            grace = int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+        current = md.get("deletionGracePeriodSeconds")
+        if grace == 0 and current is not None and not md.get("finalizers"):
+            return self._remove(res, key)
+        if current is not None and grace >= int(current):
+            return obj
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["deletionTimestamp"] = md.get("deletionTimestamp") or now_iso()
+        obj["metadata"]["deletionGracePeriodSeconds"] = grace
+        obj["metadata"]["resourceVersion"] = self._next_rv()
+        self.objects[key] = obj
+        self._emit(res, "MODIFIED", obj)
         return obj
 
     def select(self, res: Resource, namespace: str | None, query: Any) -> list[dict[str, Any]]:
@@ -417,6 +451,11 @@ class KubeApi:
         name = rest[1] if len(rest) > 1 else None
         subresource = rest[2] if len(rest) > 2 else None
         key = (res.group, res.plural, (namespace or "") if res.namespaced else "", name or "")
+        served_by = self.subresource_handlers.get((res.group, res.plural, subresource or ""))
+        if served_by is not None and request.method == "GET":
+            if key not in self.objects:
+                raise ApiError(404, "NotFound", f'{res.plural}.{res.group or "core"} "{name}" not found')
+            return await served_by(request, self.objects[key])
         if subresource == "log" and res.plural == "pods" and request.method == "GET":
             if key not in self.objects:
                 raise ApiError(404, "NotFound", f'pods "{name}" not found')
@@ -452,7 +491,7 @@ class KubeApi:
                 return web.json_response(self._table(res, [old]))
             return web.json_response(old)
         if request.method == "DELETE":
-            return web.json_response(self._delete(res, key))
+            return web.json_response(self._delete(res, key, _grace_period(request, await request.text())))
         body = json.loads(await request.text() or "null")
         if request.method == "PUT":
             if res.schema is not None and not ((body or {}).get("metadata") or {}).get("resourceVersion"):
@@ -567,6 +606,18 @@ class KubeApi:
             rows.append({"cells": [c if c is not None else "" for c in cells], "object": obj})
         return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": str(self.rv)},
                 "columnDefinitions": columns, "rows": rows}
+
+
+def _grace_period(request: web.Request, body: str) -> int | None:
+    """``gracePeriodSeconds`` of a DELETE: the query parameter, else the DeleteOptions body."""
+    if "gracePeriodSeconds" in request.query:
+        return int(request.query["gracePeriodSeconds"])
+    try:
+        options = json.loads(body) if body.strip() else {}
+    except ValueError:
+        return None
+    value = options.get("gracePeriodSeconds") if isinstance(options, dict) else None
+    return int(value) if value is not None else None
 
 
 # ------------------------------------------------------------------------------------- running it

@@ -1,0 +1,670 @@
+"""The test kubelet: runs the pods of the API emulator as local processes, exactly as each pod says.
+
+A node agent like the real one, talking to the API over HTTP: it binds every pod it sees to its node, gives
+it a pod IP (a loopback address of its own, ``127.0.<x>.<y>``), prepares its volumes, starts each container
+in a sandbox (``sandbox.py``) and writes ``status`` back (phase, pod IP, conditions, ``containerStatuses``
+with running / terminated / waiting states, exit codes, restart counts), restarts containers per
+``restartPolicy`` with a back-off, runs ``httpGet`` readiness and liveness probes, serves ``pods/<name>/log``
+(``kubectl logs``, the operator's log reads) and ends containers when a pod is deleted: SIGTERM to the main
+process, SIGKILL to every process of the container after the grace period, then the final delete of the pod
+object (until then the pod is Terminating, as on a cluster). A pod that vanishes from the API is killed.
+
+What a container gets, and from where:
+
+* the image (``image.py``): ENTRYPOINT/CMD, ENV, WORKDIR and USER from our ``Dockerfile``, the image name's
+  virtualenv at ``VIRTUAL_ENV``; ``command``/``args`` replace them as Kubernetes specifies (``/usr/bin/tini
+  --`` is dropped when this machine has no tini: the runner kills the whole process group itself);
+* ``env`` (values, ``$(VAR)`` references, ``valueFrom`` fieldRef / configMapKeyRef / secretKeyRef) and
+  ``envFrom`` (ConfigMaps, Secrets with prefix) from the API, plus ``HOSTNAME`` and ``KUBERNETES_SERVICE_*``;
+* volumes: ``persistentVolumeClaim`` -> one directory per claim (``<root>/pvc/<namespace>/<claim>``, shared by
+  every pod using it, ReadWriteMany), ``configMap``/``secret`` -> files written at container start,
+  ``emptyDir`` -> a directory per pod, ``hostPath`` -> that path; ``fsGroup`` owns claim and emptyDir dirs;
+* ``readOnlyRootFilesystem``, ``runAsUser``/``runAsGroup``/``fsGroup``, ``workingDir``: enforced by the
+  sandbox; ``runAsNonRoot`` refuses uid 0 (CreateContainerConfigError).
+
+Spark drivers asking for executor pods are checked and run with in-process executors (``spark_profile``).
+Not done: scheduling (one node, no resources), image pulls, init containers, other volume types, exec,
+port-forward, ConfigMap volume updates after start, Secrets (the emulator serves none).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import dataclasses
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from tests.operator.kubelet import sandbox, spark_profile
+from tests.operator.kubelet.image import EngineImage, engine_image
+
+SYNC_INTERVAL = 0.2
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageSpec:
+    """A local stand-in for an image: the virtualenv its ``VIRTUAL_ENV`` holds and, for a test image, another
+    ENTRYPOINT (e.g. the contract double of the engine CLI). Everything else is the Dockerfile's."""
+
+    venv: Path
+    entrypoint: tuple[str, ...] | None = None
+
+
+@dataclasses.dataclass
+class Probe:
+    spec: dict[str, Any]
+    failures: int = 0
+    successes: int = 0
+    last: float = 0.0
+
+
+@dataclasses.dataclass
+class Container:
+    spec: dict[str, Any]
+    restarts: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: str | None = None
+    started: float = 0.0
+    terminated: dict[str, Any] | None = None  # the last termination: exitCode, reason, startedAt, finishedAt
+    last_terminated: dict[str, Any] | None = None
+    waiting: str | None = None  # reason while not running
+    waiting_message: str = ""
+    restart_at: float = 0.0
+    ready: bool = False
+    readiness: Probe | None = None
+    liveness: Probe | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.spec["name"])
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+@dataclasses.dataclass
+class PodRun:
+    uid: str
+    namespace: str
+    name: str
+    ip: str
+    directory: Path
+    containers: list[Container]
+    term_sent: float = 0.0
+    deleted: bool = False
+    last_status: dict[str, Any] | None = None
+    scheduled_at: str = dataclasses.field(default_factory=now_iso)
+
+
+class Kubelet:
+    """One node. ``start()`` serves it from a thread with its own event loop; ``stop()`` kills every container."""
+
+    def __init__(self, api: Any, root: Path, images: dict[str, ImageSpec], *, node: str = "kubelet-0",
+                 backoff: tuple[float, float] = (0.5, 5.0)) -> None:
+        self.api = api  # tests.operator.kapi.server.RunningApi
+        self.root = root
+        self.images = images
+        self.node = node
+        self.backoff = backoff
+        self.image: EngineImage = engine_image()
+        self.pods: dict[str, PodRun] = {}
+        self._next_ip = 1
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._main, name=f"kubelet-{node}", daemon=True)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    def start(self) -> Kubelet:
+        why = sandbox.available()
+        if why is not None:
+            raise RuntimeError(why)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.api.api.subresource_handlers[("", "pods", "log")] = self._serve_log
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        with self._lock:
+            for run in self.pods.values():
+                for container in run.containers:
+                    self._kill(container, signal.SIGKILL)
+
+    def _main(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.loop.run_until_complete(self._serve())
+
+    async def _serve(self) -> None:
+        async with aiohttp.ClientSession(base_url=self.api.url) as self.http:
+            while not self._stop.is_set():
+                try:
+                    await self._sync_all()
+                except Exception as error:  # keep the node alive; the test sees the error list
+                    self.errors.append(f"{type(error).__name__}: {error}")
+                await asyncio.sleep(SYNC_INTERVAL)
+
+    # ------------------------------------------------------------------------------------------ API
+    async def _get(self, path: str) -> Any:
+        async with self.http.get(path) as rsp:
+            return None if rsp.status == 404 else await rsp.json()
+
+    async def _patch(self, path: str, body: dict[str, Any]) -> None:
+        async with self.http.patch(path, json=body, headers={"Content-Type": "application/merge-patch+json"}) as rsp:
+            if rsp.status >= 400 and rsp.status != 404:
+                self.errors.append(f"PATCH {path}: {rsp.status} {(await rsp.text())[:300]}")
+
+    async def _delete(self, path: str, grace: int) -> None:
+        async with self.http.delete(path, params={"gracePeriodSeconds": str(grace)}) as rsp:
+            await rsp.read()
+
+    def _pod_path(self, namespace: str, name: str) -> str:
+        return f"/api/v1/namespaces/{namespace}/pods/{name}"
+
+    # ------------------------------------------------------------------------------------------ sync
+    async def _sync_all(self) -> None:
+        listed = (await self._get("/api/v1/pods") or {}).get("items") or []
+        seen = set()
+        for pod in listed:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node not in (None, self.node):
+                continue
+            seen.add(pod["metadata"]["uid"])
+            await self._sync(pod)
+        with self._lock:
+            for uid, run in list(self.pods.items()):
+                if uid not in seen:  # gone from the API (force-deleted): kill what still runs
+                    for container in run.containers:
+                        self._kill(container, signal.SIGKILL)
+                    self._cleanup(run)
+                    del self.pods[uid]
+
+    async def _sync(self, pod: dict[str, Any]) -> None:
+        md = pod["metadata"]
+        path = self._pod_path(md["namespace"], md["name"])
+        run = self.pods.get(md["uid"])
+        if run is None:
+            if md.get("deletionTimestamp"):
+                await self._delete(path, 0)  # never started here: nothing to stop
+                return
+            run = self._admit(pod)
+            await self._patch(path, {"spec": {"nodeName": self.node}})
+        if md.get("deletionTimestamp"):
+            await self._terminate(pod, run, path)
+            return
+        for container in run.containers:
+            await self._sync_container(pod, run, container)
+        await self._write_status(pod, run, path)
+
+    def _admit(self, pod: dict[str, Any]) -> PodRun:
+        md = pod["metadata"]
+        number = self._next_ip
+        self._next_ip += 1
+        ip = f"127.0.{number // 250 + 10}.{number % 250 + 2}"
+        directory = self.root / "pods" / f"{md['namespace']}_{md['name']}_{md['uid'][:8]}"
+        directory.mkdir(parents=True, exist_ok=True)
+        run = PodRun(md["uid"], md["namespace"], md["name"], ip, directory,
+                     [Container(c) for c in (pod.get("spec") or {}).get("containers") or []])
+        for container in run.containers:
+            container.waiting = "ContainerCreating"
+            if container.spec.get("readinessProbe"):
+                container.readiness = Probe(container.spec["readinessProbe"])
+            if container.spec.get("livenessProbe"):
+                container.liveness = Probe(container.spec["livenessProbe"])
+        with self._lock:
+            self.pods[md["uid"]] = run
+        return run
+
+    async def _sync_container(self, pod: dict[str, Any], run: PodRun, container: Container) -> None:
+        if container.running():
+            await self._probe(run, container)
+            return
+        if container.proc is not None:  # it just exited: the container ends with its main process
+            code = container.proc.wait()
+            self._kill(container, signal.SIGKILL)  # what it left running (a JVM child) goes with it
+            container.terminated = {
+                "exitCode": code if code >= 0 else 128 - code,  # a signal n is exit 128+n, as container runtimes say
+                "reason": "Completed" if code == 0 else "Error", "startedAt": container.started_at,
+                "finishedAt": now_iso()}
+            if code < 0 and -code == signal.SIGKILL and container.waiting == "Killing":
+                container.terminated["reason"] = "Error"
+            container.proc = None
+            container.ready = False
+            policy = (pod.get("spec") or {}).get("restartPolicy", "Always")
+            if policy == "Always" or (policy == "OnFailure" and code != 0):
+                delay = min(self.backoff[1], self.backoff[0] * (2 ** container.restarts))
+                container.restart_at = time.monotonic() + delay
+                container.waiting, container.waiting_message = "CrashLoopBackOff", f"back-off {delay:g}s restarting"
+            else:
+                container.waiting = None
+            return
+        if container.terminated is not None and container.waiting is None:
+            return  # done for good (restartPolicy)
+        if container.restart_at and time.monotonic() < container.restart_at:
+            return
+        if container.terminated is not None:  # a restart
+            container.last_terminated = container.terminated
+            container.terminated = None
+            container.restarts += 1
+        try:
+            argv, env, box = await self._prepare(pod, run, container)
+        except _NotYet as wait:
+            container.waiting, container.waiting_message = wait.reason, str(wait)
+            return
+        except _Refused as refused:
+            container.waiting, container.waiting_message = "CreateContainerConfigError", str(refused)
+            return
+        log = open(self._log_path(run, container), "ab")  # noqa: SIM115 - owned by the child
+        try:
+            container.proc = subprocess.Popen(box.command(argv), env=env, stdout=log, stderr=subprocess.STDOUT,
+                                              stdin=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            log.close()
+        container.started_at, container.started = now_iso(), time.monotonic()
+        container.waiting, container.waiting_message, container.restart_at = None, "", 0.0
+        container.ready = container.readiness is None
+
+    # ------------------------------------------------------------------------------------------ start
+    async def _prepare(self, pod: dict[str, Any], run: PodRun,
+                       container: Container) -> tuple[list[str], dict[str, str], sandbox.Sandbox]:
+        spec = pod.get("spec") or {}
+        pod_security = spec.get("securityContext") or {}
+        security = {**pod_security, **(container.spec.get("securityContext") or {})}
+        image_name = str(container.spec.get("image") or "")
+        image = self.images.get(image_name)
+        if image is None:
+            raise _NotYet("ErrImagePull", f"image {image_name!r} is not known to this node (images: "
+                                          f"{', '.join(sorted(self.images))})")
+        uid = int(security.get("runAsUser", self.image.uid))
+        gid = int(security.get("runAsGroup", self.image.gid if uid == self.image.uid else 0))
+        if security.get("runAsNonRoot") and uid == 0:
+            raise _Refused("container has runAsNonRoot and image will run as root")
+        fs_group = pod_security.get("fsGroup")
+        volumes = {v["name"]: v for v in spec.get("volumes") or []}
+        mounts = [sandbox.Mount(Path(image.venv), self.image.virtual_env, read_only=True)]
+        mounts += [sandbox.Mount(source, target) for target, source in self.image.installed_files.items()]
+        files: dict[str, Path] = {}  # container path -> file, for the Spark checks
+        for mount in container.spec.get("volumeMounts") or []:
+            volume = volumes.get(mount["name"])
+            if volume is None:
+                raise _Refused(f"volumeMount {mount['name']} names no volume of the pod")
+            source = await self._volume(pod, run, volume, fs_group)
+            if mount.get("subPath"):
+                source = source / mount["subPath"]
+                source.mkdir(parents=True, exist_ok=True)
+            mounts.append(sandbox.Mount(source, mount["mountPath"], bool(mount.get("readOnly"))))
+            if source.is_dir():
+                for file in source.rglob("*"):
+                    files[f"{mount['mountPath'].rstrip('/')}/{file.relative_to(source)}"] = file
+        env = await self._env(pod, run, container)
+        argv = self._argv(container.spec, env)
+        if spark_profile.wants_kubernetes(argv):
+            argv = await self._localize_spark(argv, pod, container, files)
+        user = self.image.user if uid == self.image.uid else ""
+        home = self.image.home if user else "/"
+        env.setdefault("HOME", home)
+        etc = {"hosts": "\n".join(await self._hosts(pod, run)), "hostname": run.name}
+        if user:
+            etc["passwd"] = f"{user}:x:{uid}:{gid}::{home}:/usr/sbin/nologin"
+            etc["group"] = f"{user}:x:{gid}:"
+        interpreter = Path(os.path.realpath(Path(image.venv) / "bin" / "python"))
+        box = sandbox.Sandbox(
+            directory=run.directory / "containers" / f"{container.name}-{container.restarts}", hostname=run.name,
+            mounts=mounts, etc_files=etc, read_only_root=bool(security.get("readOnlyRootFilesystem")), uid=uid,
+            gid=gid, groups=sorted({gid, *([int(fs_group)] if fs_group is not None else [])}),
+            working_dir=container.spec.get("workingDir") or self.image.workdir,
+            traversable=[str(p) for p in reversed(interpreter.parents) if str(p) != "/"],
+            owned_dirs=dict(self.image.owned_dirs),
+        )
+        return argv, env, box
+
+    def _argv(self, spec: dict[str, Any], env: dict[str, str]) -> list[str]:
+        """Kubernetes' rule: ``command`` replaces ENTRYPOINT (and drops CMD), ``args`` replaces CMD."""
+        image = self.images[str(spec.get("image"))]
+        entrypoint = list(image.entrypoint) if image.entrypoint is not None else list(self.image.entrypoint)
+        if entrypoint[:2] == ["/usr/bin/tini", "--"] and not Path("/usr/bin/tini").exists():
+            entrypoint = entrypoint[2:]  # the runner reaps and kills the process group itself
+        if spec.get("command"):
+            argv = [*spec["command"], *(spec.get("args") or [])]
+        else:
+            argv = [*entrypoint, *spec.get("args", self.image.cmd)]
+        return [_expand(a, env) for a in argv]
+
+    async def _localize_spark(self, argv: list[str], pod: dict[str, Any], container: Container,
+                              files: dict[str, Path]) -> list[str]:
+        namespace = pod["metadata"]["namespace"]
+        host = spark_profile.conf_pairs(argv).get("spark.driver.host", "")
+        name = host.split(".")[0]
+        found = await self._get(f"/api/v1/namespaces/{namespace}/services/{name}") if name else None
+        if found is None and host.endswith(f".{namespace}.svc"):
+            raise _NotYet("ContainerCreating", f"waiting for Service {name} (spark.driver.host)")
+        services = {(namespace, name): found}
+        try:
+            return spark_profile.check_and_localize(
+                argv, pod=pod, container=container.spec, service=lambda ns, svc: services.get((ns, svc)),
+                container_file=files.get)
+        except spark_profile.SparkSettingsError as error:
+            return ["/bin/sh", "-c", 'echo "$0" >&2; exit 1', f"Spark on Kubernetes settings rejected: {error}"]
+
+    async def _hosts(self, pod: dict[str, Any], run: PodRun) -> list[str]:
+        """The pod's /etc/hosts additions: its name and the cluster names of the Services selecting it now."""
+        lines = [f"{run.ip} {run.name}"]
+        labels = pod["metadata"].get("labels") or {}
+        services = (await self._get(f"/api/v1/namespaces/{run.namespace}/services") or {}).get("items") or []
+        for svc in services:
+            selector = (svc.get("spec") or {}).get("selector") or {}
+            if selector and all(labels.get(k) == v for k, v in selector.items()):
+                name = svc["metadata"]["name"]
+                lines.append(f"{run.ip} {name}.{run.namespace}.svc {name}.{run.namespace}.svc.cluster.local")
+        return lines
+
+    async def _volume(self, pod: dict[str, Any], run: PodRun, volume: dict[str, Any], fs_group: Any) -> Path:
+        namespace = pod["metadata"]["namespace"]
+        if "persistentVolumeClaim" in volume:
+            path = self.root / "pvc" / namespace / volume["persistentVolumeClaim"]["claimName"]
+            path.mkdir(parents=True, exist_ok=True)
+            _own(path, fs_group, recursive=True)
+            return path
+        if "emptyDir" in volume:
+            path = run.directory / "volumes" / volume["name"]
+            if not path.exists():
+                path.mkdir(parents=True)
+                path.chmod(0o777)
+                _own(path, fs_group)
+            return path
+        if "hostPath" in volume:
+            return Path(volume["hostPath"]["path"])
+        for kind, plural in (("configMap", "configmaps"), ("secret", "secrets")):
+            if kind in volume:
+                ref = volume[kind]
+                name = ref.get("name") or ref.get("secretName")
+                found = await self._get(f"/api/v1/namespaces/{namespace}/{plural}/{name}")
+                if found is None:
+                    if ref.get("optional"):
+                        found = {}
+                    else:
+                        raise _NotYet("ContainerCreating", f"{kind} {namespace}/{name} of volume "
+                                                           f"{volume['name']} does not exist")
+                data = dict(found.get("data") or {})
+                if kind == "secret":
+                    data = {k: base64.b64decode(v).decode() for k, v in data.items()}
+                path = run.directory / "volumes" / volume["name"]
+                shutil.rmtree(path, ignore_errors=True)
+                path.mkdir(parents=True)
+                items = ref.get("items") or [{"key": k, "path": k} for k in data]
+                for item in items:
+                    target = path / item["path"]
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(str(data.get(item["key"], "")))
+                    target.chmod(0o644)
+                return path
+        raise _Refused(f"volume {volume['name']}: this node supports persistentVolumeClaim, emptyDir, hostPath, "
+                       f"configMap and secret volumes only")
+
+    async def _env(self, pod: dict[str, Any], run: PodRun, container: Container) -> dict[str, str]:
+        """Image ENV, then Kubernetes' own variables, then envFrom, then env (later wins; ``$(VAR)`` expands)."""
+        namespace = pod["metadata"]["namespace"]
+        env: dict[str, str] = {"PATH": DEFAULT_PATH}
+        for key, value in self.image.env.items():
+            env[key] = re.sub(r"\$(\w+)|\$\{(\w+)\}", lambda m: env.get(m.group(1) or m.group(2), ""), value)
+        host, _, port = self.api.url.removeprefix("http://").partition(":")
+        env.update(HOSTNAME=run.name, KUBERNETES_SERVICE_HOST=host, KUBERNETES_SERVICE_PORT=port)
+        for source in container.spec.get("envFrom") or []:
+            prefix = source.get("prefix", "")
+            for kind, plural in (("configMapRef", "configmaps"), ("secretRef", "secrets")):
+                if kind in source:
+                    found = await self._get(f"/api/v1/namespaces/{namespace}/{plural}/{source[kind]['name']}")
+                    if found is None and not source[kind].get("optional"):
+                        raise _NotYet("CreateContainerConfigError", f"{kind} {source[kind]['name']} not found")
+                    for key, value in ((found or {}).get("data") or {}).items():
+                        env[prefix + key] = base64.b64decode(value).decode() if kind == "secretRef" else str(value)
+        for item in container.spec.get("env") or []:
+            if "value" in item:
+                env[item["name"]] = _expand(str(item["value"]), env)
+            elif "valueFrom" in item:
+                env[item["name"]] = await self._value_from(pod, run, item["valueFrom"])
+        return env
+
+    async def _value_from(self, pod: dict[str, Any], run: PodRun, source: dict[str, Any]) -> str:
+        namespace = pod["metadata"]["namespace"]
+        if "fieldRef" in source:
+            field = source["fieldRef"]["fieldPath"]
+            values = {"metadata.name": run.name, "metadata.namespace": namespace, "metadata.uid": run.uid,
+                      "status.podIP": run.ip, "status.hostIP": "127.0.0.1", "spec.nodeName": self.node,
+                      "spec.serviceAccountName": (pod.get("spec") or {}).get("serviceAccountName", "default")}
+            if field not in values:
+                raise _Refused(f"fieldRef {field} is not supported by this node")
+            return values[field]
+        for kind, plural in (("configMapKeyRef", "configmaps"), ("secretKeyRef", "secrets")):
+            if kind in source:
+                ref = source[kind]
+                found = await self._get(f"/api/v1/namespaces/{namespace}/{plural}/{ref['name']}")
+                value = ((found or {}).get("data") or {}).get(ref["key"])
+                if value is None:
+                    if ref.get("optional"):
+                        return ""
+                    raise _NotYet("CreateContainerConfigError", f"{kind} {ref['name']}/{ref['key']} not found")
+                return base64.b64decode(value).decode() if kind == "secretKeyRef" else str(value)
+        raise _Refused(f"valueFrom {sorted(source)} is not supported by this node")
+
+    # ------------------------------------------------------------------------------------------ probes
+    async def _probe(self, run: PodRun, container: Container) -> None:
+        now = time.monotonic()
+        for probe, kind in ((container.readiness, "readiness"), (container.liveness, "liveness")):
+            if probe is None:
+                continue
+            spec = probe.spec
+            if now - container.started < float(spec.get("initialDelaySeconds", 0)):
+                continue
+            if now - probe.last < float(spec.get("periodSeconds", 10)):
+                continue
+            probe.last = now
+            ok = await self._http_probe(run, spec)
+            probe.failures, probe.successes = (0, probe.successes + 1) if ok else (probe.failures + 1, 0)
+            if kind == "readiness":
+                if ok and probe.successes >= int(spec.get("successThreshold", 1)):
+                    container.ready = True
+                elif not ok and probe.failures >= int(spec.get("failureThreshold", 3)):
+                    container.ready = False
+            elif not ok and probe.failures >= int(spec.get("failureThreshold", 3)):
+                probe.failures = 0
+                with contextlib.suppress(ProcessLookupError):
+                    self._kill(container, signal.SIGKILL)  # liveness failed: the container is restarted (policy)
+
+    async def _http_probe(self, run: PodRun, spec: dict[str, Any]) -> bool:
+        get = spec.get("httpGet")
+        if not get:
+            return True  # exec/tcp probes: not supported, counted as passing
+        url = f"http://{run.ip}:{get['port']}{get.get('path', '/')}"
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=float(spec.get("timeoutSeconds", 1)))
+                                             ) as session, session.get(url) as rsp:
+                return 200 <= rsp.status < 400
+        except (aiohttp.ClientError, TimeoutError, OSError):
+            return False
+
+    # ------------------------------------------------------------------------------------------ status
+    async def _write_status(self, pod: dict[str, Any], run: PodRun, path: str) -> None:
+        statuses = [self._container_status(c) for c in run.containers]
+        running = [c for c in run.containers if c.running()]
+        pending_restart = [c for c in run.containers if c.waiting is not None]
+        if running or (pending_restart and any(c.restarts or c.terminated for c in run.containers)):
+            phase = "Running" if running or any(c.last_terminated for c in run.containers) else "Pending"
+        elif pending_restart:
+            phase = "Pending"
+        else:
+            phase = "Succeeded" if all((c.terminated or {}).get("exitCode") == 0 for c in run.containers) else "Failed"
+        ready = bool(run.containers) and all(c.ready and c.running() for c in run.containers)
+        conditions = [{"type": "PodScheduled", "status": "True"},
+                      {"type": "Initialized", "status": "True"},
+                      {"type": "ContainersReady", "status": str(ready)},
+                      {"type": "Ready", "status": str(ready)}]
+        status = {"phase": phase, "podIP": run.ip, "podIPs": [{"ip": run.ip}], "hostIP": "127.0.0.1",
+                  "startTime": run.scheduled_at, "conditions": conditions, "containerStatuses": statuses}
+        if status != run.last_status:
+            await self._patch(path + "/status", {"status": status})
+            run.last_status = status
+
+    def _container_status(self, container: Container) -> dict[str, Any]:
+        state: dict[str, Any]
+        if container.running():
+            state = {"running": {"startedAt": container.started_at}}
+        elif container.waiting is not None:
+            state = {"waiting": {"reason": container.waiting, "message": container.waiting_message[:500]}}
+        elif container.terminated is not None:
+            state = {"terminated": container.terminated}
+        else:
+            state = {"waiting": {"reason": "ContainerCreating"}}
+        found = {"name": container.name, "image": container.spec.get("image", ""), "imageID": "",
+                 "ready": container.ready and container.running(), "started": container.running(),
+                 "restartCount": container.restarts, "state": state,
+                 "lastState": {"terminated": container.last_terminated} if container.last_terminated else {}}
+        if container.terminated is not None and container.waiting is not None:
+            found["lastState"] = {"terminated": container.terminated}
+        return found
+
+    # ------------------------------------------------------------------------------------------ stop
+    async def _terminate(self, pod: dict[str, Any], run: PodRun, path: str) -> None:
+        """Graceful deletion: SIGTERM to each container's main process, SIGKILL to all of it after the grace
+        period, then the pod object goes (delete with grace 0)."""
+        grace = float(pod["metadata"].get("deletionGracePeriodSeconds") or 0)
+        now = time.monotonic()
+        alive = [c for c in run.containers if c.running()]
+        if alive and not run.term_sent:
+            run.term_sent = now
+            for container in alive:
+                container.waiting = "Killing"
+                self._kill(container, signal.SIGTERM, group=False)
+        if alive and now - run.term_sent >= grace:
+            for container in alive:
+                self._kill(container, signal.SIGKILL)
+        if any(c.running() for c in run.containers):
+            return
+        for container in run.containers:
+            if container.proc is not None:
+                self._kill(container, signal.SIGKILL)  # stray children of an exited main process
+        with self._lock:
+            self.pods.pop(run.uid, None)
+        await self._delete(path, 0)
+        self._cleanup(run)
+
+    def _kill(self, container: Container, sig: int, *, group: bool = True) -> None:
+        proc = container.proc
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if group:
+                os.killpg(proc.pid, sig)
+            else:
+                os.kill(proc.pid, sig)
+
+    def _cleanup(self, run: PodRun) -> None:
+        """The pod's emptyDirs and scratch go; logs stay for the test's failure messages."""
+        shutil.rmtree(run.directory / "volumes", ignore_errors=True)
+        for box in (run.directory / "containers").glob("*") if (run.directory / "containers").is_dir() else []:
+            _unmount_quietly(box / "root")
+            shutil.rmtree(box, ignore_errors=True)
+
+    # ------------------------------------------------------------------------------------------ logs
+    def _log_path(self, run: PodRun, container: Container, restarts: int | None = None) -> Path:
+        (run.directory / "logs").mkdir(parents=True, exist_ok=True)
+        number = container.restarts if restarts is None else restarts
+        return run.directory / "logs" / f"{container.name}-{number}.log"
+
+    async def _serve_log(self, request: web.Request, pod: dict[str, Any]) -> web.Response:
+        """``GET pods/<name>/log[?container=&previous=&tailLines=]`` (runs on the API emulator's loop)."""
+        with self._lock:
+            run = self.pods.get(pod["metadata"]["uid"])
+            directory = run.directory if run else None
+        if run is None:
+            for candidate in (self.root / "pods").glob(f"{pod['metadata']['namespace']}_{pod['metadata']['name']}_"
+                                                       f"{pod['metadata']['uid'][:8]}"):
+                directory = candidate
+        if directory is None:
+            return web.json_response({"kind": "Status", "status": "Failure", "code": 400, "reason": "BadRequest",
+                                      "message": f"container of pod {pod['metadata']['name']} is not started yet"},
+                                     status=400)
+        name = request.query.get("container") or ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name")
+        logs = sorted((directory / "logs").glob(f"{name}-*.log"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+        if request.query.get("previous") in ("true", "1"):
+            logs = logs[:-1]
+        text = logs[-1].read_text(errors="replace") if logs else ""
+        if request.query.get("tailLines"):
+            text = "\n".join(text.splitlines()[-int(request.query["tailLines"]):]) + "\n"
+        return web.Response(text=text, content_type="text/plain")
+
+    # ------------------------------------------------------------------------------------------ for tests
+    def process(self, namespace: str, name: str, container: str | None = None) -> int | None:
+        """The pid of a running container's main process (a test kills it to play a crash)."""
+        with self._lock:
+            for run in self.pods.values():
+                if (run.namespace, run.name) == (namespace, name):
+                    for c in run.containers:
+                        if (container is None or c.name == container) and c.running():
+                            return c.proc.pid if c.proc else None
+        return None
+
+    def log(self, namespace: str, name: str) -> str:
+        found = sorted((self.root / "pods").glob(f"{namespace}_{name}_*/logs/*.log"), key=lambda p: p.stat().st_mtime)
+        return "".join(p.read_text(errors="replace") for p in found)
+
+
+class _NotYet(Exception):
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class _Refused(Exception):
+    pass
+
+
+def _expand(text: str, env: dict[str, str]) -> str:
+    """Kubernetes' ``$(VAR)`` references to variables defined earlier; ``$$(`` escapes.
+
+    >>> _expand("$(A)/x $$(A) $(MISSING)", {"A": "1"})
+    '1/x $(A) $(MISSING)'
+    """
+    return re.sub(r"\$\$\(|\$\((\w+)\)", lambda m: "$(" if m.group(0) == "$$(" else env.get(m.group(1), m.group(0)),
+                  text)
+
+
+def _own(path: Path, group: Any, *, recursive: bool = False) -> None:
+    """fsGroup: the volume's group, group-writable, setgid on directories (what the kubelet does)."""
+    if group is None:
+        return
+    gid = int(group)
+    targets = [path, *path.rglob("*")] if recursive else [path]
+    for target in targets:
+        with contextlib.suppress(OSError):
+            os.chown(target, -1, gid, follow_symlinks=False)
+            if target.is_dir() and not target.is_symlink():
+                target.chmod(target.stat().st_mode | 0o2070)
+            elif target.is_file():
+                target.chmod(target.stat().st_mode | 0o060)
+
+
+def _unmount_quietly(path: Path) -> None:
+    """Mounts live in the container's namespace, which is gone with it; nothing should remain here."""
+    with contextlib.suppress(OSError):
+        if os.path.ismount(path):
+            subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)

@@ -60,12 +60,13 @@ REQUIRED_CLUSTER_SCOPED = [
 ]
 
 
-def find(manifests, kind, name=None, namespace=None):
+def find(manifests, kind, name=None, namespace=None, component=None):
     return [
         m for m in manifests
         if m["kind"] == kind
         and (name is None or m["metadata"]["name"] == name)
         and (namespace is None or m["metadata"].get("namespace") == namespace)
+        and (component is None or (m["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == component)
     ]
 
 
@@ -153,6 +154,7 @@ def test_default_render_has_exactly_the_expected_resources(render):
     assert kinds == sorted([
         "ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment",
         "Service", "ServiceAccount",
+        "Role", "RoleBinding", "ServiceAccount",  # the Spark drivers' (driverRbac)
     ])
 
 
@@ -384,12 +386,14 @@ def test_rendered_config_loads_in_the_operator(render, tmp_path, scenario):
 
 def test_cluster_wide_rbac_by_default(render):
     manifests = render()
-    assert find(manifests, "Role") == [] and find(manifests, "RoleBinding") == []
+    operator = "operator"
+    assert find(manifests, "Role", component=operator) == []
+    assert find(manifests, "RoleBinding", component=operator) == []
     rules = one(manifests, "ClusterRole")["rules"]
     for permission in REQUIRED_NAMESPACED + REQUIRED_CLUSTER_SCOPED:
         assert allows(rules, *permission), permission
     binding = one(manifests, "ClusterRoleBinding")
-    account = one(manifests, "ServiceAccount")
+    account = one(manifests, "ServiceAccount", component=operator)
     assert binding["roleRef"]["name"] == one(manifests, "ClusterRole")["metadata"]["name"]
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": NAMESPACE}
@@ -399,7 +403,8 @@ def test_cluster_wide_rbac_by_default(render):
 
 
 def test_namespaced_rbac_grants_roles_only_in_watched_namespaces(render):
-    manifests = render({"watchNamespaces": ["a", "b"]})
+    manifests = [m for m in render({"watchNamespaces": ["a", "b"]})
+                 if m["metadata"].get("labels", {}).get("app.kubernetes.io/component") != "driver"]
     account = one(manifests, "ServiceAccount")["metadata"]["name"]
     for namespace in ("a", "b"):
         role = one(manifests, "Role", namespace=namespace)
@@ -429,6 +434,47 @@ def test_rbac_can_be_left_to_cluster_admins(render):
     manifests = render({"rbac": {"create": False}, "watchNamespaces": ["a"]})
     kinds = {m["kind"] for m in manifests}
     assert kinds.isdisjoint({"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"})
+    assert find(manifests, "ServiceAccount", component="driver") == []  # the drivers' as well
+
+
+# What a Spark driver in client mode asks the API for: executor pods, their Spark-settings ConfigMap and
+# (when configured) their volume claims.
+DRIVER_NEEDS = [
+    *[("", "pods", verb) for verb in ("get", "list", "watch", "create", "delete", "deletecollection", "patch")],
+    *[("", "configmaps", verb) for verb in ("get", "list", "create", "delete", "deletecollection")],
+    *[("", "persistentvolumeclaims", verb) for verb in ("get", "list", "create", "delete", "deletecollection")],
+]
+
+
+@pytest.mark.parametrize("values,namespaces", [
+    ({}, [NAMESPACE]),  # cluster-wide operator: the release namespace only (others by hand or driverRbac)
+    ({"watchNamespaces": ["a", "b"]}, ["a", "b"]),
+    ({"watchNamespaces": ["a"], "driverRbac": {"namespaces": ["jobs"]}}, ["jobs"]),
+])
+def test_drivers_get_the_service_account_their_pods_name_with_what_spark_needs(render, values, namespaces):
+    from planengine_operator import builders
+
+    manifests = render(values)
+    accounts = find(manifests, "ServiceAccount", component="driver")
+    assert sorted(a["metadata"]["namespace"] for a in accounts) == sorted(namespaces)
+    assert {a["metadata"]["name"] for a in accounts} == {builders.DRIVER_SERVICE_ACCOUNT}
+    for namespace in namespaces:
+        role = one(manifests, "Role", namespace=namespace, component="driver")
+        for permission in DRIVER_NEEDS:
+            assert allows(role["rules"], *permission), (namespace, permission)
+        assert not allows(role["rules"], "planengine.io", "sparkplanjobs", "get")  # nothing beyond Spark's needs
+        binding = one(manifests, "RoleBinding", namespace=namespace, component="driver")
+        assert binding["roleRef"]["name"] == role["metadata"]["name"]
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": builders.DRIVER_SERVICE_ACCOUNT,
+                                        "namespace": namespace}]
+
+
+def test_the_operator_may_do_what_its_kubernetes_launcher_does(render):
+    """Driver pods are relabelled on promotion (patch), their logs read, Services and ConfigMaps managed."""
+    rules = one(render(), "ClusterRole")["rules"]
+    for permission in [("", "pods", "patch"), ("", "pods", "list"), ("", "pods/log", "get"),
+                       ("", "services", "patch"), ("", "configmaps", "delete")]:
+        assert allows(rules, *permission), permission
 
 
 # --- webhook and metrics ------------------------------------------------------------------------------
@@ -540,7 +586,7 @@ def test_templates_are_named_component_kind_and_use_the_helpers(render):
     all_kinds = {m["kind"].lower() for scenario in SCENARIOS.values() for m in render(scenario)}
     for template in templates.glob("*.yaml"):
         component, _, kind = template.stem.partition("-")
-        assert component in {"operator", "metrics", "webhook"}, template.name
+        assert component in {"operator", "metrics", "webhook", "driver"}, template.name
         assert kind in all_kinds, f"{template.name}: '{kind}' is not a kind the chart renders"
 
 

@@ -86,6 +86,18 @@ app.kubernetes.io/managed-by: {{ $root.Release.Service }}
 {{- default (include "planengine-operator.componentName" (list . "webhook-tls")) .Values.webhook.certificate.secretName }}
 {{- end }}
 
+{{/*
+Namespaces that get the driver's ServiceAccount and Role, as a JSON list: driverRbac.namespaces, else the
+watched namespaces, else (cluster-wide operator) the release namespace; other namespaces need them by hand.
+*/}}
+{{- define "planengine-operator.driverNamespaces" -}}
+{{- $namespaces := .Values.driverRbac.namespaces | default .Values.watchNamespaces | default (list .Release.Namespace) }}
+{{- $namespaces | uniq | toJson }}
+{{- end }}
+
+{{/* The ServiceAccount driver pods run as: fixed, the operator names it in every driver pod. */}}
+{{- define "planengine-operator.driverServiceAccountName" -}}planengine-driver{{- end }}
+
 {{/* Mount points inside the operator container. */}}
 {{- define "planengine-operator.configDir" -}}/etc/planengine-operator{{- end }}
 {{- define "planengine-operator.configPath" -}}/etc/planengine-operator/config.yaml{{- end }}

@@ -1,0 +1,194 @@
+"""Upgrade downtime on the Kubernetes launcher: real kopf + the API emulator + the test kubelet running the
+driver, standby and tool pods of the real engine (``tests/operator/kubelet``; needs root).
+
+The same measurement as ``benchmarks/operator_upgrade_real.py``, on the path a cluster takes: the target is a
+standby *pod*, reached through its own Service; the old driver's pod is stopped through ``POST /v1/stop``,
+deleted and awaited (Terminating until the kubelet confirmed it dead); the snapshot's manifest is read
+through a ``planengine snapshots list`` tool pod; the standby is started and relabelled ``active``. One job
+(filesystem json -> calc -> Spark's file sink, plus a 10 s tumbling-window count) fed one input file per
+0.5 s is upgraded back and forth between the two engine builds of the e2e tests (``0.1`` = ``.venv``, PySpark 4.3;
+``0.2`` = ``.venv-spark42``, PySpark 4.2), ``--upgrades`` times. Each upgrade: check on the target,
+the target started as a warm standby (``run --standby``: JVM, session, plan, warm-up) while the old driver
+still commits, ``POST /v1/stop`` with a snapshot on the old driver, ``POST /v1/start`` with the snapshot on
+the standby, stability gate. Downtime is the old run's last ``commits/<id>`` file -> the new run's first one
+after the snapshot, split into: stop (last commit -> snapshot manifest ``createdAt``), handover (snapshot ->
+``run.json`` of the new run: old driver exit confirmed, status written, ``POST /v1/start``, snapshot
+forked; on the cold path this includes the JVM start) and first batch (``run.json`` -> first commit:
+translation, query start, the replayed batch). "standby lead" is how long before the snapshot the
+target's process was started (the JVM start the standby hides). Every input row is checked to be in the
+output exactly once at the end. Results: ``benchmarks/results/operator_upgrade_k8s.md`` (its section
+"Upgrade downtime on the Kubernetes launcher" is replaced, earlier notes kept).
+
+    sudo .venv/bin/python -m benchmarks.operator_upgrade_k8s [--upgrades 5]   # root: the kubelet's sandbox
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("PLANENGINE_OPERATOR_TICK", "0.3")  # fixed at handler import
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [p for p in (str(REPO), str(REPO / "operator")) if p not in sys.path]
+
+from planengine_operator.launchers.kubernetes import DRIVER_URL_ENV  # noqa: E402
+from tests.operator.e2e.harness import (  # noqa: E402
+    REAL_TARGET,
+    World,
+    commit_times,
+    handover_downtime,
+    sink_uid,
+    snapshot_last_batch,
+    spark42_available,
+    wait_for,
+)
+from tests.operator.kapi.server import run_in_thread  # noqa: E402
+from tests.operator.kubelet import sandbox  # noqa: E402
+
+CRD = REPO / "crds" / "sparkplanjobs.planengine.io.yaml"
+RESULTS = REPO / "benchmarks" / "results" / "operator_upgrade_k8s.md"
+SECTION = "## Upgrade downtime on the Kubernetes launcher"
+
+
+def _iso_seconds(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def upgrades(count: int) -> list[dict[str, Any]]:
+    api = run_in_thread([CRD])
+    measured: list[dict[str, Any]] = []
+    os.environ[DRIVER_URL_ENV] = "http://{endpoint}:{port}"  # the kubelet's pod IPs; no cluster DNS here
+    with tempfile.TemporaryDirectory() as tmp:
+        world = World(Path(tmp), api, "real", "kubernetes")
+        os.environ["KUBECONFIG"] = str(world.kubeconfig)
+        root = world.storage_root(Path(tmp) / "root")
+        world.start_operator()
+        name = "bench"
+        try:
+            world.add_input(name, 3)
+            world.apply(world.job_manifest(name, "0.1", storage=root))
+            world.wait_status(name, lambda s: s.get("phase") == "Running", "Running", timeout=120)
+            world.assert_exactly_once(name, timeout=900)
+            engines = ["0.1", REAL_TARGET]
+            for index in range(count):
+                before = world.status(name)
+                target = engines[(index + 1) % 2]
+                load = _load()
+                with world.feeding(name, every=0.5):
+                    wait_for(lambda: len(world.output(name)) >= len(world.input_rows(name)) - 4, 600,
+                             "the old engine is caught up")
+                    world.apply(world.job_manifest(name, target, storage=root))
+                    status = world.wait_status(
+                        name, lambda s, r=before["runId"]: (s.get("upgrade") or {}).get("step") == "Succeeded"
+                        and s.get("runId") != r, f"upgrade {index} Succeeded", timeout=900)
+                old, new, snap = before["runId"], status["runId"], status["upgrade"]["snapshot"]
+                manifest = json.loads((root / "snapshots" / snap / "manifest.json").read_text())
+                uid = sink_uid(root, world.sink(name))
+                last = snapshot_last_batch(root, snap, uid)
+                old_commit = commit_times(root, old, uid)[last]
+                first_new = min(t for b, t in commit_times(root, new, uid).items() if b > last)
+                call = next(c for c in world.calls(root, "run") if c["runId"] == new)
+                session = _iso_seconds(json.loads((root / "runs" / new / "run.json").read_text())["createdAt"])
+                snapshot_at = _iso_seconds(manifest["createdAt"])
+                measured.append({
+                    "from": before["engineVersion"], "to": target, "load": load, "load_end": _load(),
+                    "path": "cold" if call.get("fromSnapshot") else "standby",
+                    "downtime": handover_downtime(root, world.sink(name), old, new, snap),
+                    "stop": snapshot_at - old_commit, "handover": session - snapshot_at,
+                    "first_batch": first_new - session, "lead": snapshot_at - call["at"],
+                })
+                print(measured[-1], flush=True)
+            rows, missing, duplicates = exactly_once(world, name)
+        finally:
+            world.close()  # the kubelet kills every container (standbys included)
+    api.stop()
+    for m in measured:
+        m.update(rows=rows, missing=missing, duplicates=duplicates)
+    return measured
+
+
+def exactly_once(world: World, name: str, settle: float = 300) -> tuple[int, int, int]:
+    """(input rows, missing, duplicated) once the output stops growing (bounded): a loss is reported, not
+    waited for."""
+    wanted = world.input_rows(name)
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: len(world.output(name)) >= len(wanted), settle, "all input rows in the output")
+    got = [row for row, _ in world.output(name)]
+    return len(wanted), len(set(wanted) - set(got)), len(got) - len(set(got))
+
+
+def render(measured: list[dict[str, Any]], command: str) -> str:
+    downtimes = [m["downtime"] for m in measured]
+    lines = [
+        SECTION,
+        "",
+        f"- Command: `{command}`; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} cores; engine builds: "
+        f"`.venv` (PySpark 4.3) and `.venv-spark42` ({'PySpark 4.2' if spark42_available() else 'missing: .venv'})",
+        "- Real kopf + the emulator + the **Kubernetes launcher**, its pods run by the test kubelet (driver, "
+        "standby and tool pods; executors in-process, `local[1]`) with the real `planengine` CLI as the images' "
+        "entrypoint (through `tests/operator/e2e/engine_wrapper.py`). The harness job (json -> calc -> "
+        "file sink, plus a 10 s tumbling-window count), one input file per "
+        f"0.5 s; {measured[0]['rows'] if measured else 0} input rows; at the end "
+        f"{measured[0]['missing'] if measured else 0} missing and {measured[0]['duplicates'] if measured else 0} "
+        "duplicated in the committed output (exactly once: 0 and 0).",
+        "",
+        "| # | upgrade | path | load avg (start / end) | downtime s | stop | handover | first batch | "
+        "standby lead |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for index, m in enumerate(measured, 1):
+        lines.append(f"| {index} | {m['from']} -> {m['to']} | {m['path']} | {m['load']:.1f} / {m['load_end']:.1f} | "
+                     f"{m['downtime']:.1f} | {m['stop']:.1f} | {m['handover']:.1f} | {m['first_batch']:.1f} | "
+                     f"{m['lead']:.1f} |")
+    lines += [
+        "",
+        f"- **Median downtime {statistics.median(downtimes):.1f} s** (min {min(downtimes):.1f}, max "
+        f"{max(downtimes):.1f}) over {len(downtimes)} upgrades; target <= 15 s.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_section(text: str, path: Path = RESULTS) -> None:
+    """Replace (or append) this benchmark's section, keeping everything else in the results file."""
+    old = path.read_text() if path.exists() else ""
+    if SECTION in old:
+        head, _, tail = old.partition(SECTION)
+        rest = tail.split("\n## ", 1)
+        old = head.rstrip("\n") + "\n\n" + ("## " + rest[1] if len(rest) > 1 else "")
+    path.write_text(old.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--upgrades", type=int, default=5)
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    why = sandbox.available()
+    if why is not None:
+        print(f"operator_upgrade_k8s: {why}", file=sys.stderr)
+        return 2
+    measured = upgrades(args.upgrades)
+    command = "python -m benchmarks.operator_upgrade_k8s" + (f" {' '.join(argv)}" if argv else "")
+    text = render(measured, command) + f"- Wall time {time.monotonic() - started:.0f} s.\n"
+    write_section(text, Path(args.out))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

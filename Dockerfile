@@ -85,7 +85,7 @@ RUN jars="$(python -c 'import os, pyspark; print(os.path.join(os.path.dirname(py
  && chown -R 10001:10001 /var/lib/planengine
 # Executor pods (Spark on Kubernetes starts them from this image) run Spark's executor backend through this
 # launcher; the operator's executor pod template names it (builders.EXECUTOR_COMMAND).
-COPY --chmod=0755 docker/spark-executor.sh /usr/local/bin/planengine-spark-executor
+COPY --chmod=0755 planengine/runtime/spark-executor.sh /usr/local/bin/planengine-spark-executor
 WORKDIR /home/planengine
 # The operator's pods run as this user (builders.ENGINE_UID; tests/chart/test_dockerfile.py checks both).
 USER 10001:10001

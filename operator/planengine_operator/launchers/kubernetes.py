@@ -449,6 +449,8 @@ class KubernetesLauncher:
     async def list_snapshots(self, job: JobRef) -> list[dict[str, Any]]:
         """``planengine snapshots list`` in a tool pod: complete snapshots, oldest first."""
         run = await self._run_to_end(job, "snapshots-list", ["snapshots", "list", "--job-root", job.job_root])
+        if run.exit_code == 2 and "does not exist" in run.stdout + run.stderr:
+            return []  # no run has created the job root yet
         if run.exit_code != 0:
             raise LaunchError(f"planengine snapshots list exited {run.exit_code}: {run.stderr.strip()[-300:]}",
                               reason="SnapshotListFailed")

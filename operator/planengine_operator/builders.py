@@ -478,8 +478,10 @@ def build_tool_pod(
     command come from ``input_configmap``, mounted at ``TOOL_INPUT_MOUNT``. The user's podTemplate applies as
     to executors (``check --snapshot`` builds the plan's real sources)."""
     volumes, mounts = _claim_volume(spec)
-    volumes += [{"name": "tmp", "emptyDir": {}}]
-    mounts += [{"name": "tmp", "mountPath": "/tmp"}]
+    # The plan in force, as drivers see it (optional: the compile pod runs before it exists).
+    volumes += [{"name": "tmp", "emptyDir": {}},
+                {"name": "plan", "configMap": {"name": _dns(f"{job_name}-plan", 253), "optional": True}}]
+    mounts += [{"name": "tmp", "mountPath": "/tmp"}, {"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": True}]
     if input_configmap:
         volumes.append({"name": "input", "configMap": {"name": input_configmap}})
         mounts.append({"name": "input", "mountPath": TOOL_INPUT_MOUNT, "readOnly": True})

@@ -304,15 +304,17 @@ class Driver:
 
 
 def job_root_of(args: argparse.Namespace) -> Path:
-    """The job root a command works on: ``--job-root``, else the directory of ``--plan`` / ``-o`` (the job
-    root's plan.json), else ``PLANENGINE_JOB_ROOT`` (the launchers set it for tools), else the working
-    directory."""
+    """The job root a command works on: ``--job-root``, else ``PLANENGINE_JOB_ROOT`` (the launchers set it
+    for tools; a Kubernetes ``--plan`` is the mounted ConfigMap), else the directory of ``--plan`` / ``-o``,
+    else the working directory."""
     if getattr(args, "job_root", None):
         return Path(args.job_root)
+    if os.environ.get("PLANENGINE_JOB_ROOT"):  # the launchers say which job a tool works for
+        return Path(os.environ["PLANENGINE_JOB_ROOT"])
     for given in (getattr(args, "plan", None), getattr(args, "output", None)):
         if given and Path(given).name in ("plan.json", "plan.json.new"):
             return Path(given).parent
-    return Path(os.environ.get("PLANENGINE_JOB_ROOT") or Path.cwd())  # the launcher says which job a tool is for
+    return Path.cwd()
 
 
 def record_call(root: Path, command: str, knobs: argparse.Namespace, **fields: Any) -> None:

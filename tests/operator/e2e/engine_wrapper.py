@@ -76,6 +76,8 @@ def main(argv: list[str]) -> int:
 def job_root_of(args: list[str]) -> Path:
     """``--job-root``, else the directory of the job root's ``plan.json`` (``--plan`` or ``-o``), else the working
     directory (the job root under the local launcher; a pod's is the image's, read-only)."""
+    if "--job-root" not in args and os.environ.get("PLANENGINE_JOB_ROOT"):  # a tool: the launcher says which job
+        return Path(os.environ["PLANENGINE_JOB_ROOT"])
     for flag in ("--job-root", "--plan", "-o"):
         if flag in args and args.index(flag) + 1 < len(args):
             value = Path(args[args.index(flag) + 1])
@@ -83,7 +85,7 @@ def job_root_of(args: list[str]) -> Path:
                 return value
             if value.name in ("plan.json", "plan.json.new"):
                 return value.parent
-    return Path(os.environ.get("PLANENGINE_JOB_ROOT") or Path.cwd())  # the launcher says which job a tool is for
+    return Path.cwd()
 
 
 def crash_after_commits(argv: list[str], commits: int) -> int:

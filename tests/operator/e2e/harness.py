@@ -410,6 +410,10 @@ class World:
         return {"apiVersion": f"{GROUP}/v1alpha1", "kind": "SparkPlanJob",
                 "metadata": {"name": name, "namespace": NS}, "spec": body}
 
+    def sql(self, source: Path, sink: Path) -> str:
+        """The job's SQL over ``source`` and ``sink`` as its engine processes (or pods) see them."""
+        return job_sql(self.pod_path(source), self.pod_path(sink), self.kind)
+
     def _data_dir(self, name: str) -> Path:
         """The job's data directory, writable by the engine image's user (pods do not run as root)."""
         for path in (self.tmp / "data", self.tmp / "data" / name, self.source(name)):
@@ -418,9 +422,14 @@ class World:
         return self.tmp / "data" / name
 
     def pod_path(self, path: Path) -> Path:
-        """Where a job's pods (or, locally, its processes) see a path of this world's data directory."""
+        """Where a job's pods (or, locally, its processes) see a path of this world's data directory or of a
+        job root on the claim."""
         if self.launcher != "kubernetes":
             return path
+        assert self.kubelet is not None
+        claim = self.kubelet.root / "pvc" / NS / CLAIM
+        if path.is_relative_to(claim):
+            return Path(f"/var/lib/planengine/jobs/{CLAIM}") / path.relative_to(claim)
         return POD_DATA / path.relative_to(self.tmp / "data")
 
     def driver_pods(self, name: str) -> list[tuple[str, str, str]]:

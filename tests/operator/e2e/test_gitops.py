@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.operator.e2e.harness import GROUP, KUBECTL, NS, PLURAL, World, job_sql, wait_for
+from tests.operator.e2e.harness import GROUP, KUBECTL, NS, PLURAL, World, wait_for
 from tests.operator.e2e.test_lifecycle import _running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
@@ -86,14 +86,14 @@ def _configmap_job(world: World, name: str, **spec: Any) -> dict[str, Any]:
 def test_an_edited_script_configmap_is_refused_and_the_old_run_keeps_going(world: World) -> None:
     world.start_operator()
     world.add_input("c1", 3)
-    _script_configmap(world, "c1-script", job_sql(world.source("c1"), world.sink("c1")))
+    _script_configmap(world, "c1-script", world.sql(world.source("c1"), world.sink("c1")))
     world.apply(_configmap_job(world, "c1"))
     first = world.wait_status("c1", lambda s: s.get("phase") == "Running", "phase Running")
     assert first["sourceHash"]
     root = world.job_root("c1")
     with world.feeding("c1"):
         other_sink = world.tmp / "data" / "c1" / "elsewhere"
-        _script_configmap(world, "c1-script", job_sql(world.source("c1"), other_sink))  # the job is untouched
+        _script_configmap(world, "c1-script", world.sql(world.source("c1"), other_sink))  # the job is untouched
         status = world.wait_status("c1", lambda s: s.get("error"), "the edit reported on the job")
         assert "c1-script/script.sql" in status["error"] and first["sourceHash"] in status["error"]
         assert "upgradeMode: stateless" in status["error"]
@@ -107,7 +107,7 @@ def test_an_edited_script_configmap_is_refused_and_the_old_run_keeps_going(world
     assert len(world.calls(root, "compile")) == 1 and not other_sink.exists()
     assert world.job("c1")["metadata"]["generation"] == 1  # no spec change: the content was detected
     # The previous content back: the job is healthy again.
-    _script_configmap(world, "c1-script", job_sql(world.source("c1"), world.sink("c1")))
+    _script_configmap(world, "c1-script", world.sql(world.source("c1"), world.sink("c1")))
     world.wait_status("c1", lambda s: not s.get("error"), "the error cleared")
     wait_for(lambda: world.condition("c1", "Degraded").get("status") == "False", 10, "Degraded False")
     world.assert_exactly_once("c1")
@@ -116,18 +116,19 @@ def test_an_edited_script_configmap_is_refused_and_the_old_run_keeps_going(world
 def test_an_edited_script_configmap_under_stateless_is_compiled_again(world: World) -> None:
     world.start_operator()
     world.add_input("c2", 3)
-    _script_configmap(world, "c2-script", job_sql(world.source("c2"), world.sink("c2")))
+    _script_configmap(world, "c2-script", world.sql(world.source("c2"), world.sink("c2")))
     world.apply(_configmap_job(world, "c2", upgradeMode="stateless"))
     first = world.wait_status("c2", lambda s: s.get("phase") == "Running", "phase Running")
     wait_for(lambda: len(world.output("c2")) >= 6, 20, "c2: first batches committed")
     new_sink = world.tmp / "data" / "c2" / "v2"
-    _script_configmap(world, "c2-script", job_sql(world.source("c2"), new_sink))
+    _script_configmap(world, "c2-script", world.sql(world.source("c2"), new_sink))
     status = world.wait_status("c2", lambda s: s.get("phase") == "Running" and s.get("runId") != first["runId"],
                                "a new run of the recompiled program")
     root = world.job_root("c2")
     assert status["sourceHash"] != first["sourceHash"] and status["planId"] != first["planId"]
     assert len(world.calls(root, "compile")) == 2
-    assert json.loads((root / "plan.json").read_text())["nodes"][0]["configuration"]["sink"] == str(new_sink)
+    plan = json.loads((root / "plan.json").read_text())
+    assert plan["nodes"][0]["configuration"]["sink"] == str(world.pod_path(new_sink))
     new_run = wait_for(lambda: [c for c in world.calls(root, "run") if c["runId"] == status["runId"]], 10,
                        "the new driver's start", lambda: world.calls(root, "run"))
     assert len(new_run) == 1 and new_run[0]["fromSnapshot"] is None  # stateless: empty state
@@ -158,14 +159,14 @@ def test_a_new_job_starts_from_another_jobs_snapshot_which_stays_untouched(world
 
     # The new job reads the same input into its own sink; it must continue from the snapshot's state.
     dst = world.job_manifest("dst", "0.1")
-    dst["spec"]["plan"]["sql"] = job_sql(world.source("src"), world.sink("dst"))
-    dst["spec"]["initialSnapshot"] = {"uri": f"file://{snapshot}"}
+    dst["spec"]["plan"]["sql"] = world.sql(world.source("src"), world.sink("dst"))
+    dst["spec"]["initialSnapshot"] = {"uri": f"file://{world.pod_path(snapshot)}"}
     world.apply(dst)
     running = world.wait_status("dst", lambda s: s.get("phase") == "Running", "dst Running")
     root = world.job_root("dst")
     (check,) = world.calls(root, "check")
     (run,) = wait_for(lambda: world.calls(root, "run"), 10, "dst's driver start")
-    assert run["fromSnapshot"] == str(snapshot) and run["runId"] == running["runId"]
+    assert run["fromSnapshot"] == str(world.pod_path(snapshot)) and run["runId"] == running["runId"]
     assert any("from initial snapshot" in e["message"] for e in world.events("dst") if e["reason"] == "Started")
     world.add_input("src", 2)
     pending = sorted(p.name for p in world.source("src").glob("*.txt") if p.name not in taken)
@@ -224,7 +225,7 @@ def test_a_job_applied_before_its_script_configmap_waits_for_it(world: World) ->
                                == "MissingConfigMap", "Degraded MissingConfigMap")
     assert status["phase"] == "Pending" and status["operation"]["step"] == "Compile"
     assert "early-script" in status["error"]
-    _script_configmap(world, "early-script", job_sql(world.source("early"), world.sink("early")))
+    _script_configmap(world, "early-script", world.sql(world.source("early"), world.sink("early")))
     world.wait_status("early", lambda s: s.get("phase") == "Running", "phase Running once the ConfigMap exists")
     world.assert_exactly_once("early")
     assert world.event_reasons("early").count("MissingConfigMap") == 1

@@ -250,8 +250,8 @@ def test_delete_collects_everything_the_job_owns(world):
         expected |= {f"pods/{pod}", f"services/{pod}", "services/gone-driver", "configmaps/gone-executor"}
     assert expected <= set(owned), owned
     world.kubectl("delete", "sparkplanjob", "gone", "--wait=false")
-    wait_for(lambda: world.api.get("planengine.io", "sparkplanjobs", "default", "gone") is None, 30,
-             "the SparkPlanJob gone (its finalizer released)")
+    wait_for(lambda: world.api.get("planengine.io", "sparkplanjobs", "default", "gone") is None, 90,
+             "the SparkPlanJob gone (its finalizer released)")  # kopf stops the timer first: once 30+ s under load
     wait_for(lambda: not _owned_objects(world, uid), 30, "every owned object collected",
              lambda: _owned_objects(world, uid))
     committed = len(world.output("gone"))

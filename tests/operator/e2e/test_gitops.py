@@ -253,13 +253,16 @@ def test_jobs_rendered_by_the_chart_run_and_a_script_edit_in_values_is_detected(
         pytest.skip(f"{HELM} is missing: run `bash tests/setup/prepare.sh`")
     world.start_operator()
     world.add_input("charted", 3)
+    # Under the Kubernetes launcher the job needs its claim and the data mount, as world.job_manifest gives it.
+    spec = {k: v for k, v in world.job_manifest("charted")["spec"].items() if k not in ("plan", "engineVersion")}
     values = {"jobDefaults": {"engineVersion": "0.1"},
-              "jobs": {"charted": {"script": job_sql(world.source("charted"), world.sink("charted"))}}}
+              "jobs": {"charted": {"script": world.sql(world.source("charted"), world.sink("charted")),
+                                   **({"spec": spec} if spec else {})}}}
     _helm_apply(world, values)
     first = world.wait_status("charted", lambda s: s.get("phase") == "Running", "phase Running")
     assert world.job("charted")["spec"]["plan"] == {"configMapRef": {"name": "charted-sql", "key": "script.sql"}}
     world.assert_exactly_once("charted")
-    values["jobs"]["charted"]["script"] = job_sql(world.source("charted"), world.tmp / "elsewhere")
+    values["jobs"]["charted"]["script"] = world.sql(world.source("charted"), world.tmp / "data" / "elsewhere")
     _helm_apply(world, values)  # only the ConfigMap changes
     status = world.wait_status("charted", lambda s: s.get("error"), "the script edit reported")
     assert "charted-sql/script.sql" in status["error"] and status["runId"] == first["runId"]

@@ -248,16 +248,19 @@ def _helm_apply(world: World, values: dict[str, Any]) -> None:
     world.kubectl("apply", "--validate=false", "-f", str(path))
 
 
+def _chart_job(world: World, name: str) -> dict[str, Any]:
+    """The jobs chart's values entry of job ``name``: its script over the world's data as the job's pods see it
+    and, under the Kubernetes launcher, the claim and data mount that world.job_manifest gives a job."""
+    spec = {k: v for k, v in world.job_manifest(name)["spec"].items() if k not in ("plan", "engineVersion")}
+    return {"script": world.sql(world.source(name), world.sink(name)), **({"spec": spec} if spec else {})}
+
+
 def test_jobs_rendered_by_the_chart_run_and_a_script_edit_in_values_is_detected(world: World) -> None:
     if not HELM.exists():
         pytest.skip(f"{HELM} is missing: run `bash tests/setup/prepare.sh`")
     world.start_operator()
     world.add_input("charted", 3)
-    # Under the Kubernetes launcher the job needs its claim and the data mount, as world.job_manifest gives it.
-    spec = {k: v for k, v in world.job_manifest("charted")["spec"].items() if k not in ("plan", "engineVersion")}
-    values = {"jobDefaults": {"engineVersion": "0.1"},
-              "jobs": {"charted": {"script": world.sql(world.source("charted"), world.sink("charted")),
-                                   **({"spec": spec} if spec else {})}}}
+    values = {"jobDefaults": {"engineVersion": "0.1"}, "jobs": {"charted": _chart_job(world, "charted")}}
     _helm_apply(world, values)
     first = world.wait_status("charted", lambda s: s.get("phase") == "Running", "phase Running")
     assert world.job("charted")["spec"]["plan"] == {"configMapRef": {"name": "charted-sql", "key": "script.sql"}}
@@ -283,8 +286,7 @@ def test_a_values_edit_of_the_engine_upgrades_and_the_argocd_health_follows(worl
 
     world.start_operator()
     world.add_input("synced", 3)
-    values = {"jobDefaults": {"engineVersion": "0.1"},
-              "jobs": {"synced": {"script": job_sql(world.source("synced"), world.sink("synced"))}}}
+    values = {"jobDefaults": {"engineVersion": "0.1"}, "jobs": {"synced": _chart_job(world, "synced")}}
     _helm_apply(world, values)
     first = world.wait_status("synced", lambda s: s.get("phase") == "Running", "phase Running")
     world.assert_exactly_once("synced")

@@ -198,7 +198,7 @@ class TableEnvironment(CatalogStatements):
 
     def compile_plan(self, inserts: list[S.Insert]) -> CompiledPlan:
         result = self.plan_inserts(inserts)
-        plan = serde.write_plan(result.sinks, self.config)
+        plan = serde.write_plan(result.sinks, self.config, result.sink_writes_batches)
         return CompiledPlan(plan, self.plan_session(), result.sinks)
 
     def compile_plan_sql(self, insert_sql: str) -> CompiledPlan:
@@ -232,7 +232,7 @@ class TableEnvironment(CatalogStatements):
             parts += ["", "== Rule trace =="]
             for step in result.trace:
                 parts += [f"-- after {step.program}/{step.rule}", step.plan]
-        plan = serde.write_plan(result.sinks, self.config)
+        plan = serde.write_plan(result.sinks, self.config, result.sink_writes_batches)
         parts += ["", "== Physical Execution Plan ==", CompiledPlan(plan).explain()]
         if any(d.upper() == "JSON_EXECUTION_PLAN" for d in details):
             parts += ["", "== Compiled Plan JSON ==", serde.dumps(plan)]

@@ -135,6 +135,11 @@ ENRICH_TABLE_OPTIONS = Option(
     "table.plan.restore.enrich-table-options", BOOL, "true",
     "At restore, merge the catalog's options over the plan's (only a connector's mutable options may differ).",
     scope="planner")
+SHARED_QUERIES = Option(
+    "planengine.plan.shared-queries", BOOL, "true",
+    "Run a node shared by several sinks once per micro-batch: one query computes it and writes its micro-batch "
+    "to every sink (and to an internal channel for consumers with state of their own). Recorded in the plan "
+    "(format 2); false compiles one query per sink, each computing the shared part again.", scope="planner")
 FORCE_RECOMPILE = Option(
     "table.plan.force-recompile", BOOL, "false",
     "COMPILE PLAN and `planengine compile -o` overwrite an existing plan file.", scope="planner")
@@ -165,6 +170,6 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     SINK_NOT_NULL_ENFORCER,
     SINK_UPSERT_MATERIALIZE, ASYNC_LOOKUP_CAPACITY, ASYNC_LOOKUP_TIMEOUT, LOCAL_TIME_ZONE, NON_TEMPORAL_SORT,
     TRIGGER_INTERVAL, MAX_PARALLELISM, CDC_EVENTS_DUPLICATE, DISABLED_RULES, COMPILE_CATALOG_OBJECTS,
-    RESTORE_CATALOG_OBJECTS, ENRICH_TABLE_OPTIONS, FORCE_RECOMPILE, JOB_ROOT, UNTIL_IDLE, DRAIN, PREVIEW_MAX_ROWS,
+    RESTORE_CATALOG_OBJECTS, ENRICH_TABLE_OPTIONS, SHARED_QUERIES, FORCE_RECOMPILE, JOB_ROOT, UNTIL_IDLE, DRAIN, PREVIEW_MAX_ROWS,
     PREVIEW_TIMEOUT, DISPLAY_MAX_COLUMN_WIDTH,
 )

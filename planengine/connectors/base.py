@@ -132,6 +132,16 @@ class DynamicTableSink(ABC):
     @abstractmethod
     def as_summary_string(self) -> str: ...
 
+    def writes_micro_batches(self) -> bool:
+        """Whether the connector's Spark side can also write one micro-batch handed to it as a DataFrame, exactly
+        once per batch id (a batch writer next to its streaming writer, ``planengine.runtime.connectors``).
+
+        Such a sink is written from the ``foreachBatch`` of the query that computes a node it shares with other
+        sinks (the shared topology, ``planengine.plan.topology``); any other sink gets a query of its own that
+        reads the shared node's output from an internal channel. Decided at compile time and recorded in the plan.
+        """
+        return False
+
     def copy(self) -> DynamicTableSink:
         return _copy.deepcopy(self)
 

@@ -35,6 +35,9 @@ class BlackHoleTableSink(DynamicTableSink):
             return ChangelogMode(frozenset(k for k in requested.kinds if k is not RowKind.UPDATE_BEFORE))
         return requested
 
+    def writes_micro_batches(self) -> bool:
+        return True  # planengine.runtime.connectors: a batch writer next to the streaming one
+
     def sink_runtime_provider(self, ctx: SinkContext) -> SinkRuntimeProvider:
         return BlackHoleRuntimeProvider("blackhole", self)
 

@@ -205,6 +205,9 @@ class FileSystemTableSink(DynamicTableSink, SupportsPartitioning, SupportsOverwr
     def changelog_mode(self, requested: ChangelogMode) -> ChangelogMode:
         return self.format.changelog_mode()
 
+    def writes_micro_batches(self) -> bool:
+        return True  # planengine.runtime.connectors: a batch writer next to the streaming one
+
     def sink_runtime_provider(self, ctx: SinkContext) -> SinkRuntimeProvider:
         return SinkRuntimeProvider("filesystem", self)
 

@@ -225,6 +225,9 @@ class JdbcTableSink(_JdbcConnection, DynamicTableSink):
         """Upserts by primary key (I,UA,D); without a key only inserts, so the planner asks for one."""
         return UPSERT if self.key_columns else INSERT_ONLY
 
+    def writes_micro_batches(self) -> bool:
+        return True  # planengine.runtime.connectors: a batch writer next to the streaming one
+
     def sink_runtime_provider(self, ctx: SinkContext) -> SinkRuntimeProvider:
         return SinkRuntimeProvider("jdbc", self)
 

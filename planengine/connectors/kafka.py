@@ -237,6 +237,9 @@ class KafkaTableSink(_KafkaTable, DynamicTableSink, SupportsWritingMetadata):
             return ChangelogMode(UPSERT.kinds, key_only_deletes=True)
         return self.value_format.changelog_mode()
 
+    def writes_micro_batches(self) -> bool:
+        return True  # planengine.runtime.connectors: a batch writer next to the streaming one
+
     def sink_runtime_provider(self, ctx: SinkContext) -> SinkRuntimeProvider:
         return SinkRuntimeProvider(self.connector, self)
 

@@ -35,6 +35,9 @@ class PrintTableSink(DynamicTableSink):
     def changelog_mode(self, requested: ChangelogMode) -> ChangelogMode:
         return requested
 
+    def writes_micro_batches(self) -> bool:
+        return True  # planengine.runtime.connectors: a batch writer next to the streaming one
+
     def sink_runtime_provider(self, ctx: SinkContext) -> SinkRuntimeProvider:
         return SinkRuntimeProvider("print", self)
 

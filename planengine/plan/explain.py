@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from planengine.plan.topology import Dag, Topology, legacy_topology
+
 
 def plan_summary(plan: dict[str, Any]) -> dict[str, Any]:
     """The machine-readable summary behind ``planengine explain --json``."""
@@ -35,7 +37,22 @@ def plan_summary(plan: dict[str, Any]) -> dict[str, Any]:
         })
     return {"planId": plan.get("planId"), "engineVersion": plan.get("engineVersion"),
             "sinks": [{"id": s, "table": by_id[s].get("table", {}).get("identifier")} for s in sinks],
-            "nodes": nodes}
+            "nodes": nodes, "topology": "shared" if "queries" in plan else "per-sink", "queries": queries(plan)}
+
+
+def queries(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Spark queries that run the plan: what each computes in its streaming part, what it evaluates per
+    micro-batch (a fan-out's stateless tails), the channels it reads and writes, the sinks it writes. A plan
+    without a recorded topology runs one query per sink, each computing everything its sink reads."""
+    dag = Dag.from_plan(plan)
+    topology = Topology.from_plan(plan) or legacy_topology(dag)
+    out = []
+    for q in topology.queries:
+        out.append({"uid": q.uid, "kind": "fan-out" if q.fan_out else "sink", "head": q.head,
+                    "computes": topology.streaming_nodes(dag, q), "perBatch": topology.batch_nodes(dag, q),
+                    "readsChannels": topology.channel_inputs(dag, q), "writesChannel": q.channel,
+                    "sinks": list(q.sinks)})
+    return out
 
 
 def explain_plan_json(plan: dict[str, Any]) -> str:
@@ -59,4 +76,44 @@ def explain_plan_json(plan: dict[str, Any]) -> str:
 
     for s in summary["sinks"]:
         visit(s["id"], 0)
+    lines += ["", _queries_title(summary)]
+    computed: dict[int, int] = {}
+    for q in summary["queries"]:
+        for n in q["computes"]:
+            computed[n] = computed.get(n, 0) + 1
+    for q in summary["queries"]:
+        parts = []
+        if q["readsChannels"]:
+            parts.append("reads channel of " + ", ".join(f"#{c}" for c in q["readsChannels"]))
+        parts.append("computes " + ", ".join(f"#{n}" + (" (again)" if computed[n] > 1 and n in _again(
+            summary, q, n) else "") for n in q["computes"]))
+        if q["kind"] == "fan-out":
+            targets = [f"#{s} {by_id[s]['description'] or by_id[s]['type']}" for s in q["sinks"]]
+            if q["writesChannel"]:
+                targets.append(f"channel of #{q['head']}")
+            tail = [f"#{n}" for n in q["perBatch"] if n not in q["sinks"]]
+            parts.append("per micro-batch" + (f" ({', '.join(tail)})" if tail else "") + " -> " + ", ".join(targets))
+        lines.append(f"{q['uid']}: " + "; ".join(parts))
     return "\n".join(lines)
+
+
+def _queries_title(summary: dict[str, Any]) -> str:
+    if summary["topology"] == "shared":
+        return f"== {_count(summary)} (shared topology: every node runs once per micro-batch) =="
+    return f"== {_count(summary)} (one per sink: a node several sinks read runs in each) =="
+
+
+def _again(summary: dict[str, Any], query: dict[str, Any], node: int) -> set[int]:
+    """``{node}`` when an earlier query already computes ``node`` (legacy plans: shared nodes run per sink)."""
+    for q in summary["queries"]:
+        if q is query:
+            return set()
+        if node in q["computes"]:
+            return {node}
+    return set()
+
+
+
+def _count(summary: dict[str, Any]) -> str:
+    n = len(summary["queries"])
+    return f"{n} quer{'y' if n == 1 else 'ies'}"

@@ -69,6 +69,7 @@ def migrate_plan(plan: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         log.info(decisions[-1])
     new["engineVersion"] = ENGINE_VERSION
     new["planId"] = compute_plan_id(new)
+    # The recorded topology (queries) is kept as it is: node ids do not change, and the queries own the state.
     ordered = {k: new[k] for k in ("formatVersion", "engineVersion", "sparkVersion", "planId", "config", "nodes",
-                                   "edges") if k in new}
+                                   "edges", "queries") if k in new}
     return ordered, decisions

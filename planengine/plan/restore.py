@@ -14,7 +14,7 @@ from planengine.exec import base as B
 from planengine.functions.defaults import default_registry
 from planengine.plan.migrations import migration_target
 from planengine.plan.serde import compute_plan_id
-from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION, SUPPORTED_MINOR_WINDOW
+from planengine.version import ENGINE_VERSION, READABLE_PLAN_FORMATS, SUPPORTED_MINOR_WINDOW
 
 log = logging.getLogger("planengine.restore")
 
@@ -69,9 +69,10 @@ def _minor(version: str) -> tuple[int, int] | None:
 def check_plan(plan: dict[str, Any]) -> CheckReport:
     report = CheckReport(plan_id=plan.get("planId"), plan_engine_version=plan.get("engineVersion"))
     fmt = plan.get("formatVersion")
-    if fmt != PLAN_FORMAT_VERSION:
-        report.add(INCOMPATIBLE, f"plan format version {fmt!r} is not readable by this engine "
-                                 f"(reads {PLAN_FORMAT_VERSION})", hint="run the plan on the engine that wrote it")
+    if fmt not in READABLE_PLAN_FORMATS:
+        readable = ", ".join(str(f) for f in READABLE_PLAN_FORMATS)
+        report.add(INCOMPATIBLE, f"plan format version {fmt!r} is not readable by this engine (reads {readable})",
+                   hint="run the plan on the engine that wrote it")
         return report
     ours, theirs = _minor(ENGINE_VERSION), _minor(str(plan.get("engineVersion")))
     if theirs is None or ours is None:

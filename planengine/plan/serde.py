@@ -18,9 +18,10 @@ from planengine.errors import PlanError, UserError
 from planengine.exec import base as B
 from planengine.exec.nodes import Sink
 from planengine.ir.changelog import ChangelogMode
-from planengine.ir.expressions import ExprJson
+from planengine.ir.expressions import Call, ExprJson
 from planengine.ir.types import DataType, parse_type
 from planengine.plan.catalog_objects import CompileStrategy, RestoreContext, mask_options, read_plan_table
+from planengine.plan.topology import BATCH_NODE_NAMES, QUERIES_KEY, Dag, plan_topology
 from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION
 
 
@@ -46,6 +47,8 @@ TOPOLOGY_PREFIXES = ("table.exec.", "table.optimizer.", "table.local-time-zone")
 # store has, which a checkpoint fixes for good. Recorded only when set, so a plan compiled without it keeps
 # its bytes and runs with the legacy 2 (``runtime.session``).
 MAX_PARALLELISM = "pipeline.max-parallelism"
+# Planner option: record the shared topology for plans whose sinks share nodes (default on).
+SHARED_QUERIES = "planengine.plan.shared-queries"
 
 
 def max_parallelism(config: dict[str, str]) -> str | None:
@@ -83,7 +86,11 @@ def node_configuration(node: B.ExecNode, config: dict[str, str]) -> tuple[tuple[
     return tuple(out)
 
 
-def write_plan(sinks: list[Sink], config: dict[str, str]) -> dict[str, Any]:
+def write_plan(sinks: list[Sink], config: dict[str, str],
+               sink_writes_batches: Callable[[Sink], bool] | None = None) -> dict[str, Any]:
+    """The plan JSON of an exec DAG. ``sink_writes_batches`` (the planner's knowledge of its sinks) enables the
+    shared topology (``planengine.plan.topology``): without it, or with ``planengine.plan.shared-queries``
+    off, the plan runs one query per sink."""
     order = B.topological(list(sinks))
     ids = {id(n): i + 1 for i, n in enumerate(order)}
     nodes_json = []
@@ -119,18 +126,58 @@ def write_plan(sinks: list[Sink], config: dict[str, str]) -> dict[str, Any]:
     if recorded_parallelism is not None:
         topology_config[MAX_PARALLELISM] = recorded_parallelism
     topology_config["pipeline.trigger-interval"] = infer_trigger_interval(config)
+    topology = None
+    if sink_writes_batches is not None and shared_queries(config):
+        topology = plan_topology(exec_dag(order, ids, sink_writes_batches))
     body: dict[str, Any] = {
-        "formatVersion": PLAN_FORMAT_VERSION,
+        # Format 1 unless the envelope carries a queries section: plans without one keep their exact bytes.
+        "formatVersion": PLAN_FORMAT_VERSION if topology is not None else 1,
         "engineVersion": ENGINE_VERSION,
         "sparkVersion": SPARK_VERSION,
         "config": topology_config,
         "nodes": nodes_json,
         "edges": edges_json,
     }
+    if topology is not None:
+        body[QUERIES_KEY] = topology.to_json()
     plan_id = compute_plan_id(body)
-    return {"formatVersion": body["formatVersion"], "engineVersion": body["engineVersion"],
-            "sparkVersion": body["sparkVersion"], "planId": plan_id, "config": body["config"],
-            "nodes": nodes_json, "edges": edges_json}
+    out = {"formatVersion": body["formatVersion"], "engineVersion": body["engineVersion"],
+           "sparkVersion": body["sparkVersion"], "planId": plan_id, "config": body["config"],
+           "nodes": nodes_json, "edges": edges_json}
+    if topology is not None:
+        out[QUERIES_KEY] = body[QUERIES_KEY]
+    return out
+
+
+def shared_queries(config: dict[str, str]) -> bool:
+    return str(config.get(SHARED_QUERIES, "true")).strip().lower() != "false"
+
+
+def exec_dag(order: list[B.ExecNode], ids: dict[int, int], sink_writes_batches: Callable[[Sink], bool]) -> Dag:
+    """The exec DAG by plan node id, with the nodes a fan-out query could evaluate per micro-batch."""
+    def batch_capable(node: B.ExecNode) -> bool:
+        if node.metadata.name not in BATCH_NODE_NAMES:
+            return False
+        if isinstance(node, Sink):
+            return not node.upsert_materialize and sink_writes_batches(node)
+        # CURRENT_WATERMARK reads the streaming query's watermark, which a micro-batch DataFrame does not have.
+        return not any(_calls(e, "CURRENT_WATERMARK") for e in _expressions(node))
+
+    return Dag.of([ids[id(n)] for n in order], {ids[id(n)]: [ids[id(i)] for i in n.inputs] for n in order},
+                  {ids[id(n)]: n.type_name for n in order},
+                  batch_capable=[ids[id(n)] for n in order if batch_capable(n)])
+
+
+def _expressions(node: B.ExecNode) -> list[Any]:
+    exprs = list(getattr(node, "projection", ()) or ())
+    condition = getattr(node, "condition", None)
+    return exprs + ([condition] if condition is not None else [])
+
+
+def _calls(expr: Any, name: str) -> bool:
+    if isinstance(expr, Call) and expr.function.name.upper() == name:
+        return True
+    return any(_calls(c, name) for c in expr.children())
 
 
 def compute_plan_id(plan: dict[str, Any]) -> str:
@@ -140,14 +187,14 @@ def compute_plan_id(plan: dict[str, Any]) -> str:
 
 
 def dumps(plan: dict[str, Any]) -> str:
-    """One envelope key per line and one node / edge per line: small, yet a code-review diff shows exactly
-    which nodes changed."""
+    """One envelope key per line and one node / edge / query per line: small, yet a code-review diff shows
+    exactly which nodes changed."""
     lines = ["{"]
     keys = list(plan)
     for i, key in enumerate(keys):
         comma = "," if i < len(keys) - 1 else ""
         value = plan[key]
-        if key in ("nodes", "edges") and value:
+        if key in ("nodes", "edges", QUERIES_KEY) and value:
             lines.append(f"  {json.dumps(key)}: [")
             for j, item in enumerate(value):
                 sep = "," if j < len(value) - 1 else ""

@@ -35,6 +35,13 @@ class PlanResult:
     optimized: list[L.LogicalNode]
     trace: list[TraceStep] = field(default_factory=list)
 
+    @staticmethod
+    def sink_writes_batches(sink: X.Sink) -> bool:
+        """Whether the sink the planner created for ``sink`` can be written one micro-batch at a time (what the
+        shared topology needs to fan a query out to it; ``planengine.plan.topology``)."""
+        created = getattr(sink, "_sink", None)
+        return bool(created is not None and created.writes_micro_batches())
+
 
 class Planner:
     def __init__(self, catalogs, registry: FunctionRegistry, config: dict[str, str]):  # type: ignore[no-untyped-def]

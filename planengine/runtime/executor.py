@@ -3,8 +3,9 @@
 Pipeline (one screen, like the facade it serves)::
 
     plan ─► restore (never re-plan) ─► translators in dependency order (cached per node: shared
-    sub-plans are one DataFrame) ─► one query per sink (+ one per channel cut) ─► start in dependency
-    order ─► run until stopped / idle ─► stop at a batch boundary ─► snapshot
+    sub-plans are one DataFrame) ─► the plan's queries (its recorded shared topology: a fan-out query per
+    shared node, or one query per sink; + one per channel cut) ─► start in dependency order ─► run until
+    stopped / idle ─► stop at a batch boundary ─► snapshot
 
 Job storage: ``<job root>/plan.json`` is the plan in force; each execution is a run
 ``<job root>/runs/<run id>/checkpoints/<query uid>/``; ``PLANENGINE_RUN_ID`` names the run (the operator
@@ -41,6 +42,7 @@ from planengine.runtime.python_functions import register_user_functions
 from planengine.runtime.snapshots import take_snapshot
 from planengine.runtime.status_server import CAPABILITIES
 from planengine.runtime.stream import Stream
+from planengine.runtime.topology import translate_plan
 from planengine.runtime.translators import get_translator
 from planengine.version import ENGINE_VERSION
 
@@ -191,14 +193,8 @@ class Job:
         ctx = TranslationContext(self.spark, config, ids, run_dir=self.run.path,
                                  extras={"job_root_path": str(self.job_root.path), "job": self})
         ctx.cut = lambda stream, name: self._cut(stream, name, ctx)
-        cache: dict[int, Stream] = {}
-        for node in B.topological(list(sinks)):
-            meta = node.metadata
-            fn = get_translator(meta.name, meta.version)
-            assert fn is not None  # checked above
-            cache[id(node)] = fn(node, [cache[id(i)] for i in node.inputs], ctx)
-        for s in sinks:
-            self._specs.append(cache[id(s)].properties["query"])
+        # The plan's queries: its recorded shared topology, or one per sink (runtime/topology.py).
+        translate_plan(sinks, self.plan.data, ctx, lambda query, stream: self._specs.append(query))
         self.drain_controls = list(ctx.extras.get("drain_controls", []))
 
     def _cut(self, stream: Stream, name: str, ctx: TranslationContext) -> Stream:

@@ -53,8 +53,8 @@ def hand_edit(plan: dict[str, Any]) -> None:
 # name -> (plan, engine version of this engine, exit code, fragments of the one reason, its node)
 CASES: dict[str, tuple[Callable[[], dict[str, Any]], str, int, tuple[str, ...], int | None]] = {
     "good": (good_plan, "0.1", 0, (), None),
-    "unknown-format-version": (lambda: resealed(lambda p: p.update(formatVersion=2)), "0.1", 4,
-                               ("plan format version 2 is not readable", "engine that wrote it"), None),
+    "unknown-format-version": (lambda: resealed(lambda p: p.update(formatVersion=3)), "0.1", 4,
+                               ("plan format version 3 is not readable by this engine (reads 1, 2)", "engine that wrote it"), None),
     "newer-engine": (lambda: resealed(lambda p: p.update(engineVersion="0.2")), "0.1", 4,
                      ("compiled by a newer engine (0.2) than this one (0.1)", "that engine version or newer"), None),
     "oldest-in-window": (lambda: resealed(lambda p: p.update(engineVersion="0.3")), "0.5", 0, (), None),

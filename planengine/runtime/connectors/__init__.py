@@ -14,6 +14,12 @@ Contracts:
   named ``query.name`` with checkpoint ``query.checkpoint``. ``stream`` has the sink's columns
   (``f0..fn`` = the table's persisted columns, in table order) and ``_rowkind`` when ``stream.updating``.
   Writers that commit through ``foreachBatch`` call ``query.fence(batch_id)`` before writing.
+* A batch writer ``open(sink, node, ctx, options) -> write(stream, batch_id)``, for sinks whose planner side
+  says ``writes_micro_batches()``: a query shared by several sinks (``planengine.runtime.topology``) calls
+  ``write`` from its ``foreachBatch`` with the sink's rows of one micro-batch (a static DataFrame, same columns
+  as above) and the batch id. Writing a batch id twice must leave the table as writing it once (Spark replays
+  the last batch after a failure): the file sink's manifest, the JDBC commit table keyed by ``options.name``
+  (the sink's uid). ``options.fence(batch_id)`` before committing.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ SinkWriter = Callable[[Any, Any, Any, Any, "QueryOptions"], Any]
 
 _READERS: dict[str, SourceReader] = {}
 _WRITERS: dict[str, SinkWriter] = {}
+BatchWriter = Callable[[Any, int], None]
+BatchWriterFactory = Callable[[Any, Any, Any, "BatchOptions"], BatchWriter]
+_BATCH_WRITERS: dict[str, BatchWriterFactory] = {}
 
 
 @dataclass
@@ -52,6 +61,32 @@ class QueryOptions:
     def configure(self, writer: Any) -> Any:
         writer = writer.queryName(self.name).option("checkpointLocation", self.checkpoint)
         return writer.trigger(**self.trigger) if self.trigger else writer
+
+
+@dataclass
+class BatchOptions:
+    """What a batch writer is opened with inside a shared query."""
+
+    name: str  # the sink's uid: keys its exactly-once bookkeeping, names it in logs
+    fence: Callable[[int], None] = lambda batch_id: None  # raises when this run lost the job root
+
+
+def batch_sink_writer(identifier: str) -> Callable[[BatchWriterFactory], BatchWriterFactory]:
+    def register(fn: BatchWriterFactory) -> BatchWriterFactory:
+        _BATCH_WRITERS[identifier] = fn
+        return fn
+
+    return register
+
+
+def get_batch_sink_writer(identifier: str) -> BatchWriterFactory:
+    if identifier not in _BATCH_WRITERS:
+        _load(_BUILTIN.get(identifier, identifier))
+    if identifier not in _BATCH_WRITERS:
+        raise ValidationError(f"connector '{identifier}' says it writes micro-batches, but its Spark side has no "
+                              "batch writer", hint="add a @batch_sink_writer to the connector's runtime module, or "
+                                                   "make writes_micro_batches() return False and compile again")
+    return _BATCH_WRITERS[identifier]
 
 
 def source_reader(identifier: str) -> Callable[[SourceReader], SourceReader]:

@@ -15,13 +15,23 @@ Insert-only formats refuse updating streams; ``changelog-json`` writes ``op`` so
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
 from planengine.errors import ValidationError
 from planengine.formats.json import DATE_PATTERN, SQL, TIMESTAMP_FORMAT_STANDARD, timestamp_patterns
 from planengine.ir.types import TIMESTAMPS
-from planengine.runtime.connectors import QueryOptions, SourceFrame, sink_writer, source_reader, spark_schema_ddl
+from planengine.runtime.connectors import (
+    BatchOptions,
+    BatchWriter,
+    QueryOptions,
+    SourceFrame,
+    batch_sink_writer,
+    sink_writer,
+    source_reader,
+    spark_schema_ddl,
+)
 from planengine.runtime.connectors import changelog_format as cf
 from planengine.runtime.stream import APPEND, ROWKIND, output_mode
 
@@ -197,6 +207,53 @@ def _prune_partitions(df: Any, source: Any) -> Any:
 
 @sink_writer("filesystem")
 def write_filesystem(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions) -> Any:
+    if output_mode(stream) != APPEND:
+        # Spark's file sink (and its exactly-once manifest) is append-only. The planner never routes an
+        # update-mode stream here: file formats either accept UPDATE_BEFORE (so the aggregate keeps
+        # generateUpdateBefore and runs on transformWithState) or are insert-only.
+        raise ValidationError(f"sink {sink.identifier}: Spark's file sink cannot write a stream in "
+                              f"{output_mode(stream)} output mode",
+                              hint="write the query to a jdbc, upsert-kafka, print or blackhole sink")
+    files = _files(stream, sink)
+    writer = files.df.writeStream.format(files.spark_format).outputMode("append").option("path", sink.path)
+    for k, v in files.options.items():
+        writer = writer.option(k, v)
+    if files.partition_by:
+        writer = writer.partitionBy(*files.partition_by)
+    return query.configure(writer).start()
+
+
+@batch_sink_writer("filesystem")
+def filesystem_batches(sink: Any, node: Any, ctx: Any, options: BatchOptions) -> BatchWriter:
+    """Spark's own file sink (``FileStreamSink``) fed one micro-batch at a time: the same files, the same
+    ``_spark_metadata`` manifest, and its exactly-once rule (a batch id already in the manifest is skipped)."""
+    state: dict[str, Any] = {}
+
+    def write(stream: Any, batch_id: int) -> None:
+        if output_mode(stream) != APPEND:
+            raise ValidationError(f"sink {sink.identifier}: a file sink cannot write a stream in "
+                                  f"{output_mode(stream)} output mode",
+                                  hint="write the query to a jdbc, upsert-kafka, print or blackhole sink")
+        files = _files(stream, sink)
+        if "sink" not in state:
+            state["sink"] = file_stream_sink(ctx.spark, sink.path, files.spark_format, files.options,
+                                             files.partition_by)
+        options.fence(batch_id)
+        state["sink"].addBatch(batch_id, files.df._jdf)
+
+    return write
+
+
+@dataclass
+class _Files:
+    df: Any  # the rows as the table's files hold them
+    spark_format: str
+    options: dict[str, str]
+    partition_by: list[str]
+
+
+def _files(stream: Any, sink: Any) -> _Files:
+    """The sink's rows in its file format's shape, with the writer options and partition columns."""
     from pyspark.sql import functions as F
 
     fmt = sink.format.identifier
@@ -205,13 +262,6 @@ def write_filesystem(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOp
     if getattr(sink, "overwrite", False):
         raise ValidationError(f"INSERT OVERWRITE {sink.identifier}: a streaming job cannot overwrite a table",
                               hint="use INSERT INTO")
-    if output_mode(stream) != APPEND:
-        # Spark's file sink (and its exactly-once manifest) is append-only. The planner never routes an
-        # update-mode stream here: file formats either accept UPDATE_BEFORE (so the aggregate keeps
-        # generateUpdateBefore and runs on transformWithState) or are insert-only.
-        raise ValidationError(f"sink {sink.identifier}: Spark's file sink cannot write a stream in "
-                              f"{output_mode(stream)} output mode",
-                              hint="write the query to a jdbc, upsert-kafka, print or blackhole sink")
     names = [c.name for c in sink.schema.physical_columns]
     df = stream.df.select(*[F.col(c).alias(n) for c, n in zip(stream.columns, names)],
                           *([F.col(ROWKIND)] if stream.updating else []))
@@ -229,16 +279,48 @@ def write_filesystem(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOp
     elif stream.updating:
         raise ValidationError(f"sink {sink.identifier}: format '{fmt}' writes inserts only but the query produces "
                               "updates", hint="use 'format' = 'changelog-json' or 'debezium-json', or an upsert sink")
-    path = sink.path
-    local = _local_dir(path)
+    local = _local_dir(sink.path)
     if local is not None:
         os.makedirs(local, exist_ok=True)
-    writer = df.writeStream.format(_SPARK_FORMAT[fmt]).outputMode("append").option("path", path)
     options = _format_options(sink.format, reading=False)
     if fmt in _JSON_FORMATS:
         options.update(_json_text_options(sink.format, types))
-    for k, v in options.items():
-        writer = writer.option(k, v)
-    if sink.partition_keys and fmt != "debezium-json":
-        writer = writer.partitionBy(*sink.partition_keys)
-    return query.configure(writer).start()
+    partition_by = list(sink.partition_keys) if sink.partition_keys and fmt != "debezium-json" else []
+    return _Files(df, _SPARK_FORMAT[fmt], options, partition_by)
+
+
+# Spark's FileFormat behind each format name a file sink writes.
+_FILE_FORMAT_CLASSES = {
+    "json": "org.apache.spark.sql.execution.datasources.json.JsonFileFormat",
+    "csv": "org.apache.spark.sql.execution.datasources.csv.CSVFileFormat",
+    "parquet": "org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat",
+}
+# Where Spark keeps FileStreamSink (4.2 and 4.3: sinks/; older releases: streaming/).
+_FILE_STREAM_SINK_CLASSES = ("org.apache.spark.sql.execution.streaming.sinks.FileStreamSink",
+                             "org.apache.spark.sql.execution.streaming.FileStreamSink")
+
+
+def file_stream_sink(spark: Any, path: str, spark_format: str, options: dict[str, str], partition_by: list[str]
+                     ) -> Any:
+    """A JVM ``FileStreamSink`` for ``path``: what ``writeStream.format(spark_format)`` would create, to be fed
+    micro-batches with ``addBatch(batch_id, jdf)`` from a ``foreachBatch``."""
+    jvm = spark.sparkContext._jvm
+    file_format = _jvm_class(jvm, _FILE_FORMAT_CLASSES[spark_format])()
+    scala_options = jvm.PythonUtils.toScalaMap({**options, "path": path})
+    columns = jvm.PythonUtils.toSeq(list(partition_by))
+    for name in _FILE_STREAM_SINK_CLASSES:
+        try:
+            cls = _jvm_class(jvm, name)
+            return cls(spark._jsparkSession, path, file_format, columns, scala_options)
+        except Exception:  # py4j: unknown class (moved between Spark releases)
+            continue
+    raise ValidationError("this Spark has no FileStreamSink where planengine looks for it: "
+                          + ", ".join(_FILE_STREAM_SINK_CLASSES),
+                          hint="run the plan on a Spark release planengine supports (docs/engines.md)")
+
+
+def _jvm_class(jvm: Any, name: str) -> Any:
+    target = jvm
+    for part in name.split("."):
+        target = getattr(target, part)
+    return target

@@ -36,7 +36,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.runtime.connectors import QueryOptions, SourceFrame, sink_writer, source_reader, spark_schema_ddl
+from planengine.runtime.connectors import (
+    BatchOptions,
+    QueryOptions,
+    SourceFrame,
+    batch_sink_writer,
+    sink_writer,
+    source_reader,
+    spark_schema_ddl,
+)
 from planengine.runtime.stream import ROWKIND, output_mode
 
 log = logging.getLogger("planengine.runtime.jdbc")
@@ -418,28 +426,45 @@ def _test_pause(phase: str, batch_id: int, query_uid: str) -> None:
 
 @sink_writer("jdbc")
 def write_jdbc(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions) -> Any:
-    from pyspark.sql import functions as F
 
     if getattr(sink, "overwrite", False):
         raise ValidationError(f"INSERT OVERWRITE {sink.identifier}: the jdbc sink cannot overwrite a table")
-    writer = JdbcBatchWriter.for_sink(sink, query.name)
-    columns = stream.columns
+    apply = _batch_applier(JdbcBatchWriter.for_sink(sink, query.name), query.name, query.fence)
+    df = _kind_first(stream)
+    return query.configure(df.writeStream.foreachBatch(apply).outputMode(output_mode(stream))).start()
+
+
+@batch_sink_writer("jdbc")
+def jdbc_batches(sink: Any, node: Any, ctx: Any, options: BatchOptions) -> Any:
+    if getattr(sink, "overwrite", False):
+        raise ValidationError(f"INSERT OVERWRITE {sink.identifier}: the jdbc sink cannot overwrite a table")
+    apply = _batch_applier(JdbcBatchWriter.for_sink(sink, options.name), options.name, options.fence)
+    return lambda stream, batch_id: apply(_kind_first(stream), batch_id)
+
+
+def _kind_first(stream: Any) -> Any:
+    from pyspark.sql import functions as F
+
     kind = F.col(ROWKIND) if stream.updating else F.lit("+I")
-    df = stream.df.select(kind.alias(ROWKIND), *[F.col(c) for c in columns])
+    return stream.df.select(kind.alias(ROWKIND), *[F.col(c) for c in stream.columns])
+
+
+def _batch_applier(writer: JdbcBatchWriter, name: str, fence: Callable[[int], None]) -> Callable[[Any, int], None]:
+    """One micro-batch in one transaction, keyed by ``(name, batch id)``: a replayed batch is skipped."""
 
     def apply(batch: Any, batch_id: int) -> None:
-        query.fence(batch_id)
+        fence(batch_id)
         if writer.committed(batch_id):  # a replay: skip without reading the batch
-            log.info("jdbc sink %s: batch %d already committed, skipped", query.name, batch_id)
+            log.info("jdbc sink %s: batch %d already committed, skipped", name, batch_id)
             return
         rows = [tuple(r) for r in batch.toLocalIterator()]
-        query.fence(batch_id)
+        fence(batch_id)
         result = writer.write_batch(batch_id, rows)
         if result.applied:
-            log.info("jdbc sink %s: batch %d committed (%d upserts, %d deletes, %d inserts)", query.name, batch_id,
+            log.info("jdbc sink %s: batch %d committed (%d upserts, %d deletes, %d inserts)", name, batch_id,
                      result.upserts, result.deletes, result.inserts)
 
-    return query.configure(df.writeStream.foreachBatch(apply).outputMode(output_mode(stream))).start()
+    return apply
 
 
 # --- lookups -------------------------------------------------------------------------------------------------------

@@ -27,7 +27,15 @@ import logging
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.runtime.connectors import QueryOptions, SourceFrame, sink_writer, source_reader, spark_schema_ddl
+from planengine.runtime.connectors import (
+    BatchOptions,
+    QueryOptions,
+    SourceFrame,
+    batch_sink_writer,
+    sink_writer,
+    source_reader,
+    spark_schema_ddl,
+)
 from planengine.runtime.connectors import changelog_format as cf
 from planengine.runtime.stream import ROWKIND, output_mode
 
@@ -235,6 +243,26 @@ def sink_options(sink: Any) -> dict[str, str]:
         log.warning("sink %s: 'sink.delivery-guarantee' = 'exactly-once' is not available with Spark's Kafka sink; "
                     "it writes at-least-once (a batch replayed after a failure is written again)", sink.identifier)
     return to_spark_kafka_sink_options(sink)
+
+
+@batch_sink_writer("kafka")
+@batch_sink_writer("upsert-kafka")
+def kafka_batches(sink: Any, node: Any, ctx: Any, options: BatchOptions) -> Any:
+    """Spark's Kafka batch writer: at-least-once, like its streaming sink (a replayed batch is written again)."""
+
+    def write(stream: Any, batch_id: int) -> None:
+        writer = encode_records(stream, sink).write.format("kafka")
+        for key, value in sink_options(sink).items():
+            writer = writer.option(key, value)
+        options.fence(batch_id)
+        try:
+            writer.save()
+        except Exception as error:
+            if _is_missing_kafka(error):
+                raise jars_missing_error(sink) from None
+            raise
+
+    return write
 
 
 @sink_writer("kafka")

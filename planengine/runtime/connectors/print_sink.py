@@ -7,9 +7,10 @@ Values print as Flink's ``Row.toString`` does: ``null`` for nulls, ``2020-10-10T
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from planengine.runtime.connectors import QueryOptions, sink_writer
+from planengine.runtime.connectors import BatchOptions, BatchWriter, QueryOptions, batch_sink_writer, sink_writer
 from planengine.runtime.stream import ROWKIND, output_mode
 
 
@@ -42,17 +43,27 @@ def flink_row(kind: str, values: list[Any]) -> str:
 
 @sink_writer("print")
 def write_print(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions) -> Any:
+    emit = _printer(sink, stream.columns, stream.updating, query.fence)
+    return query.configure(stream.df.writeStream.foreachBatch(emit).outputMode(output_mode(stream))).start()
+
+
+@batch_sink_writer("print")
+def print_batches(sink: Any, node: Any, ctx: Any, options: BatchOptions) -> BatchWriter:
+    return lambda stream, batch_id: _printer(sink, stream.columns, stream.updating, options.fence)(stream.df,
+                                                                                                   batch_id)
+
+
+def _printer(sink: Any, columns: list[str], updating: bool, fence: Callable[[int], None]
+             ) -> Callable[[Any, int], None]:
     prefix = sink.print_identifier
     out = sys.stderr if sink.standard_error else sys.stdout
-    columns = stream.columns
-    updating = stream.updating
 
     def emit(batch: Any, batch_id: int) -> None:
-        query.fence(batch_id)
+        fence(batch_id)
         for row in batch.toLocalIterator():
             kind = row[ROWKIND] if updating else "+I"
             line = flink_row(kind, [row[c] for c in columns])
             print(f"{prefix}> {line}" if prefix else line, file=out, flush=False)
         out.flush()
 
-    return query.configure(stream.df.writeStream.foreachBatch(emit).outputMode(output_mode(stream))).start()
+    return emit

@@ -29,21 +29,37 @@ class SinkQuery:
 
     uid: str
     start: Callable[[QueryOptions], Any]
-    kind: str = "sink"  # sink | channel
+    kind: str = "sink"  # sink | channel | fan-out
     description: str = ""
-    label: str = ""  # what progress and status show: the sink table's name, or "channel <name>"
+    label: str = ""  # what progress and status show: the sink table('s names), or "channel <name>"
 
 
 @translator("stream-exec-sink", 1)
 def translate_sink(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    from pyspark.sql import functions as F
-
-    inp = inputs[0]
     sink = runtime_sink(node, ctx)
     provider = sink.sink_runtime_provider(SinkContext(node_id=ctx.node_id(node)))
     writer = get_sink_writer(provider.connector)
+    inp = inputs[0]
     if node.upsert_materialize:
         inp = _upsert_materialize(inp, node, ctx)
+    out = table_rows(node, inp, ctx)
+    uid = ctx.uid(node, "sink")
+    query = SinkQuery(uid, lambda options: writer(out, sink, node, ctx, options), "sink", node.description,
+                      sink_label(node))
+    return out.with_df(out.df, properties={**out.properties, "query": query})
+
+
+def sink_label(node: Any) -> str:
+    """What progress lines and the status API call a sink: its table's name."""
+    return ObjectIdentifier.parse(node.table.identifier).name
+
+
+def table_rows(node: Any, inp: Stream, ctx: Any) -> Stream:
+    """The sink's input reshaped to the table's persisted columns ``f0..fn`` (casts, NULLs for columns the
+    INSERT does not fill, NOT NULL enforcement), ``_rowkind`` kept on updating input. Works on a streaming
+    DataFrame and on one micro-batch alike (a fan-out query writes its sinks per batch)."""
+    from pyspark.sql import functions as F
+
     # The table as the plan resolved it (not the connector object: not every sink keeps its schema).
     columns = [c for c in node.table.resolved.table.schema.physical_columns]
     targets = list(node.target_columns) or list(range(len(inp.fields)))
@@ -58,11 +74,7 @@ def translate_sink(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
         cols.append(_enforce_not_null(value, column, ctx, node).alias(column_name(j)))
     if inp.updating:
         cols.append(F.col(ROWKIND))
-    out = Stream(inp.df.select(*cols), tuple(c.name for c in columns), inp.updating, None, dict(inp.properties))
-    uid = ctx.uid(node, "sink")
-    query = SinkQuery(uid, lambda options: writer(out, sink, node, ctx, options), "sink", node.description,
-                      ObjectIdentifier.parse(node.table.identifier).name)
-    return out.with_df(out.df, properties={**out.properties, "query": query})
+    return Stream(inp.df.select(*cols), tuple(c.name for c in columns), inp.updating, None, dict(inp.properties))
 
 
 def _enforce_not_null(value: Any, column: Any, ctx: Any, node: Any) -> Any:

@@ -75,6 +75,17 @@ def translate_watermark(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
         data = data.drop(RECORD_WATERMARK)
     if per_record:
         data = with_record_watermarks(data, rowtime, delay, interval)
+    df = with_drainable_watermark(data, rowtime, delay, ctx, uid)
+    props = {**inp.properties, "watermark_delay_ms": delay, "watermark_interval_ms": interval,
+             "watermark_assigner_version": node.metadata.version}
+    return inp.with_df(df, rowtime=rowtime, properties=props, record_watermark=per_record)
+
+
+def with_drainable_watermark(data: Any, rowtime: str, delay: int, ctx: Any, uid: str) -> Any:
+    """``data.withWatermark(rowtime, delay)`` that ``--drain`` can move to the end of time: the control stream
+    ``<run>/control/<uid>/`` is unioned in below the watermark and its marker filtered out above it."""
+    from pyspark.sql import functions as F
+
     data = data.withColumn(EOI, F.lit(False))
     control_dir = control_directory(ctx, uid)
     schema = data.schema
@@ -84,10 +95,7 @@ def translate_watermark(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     # predicates through EventTimeWatermark unless they reference the event-time column, so this one does
     # (the second disjunct is never true for a marker, whose rowtime is the end of time).
     keep = ~F.col(EOI) | (F.col(rowtime) < F.lit(dt.datetime(1, 1, 2)).cast("timestamp"))
-    df = data.unionByName(markers).withWatermark(rowtime, f"{delay} milliseconds").filter(keep).drop(EOI)
-    props = {**inp.properties, "watermark_delay_ms": delay, "watermark_interval_ms": interval,
-             "watermark_assigner_version": node.metadata.version}
-    return inp.with_df(df, rowtime=rowtime, properties=props, record_watermark=per_record)
+    return data.unionByName(markers).withWatermark(rowtime, f"{delay} milliseconds").filter(keep).drop(EOI)
 
 
 def control_directory(ctx: Any, uid: str) -> str:

@@ -36,7 +36,7 @@ def _manifest(job_root: Path, snapshot_id: str) -> dict:
 
 def _stateful_operators(manifest: dict) -> dict[str, list[str]]:
     """Query uid -> the names of its stateful operators, as the snapshot's recorded state layout lists them."""
-    return {uid: [op.get("operatorName", "") for op in (q.get("stateLayout") or {}).get("operators", {}).values()]
+    return {uid: [op["name"] for op in (q.get("stateLayout") or {}).get("operators", {}).values()]
             for uid, q in manifest["queries"].items()}
 
 

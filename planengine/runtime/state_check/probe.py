@@ -36,7 +36,6 @@ from planengine.runtime.session import use_plan_partitions
 from planengine.runtime.state_check.layout import read_layout
 
 SCAN = "stream-exec-table-source-scan"
-SINK = "stream-exec-sink"
 # Failures of Spark's Python worker plumbing on a loaded machine (the executor retries the same ones).
 TRANSIENT_ATTEMPTS = 3
 
@@ -143,13 +142,13 @@ def _apply_restored_conf(spark: Any, stored: dict[str, str], notes: list[str]) -
 
 # --- translation ------------------------------------------------------------------------------------------
 def _translate(plan: Any, spark: Any, tmp: Path, notes: list[str]) -> list[_Query]:
-    from planengine.exec import base as B
     from planengine.plan import serde
     from planengine.plan.compiled_plan import CompiledPlan
     from planengine.runtime.context import TranslationContext
     from planengine.runtime.executor import check_runtime_support
     from planengine.runtime.python_functions import register_user_functions
-    from planengine.runtime.translators import get_translator
+    from planengine.runtime.stream import output_mode
+    from planengine.runtime.topology import translate_plan
 
     check_runtime_support(plan.data)
     sinks = CompiledPlan(plan.data, plan.session).restore()  # as Job.translate: always from the JSON
@@ -164,19 +163,38 @@ def _translate(plan: Any, spark: Any, tmp: Path, notes: list[str]) -> list[_Quer
     queries: list[_Query] = []
     empty = _EmptyStreams(spark, empty_dir, notes)
     ctx.cut = lambda stream, name: _cut(stream, name, queries, empty)
-    cache: dict[int, Any] = {}
-    for node in B.topological(list(sinks)):
-        meta = node.metadata
-        fn = get_translator(meta.name, meta.version)
-        assert fn is not None  # check_runtime_support above
-        out = fn(node, [cache[id(i)] for i in node.inputs], ctx)
-        if meta.name == SCAN:
-            out = out.with_df(empty.like(out.df, f"node {ctx.node_id(node)} ({node.table.identifier})"))
-        elif meta.name == SINK:
-            mode = str(out.properties.get("output_mode", "append"))
-            queries.append(_Query(out.properties["query"].uid, out.df, mode))
-        cache[id(node)] = out
+
+    def scan(node: Any, out: Any) -> Any:
+        if node.metadata.name != SCAN:
+            return out
+        return out.with_df(empty.like(out.df, f"node {ctx.node_id(node)} ({node.table.identifier})"))
+
+    def read_channel(head: Any, uid: str, path: Any, consumer: Any, ctx: Any) -> Any:
+        return _channel_reader(head, uid, empty)
+
+    # The same queries as ``run`` (runtime/topology.py): a fan-out query's state is all in the stream it
+    # hands to foreachBatch, which the probe writes to noop like any other query's.
+    translate_plan(sinks, plan.data, ctx, lambda query, stream: queries.append(
+        _Query(query.uid, stream.df, output_mode(stream))), read_channel=read_channel, on_scan=scan)
     return queries
+
+
+def _channel_reader(head: Any, uid: str, empty: _EmptyStreams) -> Any:
+    """A shared topology's channel as the consumer reads it (``topology.read_channel_files``: the head's
+    schema, its watermark, a drain control unioned in), over an empty stream."""
+    from planengine.runtime.translators.watermark import EOI
+
+    read_back = empty.spark.readStream.schema(head.df.schema).parquet(str(empty.directory))
+    df = empty.like(read_back, f"channel {uid}")
+    if head.rowtime is not None:
+        from pyspark.sql import functions as F
+
+        delay = int(head.properties.get("watermark_delay_ms", 0))
+        data = df.withColumn(EOI, F.lit(False))
+        markers = empty.like(empty.spark.readStream.schema(data.schema).parquet(str(empty.directory)),
+                             f"drain control of channel {uid}")
+        df = data.unionByName(markers).withWatermark(head.rowtime, f"{delay} milliseconds").drop(EOI)
+    return head.with_df(df, properties={**head.properties, "channel": uid})
 
 
 def _cut(stream: Any, name: str, queries: list[_Query], empty: _EmptyStreams) -> Any:

@@ -37,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     inserts = split_program(env, read_text(args.file), args.file)
     if args.json:
         result = env.plan_inserts(inserts)
-        print(json.dumps(plan_summary(serde.write_plan(result.sinks, env.config, result.sink_writes_batches)), indent=2))
+        plan = serde.write_plan(result.sinks, env.config, result.sink_writes_batches)
+        print(json.dumps(plan_summary(plan), indent=2))
     else:
         print(env.explain_inserts(inserts, ("PLAN_ADVICE",) if args.verbose_rules else ()))
     return 0

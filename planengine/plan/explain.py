@@ -76,6 +76,8 @@ def explain_plan_json(plan: dict[str, Any]) -> str:
 
     for s in summary["sinks"]:
         visit(s["id"], 0)
+    if len(summary["queries"]) < 2 and summary["topology"] != "shared":
+        return "\n".join(lines)  # one sink, one query: nothing to say about the topology
     lines += ["", _queries_title(summary)]
     computed: dict[int, int] = {}
     for q in summary["queries"]:

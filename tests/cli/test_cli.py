@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from planengine import cli
-from planengine.version import ENGINE_VERSION
+from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION
 
 SCRIPT = """
 CREATE TABLE src (k STRING) WITH ('connector' = 'datagen');
@@ -22,7 +22,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         cli.main(["--version"])
     assert done.value.code == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"planengine {ENGINE_VERSION} (plan format 1, Spark 4.")
+    assert out.startswith(f"planengine {ENGINE_VERSION} (plan format {PLAN_FORMAT_VERSION}, Spark 4.")
 
 
 def test_help_is_a_sentence_for_users_not_a_docstring(capsys: pytest.CaptureFixture[str]) -> None:

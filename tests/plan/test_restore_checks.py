@@ -54,7 +54,8 @@ def hand_edit(plan: dict[str, Any]) -> None:
 CASES: dict[str, tuple[Callable[[], dict[str, Any]], str, int, tuple[str, ...], int | None]] = {
     "good": (good_plan, "0.1", 0, (), None),
     "unknown-format-version": (lambda: resealed(lambda p: p.update(formatVersion=3)), "0.1", 4,
-                               ("plan format version 3 is not readable by this engine (reads 1, 2)", "engine that wrote it"), None),
+                               ("plan format version 3 is not readable by this engine (reads 1, 2)",
+                                "engine that wrote it"), None),
     "newer-engine": (lambda: resealed(lambda p: p.update(engineVersion="0.2")), "0.1", 4,
                      ("compiled by a newer engine (0.2) than this one (0.1)", "that engine version or newer"), None),
     "oldest-in-window": (lambda: resealed(lambda p: p.update(engineVersion="0.3")), "0.5", 0, (), None),

@@ -22,7 +22,8 @@ END;"""
 def _env(tmp_path: Path, **config: str) -> TableEnvironment:
     env = TableEnvironment(config)
     env.execute_sql(f"""
-        CREATE TABLE src (k STRING, v INT) WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/src', 'format' = 'json');
+        CREATE TABLE src (k STRING, v INT)
+          WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/src', 'format' = 'json');
         CREATE TABLE counts (k STRING, cnt BIGINT)
           WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/counts', 'format' = 'changelog-json');
         CREATE TABLE doubled (k STRING, twice BIGINT)
@@ -59,3 +60,65 @@ def test_a_group_aggregate_read_by_two_sinks_has_one_state_store_in_the_snapshot
     assert materialize(sink_changelog(spark, env, "counts", tmp_path / "counts")) == Counter(["+I[a, 2]", "+I[b, 1]"])
     assert materialize(sink_changelog(spark, env, "doubled", tmp_path / "doubled")) == \
         Counter(["+I[a, 4]", "+I[b, 2]"])
+
+
+WINDOW_AND_FILTER = """EXECUTE STATEMENT SET BEGIN
+INSERT INTO windows SELECT k, window_start, window_end, COUNT(*)
+  FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end;
+INSERT INTO big SELECT k, v FROM ev WHERE v >= 10;
+END;"""
+
+
+def _event_env(tmp_path: Path, **config: str) -> TableEnvironment:
+    env = TableEnvironment(config)
+    env.execute_sql(f"""
+        CREATE TABLE ev (k STRING, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+          WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/ev', 'format' = 'json');
+        CREATE TABLE windows (k STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), cnt BIGINT)
+          WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/windows', 'format' = 'changelog-json');
+        CREATE TABLE big (k STRING, v INT)
+          WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/big', 'format' = 'changelog-json')""")
+    return env
+
+
+def _rows_read_from(job, directory: Path) -> int:
+    """Rows all of the job's queries read from the file source over ``directory`` (their progress reports)."""
+    total = 0
+    for q in job.queries:
+        for progress in q.query.recentProgress:
+            for source in progress["sources"]:
+                if f"{directory}]" in source["description"] or f"{directory}/]" in source["description"]:
+                    total += int(source["numInputRows"])
+    return total
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared", "one-query-per-sink"])
+def test_a_source_read_by_a_window_and_a_filter_is_read_once_and_its_snapshot_checks(tmp_path: Path, spark,
+                                                                                     shared: bool) -> None:
+    from planengine.plan.restore import INCOMPATIBLE, CheckReport
+    from planengine.runtime.state_check import check_snapshot_state
+
+    env = _event_env(tmp_path, **({} if shared else {"planengine.plan.shared-queries": "false"}))
+    rows = [{"k": "a", "v": 1, "ts": "2020-10-10 00:00:01"}, {"k": "a", "v": 10, "ts": "2020-10-10 00:00:04"},
+            {"k": "b", "v": 20, "ts": "2020-10-10 00:00:12"}]
+    write_rows(tmp_path / "ev", "rows", rows)
+    plan = env.compile_plan_sql(WINDOW_AND_FILTER)
+    job = env.execute_plan(plan, job_root=str(tmp_path / "job"))
+    try:
+        job.process_available()
+        assert _rows_read_from(job, tmp_path / "ev") == (3 if shared else 6)
+    finally:
+        snapshot = job.stop(snapshot=True)
+    assert sink_changelog(spark, env, "windows", tmp_path / "windows") == ["+I[a, 2020-10-10T00:00, "
+                                                                            "2020-10-10T00:00:10, 2]"]
+    assert Counter(sink_changelog(spark, env, "big", tmp_path / "big")) == Counter(["+I[a, 10]", "+I[b, 20]"])
+    if shared:
+        manifest = _manifest(tmp_path / "job", snapshot)
+        assert sorted(manifest["queries"]) == ["2_stream-exec-watermark-assigner-2_fan-out",
+                                               "7_stream-exec-sink-1_sink"]
+        # the channel travels inside its producer's checkpoint
+        assert (tmp_path / "job" / "snapshots" / snapshot / "checkpoints" / "2_stream-exec-watermark-assigner-2_fan-out"
+                / "channel" / "_spark_metadata").is_dir()
+        report = CheckReport(plan_id=plan.plan_id)
+        check_snapshot_state(plan.data, str(tmp_path / "job" / "snapshots" / snapshot), report, spark=spark)
+        assert [r["message"] for r in report.reasons if r["status"] == INCOMPATIBLE] == []

@@ -122,3 +122,41 @@ def test_a_source_read_by_a_window_and_a_filter_is_read_once_and_its_snapshot_ch
         report = CheckReport(plan_id=plan.plan_id)
         check_snapshot_state(plan.data, str(tmp_path / "job" / "snapshots" / snapshot), report, spark=spark)
         assert [r["message"] for r in report.reasons if r["status"] == INCOMPATIBLE] == []
+
+
+def test_a_fan_out_failing_between_its_sinks_replays_the_batch_and_each_sink_has_it_once(
+        tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fan-out writes its sinks one after the other inside one ``foreachBatch``: a failure after the first
+    sink committed batch 1 and before the second wrote it makes Spark replay batch 1 (same offsets, the state of
+    batch 0). The first sink must skip it (its manifest has it), the second must write it: once each."""
+    from planengine.runtime.executor import Job
+
+    env = _env(tmp_path)
+    write_rows(tmp_path / "src", "first", [{"k": "a", "v": 1}, {"k": "b", "v": 2}])
+    plan = env.compile_plan_sql(TWO_SINKS)
+    fenced: list[int] = []
+    real_fence = Job.fence
+
+    def fence(self: Job, batch_id: int = -1) -> None:
+        real_fence(self, batch_id)
+        fenced.append(batch_id)
+        # batch 1: the fan-out's own fence, then one per sink before it commits; fail before the second sink,
+        # once, as a transient failure (the job restarts the query from its checkpoint, as after a lost worker)
+        if fenced.count(1) == 3:
+            raise RuntimeError("CANNOT_OPEN_SOCKET: injected between the fan-out's sinks")
+
+    monkeypatch.setattr(Job, "fence", fence)
+    job = env.execute_plan(plan, job_root=str(tmp_path / "job"))
+    try:
+        job.process_available()
+        write_rows(tmp_path / "src", "second", [{"k": "a", "v": 3}, {"k": "c", "v": 4}])
+        job.process_available()
+        assert len(job.queries) == 1 and job.queries[0].restarts >= 1  # the injected failure, replayed
+        assert fenced.count(1) >= 6  # batch 1 ran twice: fan-out + two sinks, then again
+    finally:
+        job.stop(snapshot=False)
+    counts = sink_changelog(spark, env, "counts", tmp_path / "counts")
+    doubled = sink_changelog(spark, env, "doubled", tmp_path / "doubled")
+    # every change exactly once: batch 0's two inserts, batch 1's update of a and insert of c
+    assert Counter(counts) == Counter(["+I[a, 1]", "+I[b, 1]", "-U[a, 1]", "+U[a, 2]", "+I[c, 1]"])
+    assert Counter(doubled) == Counter(["+I[a, 2]", "+I[b, 2]", "-U[a, 2]", "+U[a, 4]", "+I[c, 2]"])

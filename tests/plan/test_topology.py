@@ -11,7 +11,7 @@ import pytest
 from planengine.api import TableEnvironment
 from planengine.errors import PlanError
 from planengine.plan.migrate import migrate_plan
-from planengine.plan.restore import INCOMPATIBLE, check_plan
+from planengine.plan.restore import INCOMPATIBLE, CheckReport, check_plan
 from planengine.plan.serde import compute_plan_id
 from planengine.plan.topology import Dag, Topology, plan_topology
 from tests.golden.compile_programs import PLANS
@@ -117,3 +117,40 @@ def test_shared_queries_off_compiles_one_query_per_sink_as_format_1() -> None:
     assert "== 2 queries (one per sink" in legacy.explain()
     assert legacy.explain().splitlines()[-1] == ("8_stream-exec-sink-1_sink: computes #1 (again), #2 (again), "
                                                  "#3 (again), #4 (again), #5 (again), #6 (again), #8")
+
+
+def test_the_snapshot_check_follows_the_recorded_queries_and_refuses_a_changed_topology(tmp_path: Path) -> None:
+    """``check --snapshot``'s lineage: a fan-out query holds its shared aggregate's state; a snapshot of the same
+    statement set run one query per sink keeps the aggregate's state under the sink queries' uids, which the
+    shared plan does not have, so restoring it under the shared plan is refused rather than starting empty."""
+    from types import SimpleNamespace
+
+    from planengine.runtime.state_check import _check_lineage, stateful_lineage
+
+    def compile_plan(shared: str) -> dict:
+        env = TableEnvironment({"planengine.plan.shared-queries": shared})
+        env.execute_sql(f"""
+            CREATE TABLE src (k STRING, v INT) WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/src',
+              'format' = 'json');
+            CREATE TABLE a (k STRING, c BIGINT) WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/a',
+              'format' = 'changelog-json');
+            CREATE TABLE b (k STRING, c BIGINT) WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/b',
+              'format' = 'changelog-json')""")
+        return env.compile_plan_sql("""EXECUTE STATEMENT SET BEGIN
+            INSERT INTO a SELECT k, COUNT(*) FROM src GROUP BY k;
+            INSERT INTO b SELECT k, COUNT(*) * 2 FROM src GROUP BY k;
+            END;""").data
+
+    shared, per_sink = compile_plan("true"), compile_plan("false")
+    aggregate = [(n["id"], n["type"], tuple(s["name"] for s in n["state"])) for n in shared["nodes"] if n.get("state")]
+    assert len(aggregate) == 1
+    assert stateful_lineage(shared) == {shared["queries"][0]["uid"]: aggregate}
+    sink_queries = stateful_lineage(per_sink)
+    assert len(sink_queries) == 2 and all(len(ops) == 1 for ops in sink_queries.values())
+
+    report = CheckReport(plan_id=shared["planId"])
+    assert not _check_lineage(per_sink, shared, SimpleNamespace(last_batch_ids=dict.fromkeys(sink_queries, 0)),
+                              report)
+    assert [r["message"] for r in report.reasons if r["status"] == INCOMPATIBLE] == [
+        f"the snapshot holds state of query {uid}, which the plan no longer has" for uid in sorted(sink_queries)]
+

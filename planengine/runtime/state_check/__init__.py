@@ -2,9 +2,10 @@
 
 Two levels, cheapest first:
 
-* **plan lineage** (when the snapshot's plan differs): per query (one per sink, named by the sink's uid),
-  the stateful nodes feeding it must be those of the snapshot's plan (same node id, exec node name and
-  state names); a query of the snapshot that the plan no longer has would lose its state;
+* **plan lineage** (when the snapshot's plan differs): per query (the plan's recorded queries, or one per sink
+  named by the sink's uid), the stateful nodes it computes must be those of the snapshot's plan (same node id,
+  exec node name and state names); a query of the snapshot that the plan no longer has would lose its state
+  (so does a plan recompiled into another topology: the state lives under the old queries' uids);
 * **Spark state layout**: what Spark stored per query (stateful operator ids and names, state stores and
   column families, key/value schemas with nullability, partitions; ``layout.py``) against what *this*
   engine creates for the same plan, found by running every query once over empty input (``probe.py``),
@@ -27,6 +28,7 @@ from typing import Any
 
 from planengine.plan.catalog_objects import PlanSession
 from planengine.plan.restore import COMPATIBLE, INCOMPATIBLE, CheckReport
+from planengine.plan.topology import Dag, Topology, legacy_topology
 from planengine.runtime.state_check.compare import ADVICE, compare_layouts
 from planengine.runtime.state_check.layout import LayoutError, read_layout
 
@@ -34,32 +36,17 @@ log = logging.getLogger("planengine.runtime.state_check")
 
 
 def stateful_lineage(plan_json: dict[str, Any]) -> dict[str, list[tuple[int, str, tuple[str, ...]]]]:
-    """Query uid -> the stateful nodes (id, type, state names) upstream of its sink, by id."""
-    nodes = {n["id"]: n for n in plan_json.get("nodes", [])}
-    inputs: dict[int, list[int]] = {}
-    consumers: set[int] = set()
-    for e in plan_json.get("edges", []):
-        inputs.setdefault(e["target"], []).append(e["source"])
-        consumers.add(e["source"])
+    """Query uid -> the stateful nodes (id, type, state names) the query computes, by id: the plan's recorded
+    queries (a fan-out query holds the state of everything in its streaming part, a channel consumer only what
+    lies below the channel), or one query per sink holding everything upstream of the sink."""
+    nodes = {int(n["id"]): n for n in plan_json.get("nodes", [])}
+    dag = Dag.from_plan(plan_json)
+    topology = Topology.from_plan(plan_json) or legacy_topology(dag)
     out: dict[str, list[tuple[int, str, tuple[str, ...]]]] = {}
-    for nid, node in nodes.items():
-        if nid in consumers:
-            continue
-        name, _, version = str(node["type"]).rpartition("_")
-        uid = f"{nid}_{name}-{version}_sink"
-        seen: set[int] = set()
-        stack = [nid]
-        found = []
-        while stack:
-            cur = stack.pop()
-            if cur in seen:
-                continue
-            seen.add(cur)
-            n = nodes[cur]
-            if n.get("state"):
-                found.append((cur, str(n["type"]), tuple(s["name"] for s in n["state"])))
-            stack.extend(inputs.get(cur, []))
-        out[uid] = sorted(found)
+    for query in topology.queries:
+        found = [(n, str(nodes[n]["type"]), tuple(s["name"] for s in nodes[n]["state"]))
+                 for n in topology.streaming_nodes(dag, query) if nodes[n].get("state")]
+        out[query.uid] = sorted(found)
     return out
 
 

@@ -1,4 +1,5 @@
-"""``spec.initialSnapshot`` with the real engine: a new job continues another job's state (3 JVM starts).
+"""``spec.initialSnapshot`` with the real engine: a new job continues another job's state (3 JVM starts per
+launcher; on Kubernetes the check and the drivers are pods of the test kubelet reading the shared claim).
 
 The source job runs the real statement set (stateless calc into one file sink, a native 10 s tumbling-window
 count into another) and is suspended, which stops it with a snapshot. A second job (another name, another job
@@ -42,7 +43,6 @@ def _tree_digest(directory: Path) -> dict[str, tuple[str, float]]:
             for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("launcher", ["local"], indirect=True)  # the Kubernetes variant: not run yet
 def test_a_job_started_from_another_jobs_snapshot_continues_its_state(real_world: World) -> None:
     world = real_world
     world.start_operator()

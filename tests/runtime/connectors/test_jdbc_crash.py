@@ -1,13 +1,18 @@
 """Exactly once through driver crashes: ``planengine run`` killed with SIGKILL mid-batch, then restarted.
 
 Two jdbc sinks read the same monitored directory: ``events`` has no primary key (append: a batch applied
-twice would duplicate rows) and ``latest`` upserts by key. The sink pauses at a fault-injection point
-(``PLANENGINE_TEST_JDBC_SINK_PAUSE``) and the test kills the whole driver process group there:
+twice would duplicate rows) and ``latest`` upserts by key. They share the scan, so the plan records the shared
+topology: one fan-out query reads each batch once and writes the two sinks one after the other from its
+``foreachBatch``, each in its own transaction keyed by (sink uid, batch id). The sink pauses at a
+fault-injection point (``PLANENGINE_TEST_JDBC_SINK_PAUSE``) and the test kills the whole driver process group
+there; the first sink pausing holds the second back, so a kill falls *between* the two sinks' commits:
 
-1. run A commits batch 0, then is killed inside batch 1's open transaction (rows written, not committed);
-2. run B replays batch 1 (PostgreSQL rolled the dead transaction back), commits it, commits batch 2 in
-   PostgreSQL and is killed before Spark records batch 2 as done;
-3. run C (``--until-idle``) re-plans batch 2, finds it in ``planengine_sink_commits`` and skips it.
+1. run A commits batch 0 in both sinks, then is killed inside the first sink's open transaction of batch 1
+   (rows written, not committed; the second sink has not started batch 1);
+2. run B replays batch 1 (PostgreSQL rolled the dead transaction back) into both sinks, then commits batch 2 in
+   the first sink and is killed before the second sink writes it (and before Spark records batch 2 as done);
+3. run C (``--until-idle``) re-plans batch 2: the first sink finds it in ``planengine_sink_commits`` and skips
+   it, the second writes it.
 
 The tables must then hold every input row exactly once.
 """
@@ -109,22 +114,26 @@ def test_sigkill_mid_batch_then_restart_applies_every_batch_once(tmp_path: Path,
     root, markers = tmp_path / "root", tmp_path / "markers"
     write_json(tmp_path / "src", "a", rows(0, 5))
 
-    # Run A: first commit, then killed inside batch 1's transaction.
+    # Run A: first commit, then killed inside the first sink's transaction of batch 1.
     a = start(script, root, pause=f"before-commit:1:{markers}")
     wait_for("batch 0 of both sinks in PostgreSQL", lambda: len(committed(postgres_db)) == 2, a)
     write_json(tmp_path / "src", "b", rows(5, 9))
-    wait_for("batch 1 written but not committed", lambda: paused(markers, "before-commit-1") == 2, a)
+    wait_for("batch 1 written but not committed", lambda: paused(markers, "before-commit-1") == 1, a)
+    time.sleep(2)  # the second sink is behind the first in the same foreachBatch: it must not get to batch 1
+    assert paused(markers, "before-commit-1") == 1
     kill(a)
     assert [b for _, b in committed(postgres_db)] == [0, 0]
     assert sorted(r[0] for r in pg_rows(postgres_db, "SELECT id FROM events")) == list(range(5))
 
-    # Run B: replays batch 1; commits batch 2 in PostgreSQL, killed before Spark's commit log has it.
+    # Run B: replays batch 1; commits batch 2 in the first sink only, killed before Spark's commit log has it.
     b = start(script, root, pause=f"after-commit:2:{markers}")
     wait_for("batch 1 replayed", lambda: len(committed(postgres_db)) == 4, b)
     write_json(tmp_path / "src", "c", rows(9, 12))
-    wait_for("batch 2 committed in PostgreSQL", lambda: paused(markers, "after-commit-2") == 2, b)
+    wait_for("batch 2 committed in PostgreSQL", lambda: paused(markers, "after-commit-2") == 1, b)
     kill(b)
-    assert [n for _, n in committed(postgres_db)] == [0, 1, 2, 0, 1, 2]  # both sinks, ordered by uid
+    per_sink = sorted(tuple(n for uid, n in committed(postgres_db) if uid == sink)
+                      for sink in {uid for uid, _ in committed(postgres_db)})
+    assert per_sink == [(0, 1), (0, 1, 2)]  # the kill fell between the two sinks' commits of batch 2
 
     # Run C: until idle; batch 2 is planned again and skipped where PostgreSQL has it.
     c = start(script, root, "--until-idle")

@@ -158,8 +158,8 @@ class DropUpdateBefore(ExecNode):
 
 # --- aggregations -------------------------------------------------------------------------------------------
 @exec_node(_meta("group-aggregate", consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)),
-           # Version 2: same JSON, new strategy — Spark's native update-mode aggregation where it is exactly
-           # Flink, TWS elsewhere (runtime/translators/group_aggregate.py); version 1 stays TWS for its plans.
+           # Version 2: a new strategy — Spark's native update-mode aggregation where it is exactly Flink, TWS
+           # elsewhere, recorded in "strategy" (planengine.plan.strategies); version 1 stays TWS for its plans.
            _meta("group-aggregate", 2, consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class GroupAggregate(ExecNode):
@@ -168,6 +168,9 @@ class GroupAggregate(ExecNode):
     aggregates: tuple[AggregateCall, ...] = json_field("aggCalls", AGGS)
     need_retraction: bool = json_field("needRetraction", BOOL, False)
     generate_update_before: bool = json_field("generateUpdateBefore", BOOL, True)
+    # NATIVE | TRANSFORM_WITH_STATE, chosen at compile time (version 2 only; absent from plans written before
+    # it was recorded, where restore fills it with the same rule).
+    strategy: str | None = json_field("strategy", optional(STR), None, omit_empty=True)
 
 
 @exec_node(_meta("window-table-function", operators=("window-assigner",)))

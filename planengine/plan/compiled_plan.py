@@ -23,6 +23,7 @@ from planengine.plan import serde
 from planengine.plan.catalog_objects import FORCE_RECOMPILE, PlanSession, RestoreContext
 from planengine.plan.explain import explain_plan_json
 from planengine.plan.restore import INCOMPATIBLE, NEEDS_MIGRATION, CheckReport, check_plan
+from planengine.plan.strategies import record_strategies
 
 log = logging.getLogger("planengine.plan")
 
@@ -124,6 +125,7 @@ class CompiledPlan:
         tables = RestoreContext.from_session(self.session)
         sinks = serde.read_plan(self._plan, tables)
         _check_catalog_rows(self._plan, sinks)
+        sinks = record_strategies(sinks)  # plans from before strategies were recorded: the same rule
         self._sinks = sinks
         self.restore_decisions = tables.decisions
         log.info("restored plan %s (%d nodes) written by engine %s", self.plan_id, len(self._plan["nodes"]),

@@ -34,6 +34,7 @@ def plan_summary(plan: dict[str, Any]) -> dict[str, Any]:
             "id": n["id"], "type": n["type"], "changelogMode": n.get("changelogMode"),
             "inputs": inputs.get(n["id"], []), "stateful": bool(n.get("state")),
             "sinks": feeds, "shared": len(feeds) > 1, "description": n.get("description", ""),
+            **({"strategy": n["strategy"]} if "strategy" in n else {}),
         })
     return {"planId": plan.get("planId"), "engineVersion": plan.get("engineVersion"),
             "sinks": [{"id": s, "table": by_id[s].get("table", {}).get("identifier")} for s in sinks],
@@ -65,6 +66,8 @@ def explain_plan_json(plan: dict[str, Any]) -> str:
     def visit(nid: int, depth: int) -> None:
         n = by_id[nid]
         mode = f"changelogMode=[{n['changelogMode']}]"
+        if "strategy" in n:
+            mode += f", strategy=[{n['strategy']}]"
         shared = f", shared by sinks {n['sinks']}" if n["shared"] else ""
         if nid in printed:
             lines.append("  " * depth + f"#{nid} (see above)")

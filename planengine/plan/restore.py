@@ -14,6 +14,7 @@ from planengine.exec import base as B
 from planengine.functions.defaults import default_registry
 from planengine.plan.migrations import migration_target
 from planengine.plan.serde import compute_plan_id
+from planengine.plan.strategies import STRATEGIES
 from planengine.version import ENGINE_VERSION, READABLE_PLAN_FORMATS, SUPPORTED_MINOR_WINDOW
 
 log = logging.getLogger("planengine.restore")
@@ -117,6 +118,10 @@ def check_plan(plan: dict[str, Any]) -> CheckReport:
             known = sorted(v for (n, v) in B.registered() if n == name)
             report.add(INCOMPATIBLE, f"exec node {name} version {version} is unknown to this engine"
                        + (f" (it has versions {known})" if known else ""), node=nid,
+                       hint="restore with the engine version that compiled the plan")
+        if "strategy" in node and node["strategy"] not in STRATEGIES:
+            report.add(INCOMPATIBLE, f"translation strategy {node['strategy']!r} is unknown to this engine "
+                                     f"(it knows {', '.join(STRATEGIES)})", node=nid,
                        hint="restore with the engine version that compiled the plan")
         for ref in _function_refs(node):
             fn_name, fn_version = ref

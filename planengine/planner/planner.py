@@ -17,6 +17,7 @@ from planengine.exec import nodes as X
 from planengine.functions.registry import FunctionRegistry
 from planengine.ir.expressions import Expr, InputRef, Literal
 from planengine.ir.types import common_type
+from planengine.plan.strategies import record_strategies
 from planengine.planner import logical as L
 from planengine.planner.changelog import infer_changelog
 from planengine.planner.convert import PlannerContext, QueryConverter, cast_to
@@ -61,6 +62,7 @@ class Planner:
         sinks = merge_exec_calcs(sinks)
         sinks = insert_exchanges(sinks)
         sinks = per_record_watermarks(sinks)
+        sinks = record_strategies(sinks)  # last: the rule reads the final neighbours of each node
         return PlanResult(sinks, logical, optimized, steps or [])
 
     def _located(self, insert: S.Insert) -> L.LogicalSink:

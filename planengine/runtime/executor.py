@@ -191,7 +191,7 @@ class Job:
         ids = serde.node_ids(sinks)
         config = dict(self.plan.data.get("config") or {})
         ctx = TranslationContext(self.spark, config, ids, run_dir=self.run.path,
-                                 extras={"job_root_path": str(self.job_root.path), "job": self})
+                                 extras={"job_root_path": str(self.job_root.path)})
         ctx.cut = lambda stream, name: self._cut(stream, name, ctx)
         # The plan's queries: its recorded shared topology, or one per sink (runtime/topology.py).
         translate_plan(sinks, self.plan.data, ctx, lambda query, stream: self._specs.append(query))

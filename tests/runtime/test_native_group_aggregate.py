@@ -1,10 +1,10 @@
 """The native update-mode group aggregate: when it is chosen, what Spark runs, and its rows across a restart.
 
-The choice (``native_group_aggregate.refusal``) is a pure function of the compiled plan, so it is tested on
-plans; the Spark tests check the physical plan of the running query (``StateStoreSave`` for native, a
-``TransformWithStateInPandas`` otherwise) and the changelog the operator emits before and after a restart
-from its checkpoint. Results through a real upsert sink across a snapshot are in
-``tests/e2e_cases/group_aggregate/postgres/``.
+The choice (``planengine.plan.strategies``) is made at compile time and recorded in the plan, so it is tested
+on plans (and on old plans without the field, which restore fills with the same rule); the Spark tests check
+the physical plan of the running query (``StateStoreSave`` for native, a ``TransformWithStateInPandas``
+otherwise) and the changelog the operator emits before and after a restart from its checkpoint. Results
+through a real upsert sink across a snapshot are in ``tests/e2e_cases/group_aggregate/postgres/``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from planengine.exec import base as B
 from planengine.exec import nodes as X
 from planengine.plan import serde
 from planengine.plan.compiled_plan import CompiledPlan
-from planengine.runtime.context import TranslationContext
-from planengine.runtime.operators.native_group_aggregate import refusal
+from planengine.plan.strategies import NATIVE, TRANSFORM_WITH_STATE, consumer_map, group_aggregate_refusal
 
 SOURCE = ("CREATE TABLE src (k STRING, v BIGINT, x DOUBLE, ts TIMESTAMP(3), "
           "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
@@ -44,18 +43,21 @@ def compile_plan(tmp_path: Path, ddl: str, statement: str, config: dict[str, str
     return env, env.compile_plan_sql(statement)
 
 
-def aggregates(plan: Any, env: Any) -> list[tuple[Any, int, TranslationContext]]:
+def aggregates(plan: Any, env: Any) -> list[tuple[X.GroupAggregate, list[X.Sink]]]:
     sinks = CompiledPlan(plan.data, env.plan_session()).restore()
-    ids = serde.node_ids(sinks)
-    ctx = TranslationContext(None, dict(plan.data.get("config") or {}), ids)
-    return [(n, ids[id(n)], ctx) for n in B.topological(list(sinks)) if isinstance(n, X.GroupAggregate)]
+    return [(n, sinks) for n in B.topological(list(sinks)) if isinstance(n, X.GroupAggregate)]
 
 
 def decision(tmp_path: Path, ddl: str, statement: str, config: dict[str, str] | None = None) -> str | None:
+    """Why the aggregate feeding the sink runs on transformWithState (None: native), checked against the
+    strategy compilation recorded in the plan."""
     env, plan = compile_plan(tmp_path, ddl, statement, config)
-    *_, (node, node_id, ctx) = aggregates(plan, env)  # the aggregate feeding the sink
+    *_, (node, sinks) = aggregates(plan, env)
     assert node.metadata.version == 2
-    return refusal(node, plan.data, node_id, ctx.state_ttl_ms(node))
+    reason = group_aggregate_refusal(node, consumer_map(sinks))
+    recorded = [n["strategy"] for n in plan.data["nodes"] if n["type"] == "stream-exec-group-aggregate_2"][-1]
+    assert recorded == (NATIVE if reason is None else TRANSFORM_WITH_STATE)
+    return reason
 
 
 COUNTS = "k STRING, c BIGINT, s BIGINT"
@@ -97,12 +99,34 @@ def test_native_is_chosen_only_where_exact(tmp_path: Path, case: str) -> None:
         assert reason is not None and expected in reason, reason
 
 
-def test_the_decision_needs_the_plan(tmp_path: Path) -> None:
+def test_the_strategy_is_recorded_and_explained(tmp_path: Path) -> None:
     env, plan = compile_plan(tmp_path, sink(COUNTS, "k", JDBC),
                              "INSERT INTO snk SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k")
-    ((node, node_id, _),) = aggregates(plan, env)
-    assert refusal(node, plan.data, node_id, 0) is None
-    assert refusal(node, None, node_id, 0) == "the plan's topology is unknown here"
+    (node,) = [n for n in plan.data["nodes"] if n["type"] == "stream-exec-group-aggregate_2"]
+    assert node["strategy"] == NATIVE
+    assert "strategy=[NATIVE]" in plan.explain()
+    assert "strategy=[NATIVE]" in env.explain_sql("INSERT INTO snk SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k")
+
+
+def test_a_plan_without_the_field_gets_the_rule_at_restore(tmp_path: Path) -> None:
+    """Plans compiled before the strategy was recorded (the restore corpus) keep the strategy they ran with."""
+    env, plan = compile_plan(tmp_path, sink(COUNTS, "k", JDBC),
+                             "INSERT INTO snk SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k")
+    data = json.loads(plan.as_json())
+    for n in data["nodes"]:
+        n.pop("strategy", None)
+    data["planId"] = serde.compute_plan_id(data)
+    (node, _), = aggregates(CompiledPlan(data), env)
+    assert node.strategy == NATIVE
+
+
+def test_an_unknown_strategy_is_incompatible(tmp_path: Path) -> None:
+    _, plan = compile_plan(tmp_path, sink(COUNTS, "k", JDBC),
+                             "INSERT INTO snk SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k")
+    data = json.loads(plan.as_json().replace('"strategy":"NATIVE"', '"strategy":"GPU"'))
+    data["planId"] = serde.compute_plan_id(data)
+    report = CompiledPlan(data).check()
+    assert report.exit_code == 4 and "strategy 'GPU' is unknown" in report.summary()
 
 
 # --- Spark ---------------------------------------------------------------------------------------------------

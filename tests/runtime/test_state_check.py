@@ -144,6 +144,26 @@ def test_a_snapshot_of_this_engine_is_compatible(spark, job):
     assert report.reasons == []
 
 
+@real_spark
+def test_a_native_aggregate_snapshot_is_compatible(spark, tmp_path):
+    """The probe translates with the strategy the plan records. It used to see no plan topology (it runs no
+    job), so every version-2 group aggregate looked like transformWithState to it: a snapshot of a native
+    aggregate (Spark's StateStoreSave state) was refused as incompatible with the engine that wrote it."""
+    data = tmp_path / "data"
+    write_input(data, 0)
+    env = TableEnvironment({})
+    table = f"WITH ('connector' = 'filesystem', 'path' = '{data / 'ev'}', 'format' = 'json')"
+    plan = env.compile_plan(split_program(env, f"""
+CREATE TABLE ev (k STRING, v BIGINT, ts TIMESTAMP(3)) {table};
+CREATE TABLE totals (k STRING, c BIGINT, s BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'blackhole');
+INSERT INTO totals SELECT k, COUNT(*), SUM(v) FROM ev GROUP BY k;
+""", "native.sql"))
+    assert [n.get("strategy") for n in plan.data["nodes"] if "group-aggregate" in n["type"]] == ["NATIVE"]
+    result = _run(lambda: env.execute_plan(plan, job_root=tmp_path / "root", until_idle=True))
+    report, _ = check(plan, tmp_path / "root" / "snapshots" / result.snapshot_id, spark)
+    assert report.status == COMPATIBLE, report.summary()
+
+
 def copy_job(job: dict[str, Any], target: Path) -> tuple[Path, Path]:
     """A writable copy of the job root (plan and snapshot only), to tamper with the snapshot's files."""
     root = target / "root"

@@ -1,4 +1,4 @@
-"""``stream-exec-group-aggregate``: Spark's native update-mode aggregation where exact, else the TWS operator.
+"""``stream-exec-group-aggregate``: Spark's native update-mode aggregation or the TWS operator, as the plan says.
 
 Contract: **a translator's strategy for a (name, version) is frozen; a new strategy needs a new node version
 or a plan-recorded flag.** State written by one strategy cannot be read by another (Spark's
@@ -7,13 +7,9 @@ translated the same way by every later engine:
 
 * version 1 always runs on the ``group_aggregate`` TWS operator (``operators/group_aggregate.py``), as it
   did when version 1 was the newest; its plans and snapshots keep restoring unchanged;
-* version 2 (written by compilation since the native path exists) runs natively when
-  ``native_group_aggregate.refusal`` finds nothing against it, and on the same TWS operator otherwise.
-  ``refusal`` reads only facts recorded in the plan (the node's fields and frozen configuration, the input
-  edge's changelog mode, the plan's edges and neighbouring nodes), so the choice for a given plan never
-  changes. Changing the rule itself (e.g. allowing another aggregate natively) therefore needs version 3.
-
-The decision is logged at INFO with the node id and, for the TWS path, the reason.
+* version 2 runs on the strategy recorded in the node (``"strategy"``: ``NATIVE`` or
+  ``TRANSFORM_WITH_STATE``), chosen at compile time by ``planengine.plan.strategies`` and filled by restore
+  for plans written before it was recorded. Nothing here looks at the rest of the plan.
 """
 
 from __future__ import annotations
@@ -21,8 +17,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from planengine.errors import InternalError
+from planengine.plan.strategies import NATIVE, TRANSFORM_WITH_STATE
 from planengine.runtime.operators.group_aggregate import group_aggregate
-from planengine.runtime.operators.native_group_aggregate import native_group_aggregate, refusal
+from planengine.runtime.operators.native_group_aggregate import native_group_aggregate
 from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
 
@@ -39,15 +37,13 @@ def translate_group_aggregate(node: Any, inputs: list[Stream], ctx: Any) -> Stre
 def translate_group_aggregate_v2(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     (stream,) = inputs
     node_id = ctx.node_id(node)
-    reason = refusal(node, plan_json(ctx), node_id, ctx.state_ttl_ms(node))
-    if reason is None and not stream.updating:
+    if node.strategy == NATIVE:
+        if stream.updating:
+            raise InternalError(f"node {node_id}: the plan runs the group aggregate natively, but its input is "
+                                "updating; native aggregation needs an insert-only input")
         log.info("node %d (group aggregate): native update-mode aggregation", node_id)
         return native_group_aggregate(stream, node)
-    log.info("node %d (group aggregate): transformWithState (%s)", node_id, reason or "the input is updating")
-    return group_aggregate(stream, node, ctx)
-
-
-def plan_json(ctx: Any) -> dict[str, Any] | None:
-    """The plan of record being translated (the executor's job carries it); None outside a job."""
-    job = (getattr(ctx, "extras", None) or {}).get("job")
-    return getattr(getattr(job, "plan", None), "data", None)
+    if node.strategy == TRANSFORM_WITH_STATE:
+        log.info("node %d (group aggregate): transformWithState", node_id)
+        return group_aggregate(stream, node, ctx)
+    raise InternalError(f"node {node_id}: group aggregate version 2 without a strategy (restore records one)")

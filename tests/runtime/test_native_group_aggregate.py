@@ -164,7 +164,7 @@ def test_version_1_keeps_transform_with_state(tmp_path: Path, spark: Any) -> Non
     env, plan = compile_plan(tmp_path, sink(COUNTS, "k", "'connector' = 'blackhole'"),
                              "INSERT INTO snk SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k")
     text = plan.as_json().replace("stream-exec-group-aggregate_2", "stream-exec-group-aggregate_1").replace(
-        "stream-exec-group-aggregate-2_", "stream-exec-group-aggregate-1_")
+        "stream-exec-group-aggregate-2_", "stream-exec-group-aggregate-1_").replace(',"strategy":"NATIVE"', "")
     data = json.loads(text)
     data["planId"] = serde.compute_plan_id(data)
     old = CompiledPlan(data)
@@ -181,7 +181,7 @@ def test_changelog_is_plus_i_then_plus_u_across_a_restart(tmp_path: Path, spark:
 
     env, plan = compile_plan(tmp_path, sink("k STRING, c BIGINT, s BIGINT, lo BIGINT", "k", JDBC),
                              "INSERT INTO snk SELECT k, COUNT(*), SUM(v), MIN(v) FROM src GROUP BY k")
-    ((node, _, _),) = aggregates(plan, env)
+    ((node, _),) = aggregates(plan, env)
     in_types = node.inputs[0].field_types
     columns = column_names(len(in_types))
     feed = tmp_path / "feed"

@@ -81,13 +81,7 @@ def record_strategies(sinks: list[X.Sink]) -> list[X.Sink]:
         changes: dict[str, object] = {} if inputs == node.inputs else {"inputs": inputs}
         if id(node) in decided:
             changes["strategy"] = decided[id(node)]
-        if not changes:
-            return node
-        new = dataclasses.replace(node, **changes)  # type: ignore[arg-type]
-        for attr in ("_source", "_sink"):  # the planner's connectors (the shared topology asks the sinks)
-            if hasattr(node, attr) and not hasattr(new, attr):
-                object.__setattr__(new, attr, getattr(node, attr))
-        return new
+        return dataclasses.replace(node, **changes) if changes else node  # type: ignore[arg-type]
 
     return rebuild(list(sinks), fn)  # type: ignore[return-value]
 

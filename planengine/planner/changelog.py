@@ -18,9 +18,10 @@ from dataclasses import replace
 
 from planengine.errors import UnsupportedQueryError
 from planengine.exec import nodes as X
-from planengine.exec.base import ExecNode, InputProperty, StateDeclaration, rebuild
+from planengine.exec.base import ExecNode, InputProperty, StateDeclaration, rebuild, topological
 from planengine.ir.changelog import ALL, INSERT_ONLY, ChangelogMode, RowKind
 from planengine.ir.expressions import InputRef
+from planengine.planner.connectors import ConnectorMap
 
 BEFORE_AND_AFTER = "BEFORE_AND_AFTER"
 ONLY_UPDATE_AFTER = "ONLY_UPDATE_AFTER"
@@ -40,25 +41,20 @@ _RETRACTING_CONSUMERS = (X.GroupAggregate, X.Rank, X.SortLimit, X.Join)
 _UB_OPTIONAL = (X.GroupAggregate, X.Rank, X.SortLimit, X.ChangelogNormalize, X.Deduplicate)
 
 
-def infer_changelog(sinks: list[X.Sink], config: dict[str, str]) -> list[X.Sink]:
-    roots = _normalize_upsert_sources(list(sinks), config)
-    roots = _assign_modes(roots)
-    required = _required_update_kinds(roots)
+def infer_changelog(sinks: list[X.Sink], connectors: ConnectorMap, config: dict[str, str]) -> list[X.Sink]:
+    """``connectors`` holds the source and sink of every scan and sink node (what produces and what accepts)."""
+    roots = _normalize_upsert_sources(list(sinks), connectors, config)
+    roots = _assign_modes(roots, connectors)
+    required = _required_update_kinds(roots, connectors)
     roots = _apply_requirements(roots, required)
-    roots = _assign_modes(roots)
+    roots = _assign_modes(roots, connectors)
     roots = _finish_sinks(roots, config)
     return roots  # type: ignore[return-value]
 
 
 # --- 1. upsert sources ---------------------------------------------------------------------------------------
-def _source_mode(scan: X.TableSourceScan) -> ChangelogMode:
-    source = getattr(scan, "_source", None)
-    if source is None:
-        return scan.changelog_mode
-    return source.changelog_mode()
-
-
-def _normalize_upsert_sources(roots: list[ExecNode], config: dict[str, str] | None = None) -> list[ExecNode]:
+def _normalize_upsert_sources(roots: list[ExecNode], connectors: ConnectorMap,
+                              config: dict[str, str] | None = None) -> list[ExecNode]:
     # Flink's isSourceChangeEventsDuplicate: a CDC (retract) source with a primary key whose events may repeat
     # ('table.exec.source.cdc-events-duplicate') is normalised too, so duplicates and deletes whose non-key
     # fields differ from the stored row become a consistent changelog (the state is the truth).
@@ -68,7 +64,7 @@ def _normalize_upsert_sources(roots: list[ExecNode], config: dict[str, str] | No
         node = _copy_with_inputs(node, inputs)
         if not isinstance(node, X.TableSourceScan):
             return node
-        mode = _source_mode(node)
+        mode = connectors.source(node).changelog_mode()
         scan = _with_mode(node, mode)
         schema = node.table.resolved.table.schema if node.table.resolved is not None else None
         duplicate_cdc = (cdc_duplicates and not mode.contains_only_inserts() and schema is not None
@@ -93,11 +89,7 @@ def _normalize_upsert_sources(roots: list[ExecNode], config: dict[str, str] | No
 def _with_mode(node: ExecNode, mode: ChangelogMode) -> ExecNode:
     if node.changelog_mode == mode:
         return node
-    new = replace(node, changelog_mode=mode)
-    for attr in ("_source", "_sink"):
-        if hasattr(node, attr):
-            object.__setattr__(new, attr, getattr(node, attr))
-    return new
+    return replace(node, changelog_mode=mode)
 
 
 # --- 2. modes bottom-up ---------------------------------------------------------------------------------------
@@ -107,10 +99,10 @@ def non_time_over(node: ExecNode) -> bool:
             and not node.inputs[0].field_types[node.order_keys[0].field].is_time_attribute)
 
 
-def _produced(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ChangelogMode:
+def _produced(node: ExecNode, inputs: tuple[ExecNode, ...], connectors: ConnectorMap) -> ChangelogMode:
     modes = [i.changelog_mode for i in inputs]
     if isinstance(node, X.TableSourceScan):
-        return _source_mode(node)
+        return connectors.source(node).changelog_mode()
     if isinstance(node, X.Values):
         return INSERT_ONLY
     if non_time_over(node):
@@ -171,10 +163,10 @@ def _produced(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ChangelogMode:
     return modes[0] if modes else INSERT_ONLY
 
 
-def _assign_modes(roots: list[ExecNode]) -> list[ExecNode]:
+def _assign_modes(roots: list[ExecNode], connectors: ConnectorMap) -> list[ExecNode]:
     def fn(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ExecNode:
         node = _copy_with_inputs(node, inputs)
-        return _with_mode(node, _produced(node, inputs))
+        return _with_mode(node, _produced(node, inputs, connectors))
 
     return rebuild(roots, fn)
 
@@ -182,21 +174,16 @@ def _assign_modes(roots: list[ExecNode]) -> list[ExecNode]:
 def _copy_with_inputs(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ExecNode:
     if inputs == node.inputs:
         return node
-    new = replace(node, inputs=inputs)
-    for attr in ("_source", "_sink"):
-        if hasattr(node, attr):
-            object.__setattr__(new, attr, getattr(node, attr))
-    return new
+    return replace(node, inputs=inputs)
 
 
 # --- 3. required update kinds top-down ---------------------------------------------------------------------
-def _sink_requirement(sink: X.Sink) -> str:
+def _sink_requirement(sink: X.Sink, connectors: ConnectorMap) -> str:
     child = sink.inputs[0]
     if child.changelog_mode.contains_only_inserts():
         return NONE
-    target = getattr(sink, "_sink", None)
     requested = child.changelog_mode
-    accepted = target.changelog_mode(requested) if target is not None else ALL
+    accepted = connectors.sink(sink).changelog_mode(requested)
     if accepted.contains_only_inserts():
         origin = _update_origin(child)
         raise UnsupportedQueryError(
@@ -228,13 +215,13 @@ def _input_requirement(node: ExecNode, own: str, index: int) -> str:
     return own
 
 
-def _required_update_kinds(roots: list[ExecNode]) -> dict[int, str]:
+def _required_update_kinds(roots: list[ExecNode], connectors: ConnectorMap) -> dict[int, str]:
     required: dict[int, str] = {}
     order = _reverse_topological(roots)
     for node in order:
         own = required.get(id(node), NONE)
         if isinstance(node, X.Sink):
-            own = _sink_requirement(node)
+            own = _sink_requirement(node, connectors)
             required[id(node)] = own
         for i, child in enumerate(node.inputs):
             need = _input_requirement(node, own, i) if not child.changelog_mode.contains_only_inserts() else NONE
@@ -250,8 +237,6 @@ def _strictest(a: str, b: str) -> str:
 
 
 def _reverse_topological(roots: list[ExecNode]) -> list[ExecNode]:
-    from planengine.exec.base import topological
-
     return list(reversed(topological(roots)))
 
 
@@ -261,9 +246,6 @@ def _apply_requirements(roots: list[ExecNode], required: dict[int, str]) -> list
         new = _copy_with_inputs(node, inputs)
         if isinstance(new, _UB_OPTIONAL) and need == ONLY_UPDATE_AFTER:
             new = replace(new, generate_update_before=False)
-            for attr in ("_source",):
-                if hasattr(node, attr):
-                    object.__setattr__(new, attr, getattr(node, attr))
         elif isinstance(new, X.TableSourceScan) and need == ONLY_UPDATE_AFTER and new.changelog_mode.contains(
                 RowKind.UPDATE_BEFORE):
             return X.DropUpdateBefore(inputs=(new,), output_type=new.output_type, description="DropUpdateBefore")
@@ -323,12 +305,8 @@ def _finish_sinks(roots: list[ExecNode], config: dict[str, str]) -> list[ExecNod
                 materialize = True
             elif mode_option == "AUTO":
                 materialize = child_keys is None or set(child_keys) != set(pk_positions)
-        new = replace(sink, upsert_materialize=materialize,
-                      upsert_keys=keys, changelog_mode=child.changelog_mode,
-                      state=tuple(StateDeclaration(n, 0) for n in X.Sink.STATE_NAMES) if materialize else ())
-        if hasattr(sink, "_sink"):
-            object.__setattr__(new, "_sink", sink._sink)  # type: ignore[attr-defined]
-        out.append(new)
+        out.append(replace(sink, upsert_materialize=materialize, upsert_keys=keys, changelog_mode=child.changelog_mode,
+                           state=tuple(StateDeclaration(n, 0) for n in X.Sink.STATE_NAMES) if materialize else ()))
     return out
 
 

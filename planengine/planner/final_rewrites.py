@@ -11,21 +11,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planengine.exec import nodes as X
-from planengine.exec.base import ExecNode, rebuild
+from planengine.exec.base import ExecNode, InputProperty, rebuild, topological
 from planengine.ir.expressions import Call, FunctionRef, InputRef, substitute
 from planengine.ir.types import BOOLEAN
 
 
 def merge_exec_calcs(sinks: list[X.Sink]) -> list[X.Sink]:
     consumers: dict[int, int] = {}
-    from planengine.exec.base import topological
-
     for node in topological(list(sinks)):
         for i in node.inputs:
             consumers[id(i)] = consumers.get(id(i), 0) + 1
 
     def fn(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ExecNode:
-        new = _keep(node, replace(node, inputs=inputs) if inputs != node.inputs else node)
+        new = replace(node, inputs=inputs) if inputs != node.inputs else node
         if isinstance(new, X.Calc) and isinstance(new.inputs[0], X.Calc) and consumers.get(id(node.inputs[0])) == 1:
             below = new.inputs[0]
             replacements = list(below.projection)
@@ -45,7 +43,7 @@ def merge_exec_calcs(sinks: list[X.Sink]) -> list[X.Sink]:
         if isinstance(new, X.Sink) and isinstance(new.inputs[0], X.Calc) and _is_positional_identity(new.inputs[0]) \
                 and consumers.get(id(node.inputs[0])) == 1:
             # Sinks write by position, so a Calc that only renames (or relaxes nullability) is not needed.
-            return _keep(new, replace(new, inputs=new.inputs[0].inputs))
+            return replace(new, inputs=new.inputs[0].inputs)
         return new
 
     return rebuild(list(sinks), fn)  # type: ignore[return-value]
@@ -56,7 +54,7 @@ def insert_exchanges(sinks: list[X.Sink]) -> list[X.Sink]:
     plans do, so a reader of the plan sees where rows are shuffled and by what key."""
 
     def fn(node: ExecNode, inputs: tuple[ExecNode, ...]) -> ExecNode:
-        new = _keep(node, replace(node, inputs=inputs) if inputs != node.inputs else node)
+        new = replace(node, inputs=inputs) if inputs != node.inputs else node
         if isinstance(new, X.Exchange) or not new.input_properties:
             return new
         wrapped = []
@@ -68,10 +66,7 @@ def insert_exchanges(sinks: list[X.Sink]) -> list[X.Sink]:
                                    description=f"Exchange(distribution=[{prop.distribution.lower()}"
                                                + (f"[{keys}]" if keys else "") + "])")
             wrapped.append(child)
-        from planengine.exec.base import InputProperty
-
-        return _keep(new, replace(new, inputs=tuple(wrapped),
-                                  input_properties=tuple(InputProperty() for _ in wrapped)))
+        return replace(new, inputs=tuple(wrapped), input_properties=tuple(InputProperty() for _ in wrapped))
 
     return rebuild(list(sinks), fn)  # type: ignore[return-value]
 
@@ -96,9 +91,4 @@ def _is_positional_identity(calc: X.Calc) -> bool:
                for i, e in enumerate(calc.projection))
 
 
-def _keep(old: ExecNode, new: ExecNode) -> ExecNode:
-    for attr in ("_source", "_sink"):
-        if hasattr(old, attr) and not hasattr(new, attr):
-            object.__setattr__(new, attr, getattr(old, attr))
-    return new
 

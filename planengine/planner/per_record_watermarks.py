@@ -54,9 +54,6 @@ def per_record_watermarks(sinks: list[X.Sink]) -> list[X.Sink]:
         new = replace(node, inputs=inputs) if inputs != node.inputs else node
         if id(node) in wanted:
             new = replace(new, per_record=True)
-        for attr in ("_source", "_sink"):
-            if hasattr(node, attr) and not hasattr(new, attr):
-                object.__setattr__(new, attr, getattr(node, attr))
         return new
 
     return rebuild(list(sinks), fn)  # type: ignore[return-value]

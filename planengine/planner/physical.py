@@ -14,10 +14,7 @@ import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field, replace
 
-from planengine.catalog.objects import TableRef
 from planengine.connectors import base as conn
-from planengine.connectors.discovery import create_table_sink, create_table_source
-from planengine.connectors.factories import FactoryContext
 from planengine.errors import UnsupportedQueryError, ValidationError
 from planengine.exec import nodes as X
 from planengine.exec.base import ExecNode, InputProperty, StateDeclaration
@@ -35,6 +32,7 @@ from planengine.ir.expressions import (
 from planengine.ir.types import BOOLEAN, DataType, RowField, TimeAttribute, row
 from planengine.ir.windows import WindowSpec
 from planengine.planner import logical as L
+from planengine.planner.connectors import ConnectorMap, create_sink, create_source
 from planengine.planner.join_keys import push_key_expressions
 from planengine.planner.rex_converter import convert_expression
 
@@ -58,6 +56,13 @@ class PhysicalConverter:
     def __init__(self, ctx: PhysicalContext):
         self.ctx = ctx
         self.memo: dict[int, ExecNode] = {}
+        self._sources: dict[X.TableSpec, conn.DynamicTableSource] = {}
+        self._sinks: dict[X.TableSpec, conn.DynamicTableSink] = {}
+
+    def convert_sinks(self, sinks: list[L.LogicalSink]) -> tuple[list[X.Sink], ConnectorMap]:
+        """The exec DAG of a statement set and the connectors of its scans and sinks."""
+        converted = [self.convert(s) for s in sinks]
+        return converted, ConnectorMap(dict(self._sources), dict(self._sinks))  # type: ignore[return-value]
 
     def convert(self, node: L.LogicalNode) -> ExecNode:
         key = id(node)
@@ -83,15 +88,15 @@ class PhysicalConverter:
     def _LogicalScan(self, node: L.LogicalScan) -> ExecNode:
         ref = node.table
         schema = ref.table.schema
-        source = self.create_source(ref)
+        table = X.TableSpec(str(ref.identifier), ref, ref.temporary)
+        self._sources.setdefault(table, create_source(ref, self.ctx.config))
         physical_fields = [c for c in schema.columns if c.kind != "computed"]
         produced = node.produced_type or row(*(RowField(c.name, c.type.without_time_attribute())
                                                for c in physical_fields))
         scan: ExecNode = X.TableSourceScan(
-            inputs=(), output_type=produced, table=X.TableSpec(str(ref.identifier), ref, ref.temporary),
+            inputs=(), output_type=produced, table=table,
             abilities=node.ability_specs, description=f"TableSourceScan(table=[{ref.identifier.name}])",
         )
-        object.__setattr__(scan, "_source", source)
         if node.produced_type is not None:
             return scan
         # Computed columns and the rowtime marker, then the watermark.
@@ -103,7 +108,6 @@ class PhysicalConverter:
                                else f.type) for f in produced.fields]
             scan = X.TableSourceScan(inputs=(), output_type=row(*marked), table=scan.table,  # type: ignore[attr-defined]
                                      abilities=node.ability_specs, description=scan.description)
-            object.__setattr__(scan, "_source", source)
         elif computed:
             scope = _FieldScope([f.name for f in produced.fields], produced.field_names(), list(produced.fields))
             exprs: list[Expr] = []
@@ -132,14 +136,6 @@ class PhysicalConverter:
                                        watermark=wm, description=f"WatermarkAssigner(rowtime=[{spec.rowtime_attribute}]"
                                                                  f", watermark=[{wm}])")
         return scan
-
-    def create_source(self, ref: TableRef) -> conn.DynamicTableSource:
-        ctx = FactoryContext(ref.identifier, ref.table.with_options(ref.options), self.ctx.config, ref.temporary)
-        return create_table_source(ctx)
-
-    def create_sink(self, ref: TableRef) -> conn.DynamicTableSink:
-        ctx = FactoryContext(ref.identifier, ref.table.with_options(ref.options), self.ctx.config, ref.temporary)
-        return create_table_sink(ctx)
 
     def _LogicalValues(self, node: L.LogicalValues) -> ExecNode:
         return X.Values(inputs=(), output_type=node.row_type, tuples=node.rows, description="Values")
@@ -508,7 +504,7 @@ class PhysicalConverter:
                 hint="declare `proc AS PROCTIME()` on the probe table and use FOR SYSTEM_TIME AS OF o.proc",
             )
         if period_type.is_proctime and node.right_table is not None:
-            source = self.create_source(node.right_table)
+            source = create_source(node.right_table, self.ctx.config)
             if isinstance(source, conn.LookupTableSource):
                 if not left_keys:
                     raise ValidationError("a lookup join needs an equality condition on a dimension-table column",
@@ -544,12 +540,10 @@ class PhysicalConverter:
     # --- sink ---------------------------------------------------------------------------------------------------
     def _LogicalSink(self, node: L.LogicalSink) -> ExecNode:
         child = self.convert(node.input)
-        sink = X.Sink(inputs=(child,), output_type=child.output_type,
-                      table=X.TableSpec(str(node.table.identifier), node.table, node.table.temporary),
-                      abilities=node.ability_specs, target_columns=node.target_columns,
-                      description=f"Sink(table=[{node.table.identifier.name}])")
-        object.__setattr__(sink, "_sink", self.create_sink(node.table))
-        return sink
+        table = X.TableSpec(str(node.table.identifier), node.table, node.table.temporary)
+        self._sinks.setdefault(table, create_sink(node.table, self.ctx.config))
+        return X.Sink(inputs=(child,), output_type=child.output_type, table=table, abilities=node.ability_specs,
+                      target_columns=node.target_columns, description=f"Sink(table=[{node.table.identifier.name}])")
 
 
 # --- helpers ------------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from planengine.ir.types import common_type
 from planengine.plan.strategies import record_strategies
 from planengine.planner import logical as L
 from planengine.planner.changelog import infer_changelog
+from planengine.planner.connectors import ConnectorMap
 from planengine.planner.convert import PlannerContext, QueryConverter, cast_to
 from planengine.planner.final_rewrites import insert_exchanges, merge_exec_calcs
 from planengine.planner.per_record_watermarks import per_record_watermarks
@@ -35,13 +36,12 @@ class PlanResult:
     logical: list[L.LogicalNode]
     optimized: list[L.LogicalNode]
     trace: list[TraceStep] = field(default_factory=list)
+    connectors: ConnectorMap = field(default_factory=ConnectorMap)  # source/sink of every scan and sink node
 
-    @staticmethod
-    def sink_writes_batches(sink: X.Sink) -> bool:
+    def sink_writes_batches(self, sink: X.Sink) -> bool:
         """Whether the sink the planner created for ``sink`` can be written one micro-batch at a time (what the
         shared topology needs to fan a query out to it; ``planengine.plan.topology``)."""
-        created = getattr(sink, "_sink", None)
-        return bool(created is not None and created.writes_micro_batches())
+        return self.connectors.sink(sink).writes_micro_batches()
 
 
 class Planner:
@@ -57,13 +57,13 @@ class Planner:
         steps: list[TraceStep] | None = [] if trace else None
         optimized = optimize(list(logical), RuleContext(self.registry, self.config), steps)
         physical = PhysicalConverter(PhysicalContext(self.registry, self.config))
-        sinks = [physical.convert(s) for s in optimized]
-        sinks = infer_changelog(sinks, self.config)  # type: ignore[arg-type]
+        sinks, connectors = physical.convert_sinks(optimized)
+        sinks = infer_changelog(sinks, connectors, self.config)
         sinks = merge_exec_calcs(sinks)
         sinks = insert_exchanges(sinks)
         sinks = per_record_watermarks(sinks)
         sinks = record_strategies(sinks)  # last: the rule reads the final neighbours of each node
-        return PlanResult(sinks, logical, optimized, steps or [])
+        return PlanResult(sinks, logical, optimized, steps or [], connectors)
 
     def _located(self, insert: S.Insert) -> L.LogicalSink:
         """Errors without a position get the INSERT's, so every message says where."""

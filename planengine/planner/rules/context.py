@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from planengine.catalog.objects import TableRef
+from planengine.connectors.base import DynamicTableSource
 from planengine.functions.registry import FunctionRegistry
+from planengine.planner.connectors import create_source
 
 
 @dataclass
@@ -15,9 +18,5 @@ class RuleContext:
     # digest -> canonical node, for sharing common sub-plans across the whole DAG
     canonical: dict[str, Any] = field(default_factory=dict)
 
-    def create_source(self, table_ref: Any) -> Any:
-        from planengine.connectors.discovery import create_table_source
-        from planengine.connectors.factories import FactoryContext
-
-        table = table_ref.table.with_options(table_ref.options)
-        return create_table_source(FactoryContext(table_ref.identifier, table, self.config, table_ref.temporary))
+    def create_source(self, table_ref: TableRef) -> DynamicTableSource:
+        return create_source(table_ref, self.config)

@@ -1,7 +1,7 @@
 """The test kubelet: runs the pods of the API emulator as local processes, exactly as each pod says.
 
 A node agent like the real one, talking to the API over HTTP: it binds every pod it sees to its node, gives
-it a pod IP (a loopback address of its own, ``127.0.<x>.<y>``), prepares its volumes, starts each container
+it a pod IP (a loopback address of its own, ``127.<node block>.<x>.<y>``), prepares its volumes, starts each container
 in a sandbox (``sandbox.py``) and writes ``status`` back (phase, pod IP, conditions, ``containerStatuses``
 with running / terminated / waiting states, exit codes, restart counts), restarts containers per
 ``restartPolicy`` with a back-off, runs ``httpGet`` readiness and liveness probes, serves ``pods/<name>/log``
@@ -34,6 +34,7 @@ import base64
 import contextlib
 import dataclasses
 import os
+import random
 import re
 import shutil
 import signal
@@ -126,6 +127,9 @@ class Kubelet:
         self.image: EngineImage = engine_image()
         self.pods: dict[str, PodRun] = {}
         self._next_ip = 1
+        # Pods bind their pod IP (status API port 4041 in every driver): a random second octet per kubelet keeps
+        # the pods of two test processes running at once (two worktrees' suites) apart, as separate nodes.
+        self._ip_block = random.SystemRandom().randrange(1, 255)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._main, name=f"kubelet-{node}", daemon=True)
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -219,7 +223,7 @@ class Kubelet:
         md = pod["metadata"]
         number = self._next_ip
         self._next_ip += 1
-        ip = f"127.0.{number // 250 + 10}.{number % 250 + 2}"
+        ip = f"127.{self._ip_block}.{number // 250 + 10}.{number % 250 + 2}"
         directory = self.root / "pods" / f"{md['namespace']}_{md['name']}_{md['uid'][:8]}"
         directory.mkdir(parents=True, exist_ok=True)
         run = PodRun(md["uid"], md["namespace"], md["name"], ip, directory,

@@ -105,7 +105,7 @@ def test_the_image_entrypoint_runs_the_engine_of_the_images_virtualenv(node: Nod
     node.apply(pod("help", args=["--help"]))
     done = node.finished("help")
     assert done["status"]["phase"] == "Succeeded" and terminated(done)["exitCode"] == 0
-    assert done["spec"]["nodeName"] == "kubelet-0" and done["status"]["podIP"].startswith("127.0.")
+    assert done["spec"]["nodeName"] == "kubelet-0" and done["status"]["podIP"].startswith("127.")
     assert "usage: planengine" in node.kubectl("logs", "help").stdout
 
 

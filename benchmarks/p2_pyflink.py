@@ -1,18 +1,25 @@
-"""P2: group aggregate into an upsert sink, planengine vs PyFlink on the same SQL and the same input files.
+"""P2: group aggregate into an upsert sink and into a changelog sink, planengine vs PyFlink, same SQL and input.
 
-    python benchmarks/p2_pyflink.py [--rows 1000000] [--keys 10000] [--files 8] [--repeat 1]
+    python benchmarks/p2_pyflink.py [--rows 1000000] [--keys 10000] [--files 8]
+        [--flink-runs streaming,minibatch,batch,streaming-changelog]
+        [--planengine-sinks blackhole,blackhole-retract,changelog-json,debezium-json]
 
 Not part of ``make test`` (minutes, and ~850 MB for PyFlink). Steps:
 
 1. ``<repo>/.venv-flink``: a separate Python 3.11 venv with ``apache-flink==2.3.*`` (needs Java 11/17 on
    PATH or in JAVA_HOME); created once, reused when its stamp matches.
 2. Input: ``--files`` JSON-lines files, ``--rows`` rows of ``{"k": "key<i % keys>", "v": <int>}``.
-3. The statement ``INSERT INTO upsert_sink SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k`` with
-   ``upsert_sink`` = ``blackhole`` with ``PRIMARY KEY (k)`` on both engines: both compute the full update
-   changelog and discard it, so neither pays for output I/O (Flink's filesystem sink is append-only, so a
-   file sink would not be the same job on both). planengine also runs the same statement into a
-   ``changelog-json`` file sink, whose output is checked against the input (a correctness check, and the
-   cost of a real upsert sink).
+3. The statement ``INSERT INTO <sink> SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k`` into:
+
+   * an **upsert sink**: ``blackhole`` with ``PRIMARY KEY (k)`` on both engines (Flink's blackhole drops
+     UPDATE_BEFORE, so the aggregate emits only ``+I``/``+U``): both compute the update changelog and discard it.
+     planengine runs this natively (``group-aggregate_3``'s native strategy);
+   * a **changelog sink that keeps UPDATE_BEFORE** (the issue's P2 target): a ``filesystem`` sink with the
+     ``debezium-json`` format on both engines (Flink's file sink takes its format's changelog mode, which for
+     debezium-json has UPDATE_BEFORE), so both emit and write Flink's full per-record changelog (``-U``/``+U``
+     per input row, ~2 M lines). planengine runs the JVM processor here (``group-aggregate_3``);
+   * planengine only: a ``blackhole`` without a primary key (keeps UPDATE_BEFORE: the JVM processor without the
+     file writing) and a ``changelog-json`` file sink whose output is checked against the input.
 4. PyFlink in streaming mode (Flink's default, per-record updates; the like-for-like mode) and with
    mini-batch (``table.exec.mini-batch.*``); batch mode as a reference (final rows only).
 5. Timing: wall-clock of the whole process, and *net* time = wall-clock minus the wall-clock of the same
@@ -112,7 +119,7 @@ FLINK_JOB = textwrap.dedent("""
     import json, sys, time
     t0 = time.monotonic()
     from pyflink.table import EnvironmentSettings, TableEnvironment
-    mode, src = sys.argv[1], sys.argv[2]
+    mode, src, statement, sink_options = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
     settings = EnvironmentSettings.in_batch_mode() if mode == "batch" else EnvironmentSettings.in_streaming_mode()
     t_env = TableEnvironment.create(settings)
     conf = t_env.get_config()
@@ -125,39 +132,59 @@ FLINK_JOB = textwrap.dedent("""
                       f"'path' = '{src}', 'format' = 'json')")
     t_env.execute_sql("CREATE TABLE upsert_sink (k STRING, c BIGINT, s BIGINT, PRIMARY KEY (k) NOT ENFORCED) "
                       "WITH ('connector' = 'blackhole')")
+    t_env.execute_sql(f"CREATE TABLE changelog_sink (k STRING, c BIGINT, s BIGINT) WITH ({sink_options})")
     t1 = time.monotonic()
-    t_env.execute_sql(sys.argv[3]).wait()
+    t_env.execute_sql(statement).wait()
     t2 = time.monotonic()
     print(json.dumps({"startup": t1 - t0, "job": t2 - t1}))
 """)
 
+# Flink runs: name -> (execution mode, sink table).
+FLINK_RUNS = {"streaming": ("streaming", "upsert_sink"), "minibatch": ("minibatch", "upsert_sink"),
+              "batch": ("batch", "upsert_sink"), "streaming-changelog": ("streaming", "changelog_sink")}
 
-def run_flink(work: Path, src: Path, mode: str) -> dict:
+
+def run_flink(work: Path, src: Path, run: str) -> dict:
+    mode, sink = FLINK_RUNS[run]
     job = work / "flink_job.py"
     job.write_text(FLINK_JOB)
+    out = work / f"flink-{run}-{src.name}"
+    shutil.rmtree(out, ignore_errors=True)
+    options = f"'connector' = 'filesystem', 'path' = '{out}', 'format' = 'debezium-json'"
     start = time.monotonic()
-    proc = subprocess.run([str(FLINK_VENV / "bin" / "python"), str(job), mode, str(src), STATEMENT],
+    proc = subprocess.run([str(FLINK_VENV / "bin" / "python"), str(job), mode, str(src),
+                           STATEMENT.replace("upsert_sink", sink), options],
                           capture_output=True, text=True, timeout=3600)
     wall = time.monotonic() - start
     if proc.returncode != 0:
-        raise RuntimeError(f"PyFlink {mode} failed:\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"PyFlink {run} failed:\n{proc.stderr[-3000:]}")
     inner = json.loads(proc.stdout.strip().splitlines()[-1])
     return {"wall": wall, **inner}
 
 
 # --- planengine --------------------------------------------------------------------------------------------
+# planengine sinks: name -> (sink DDL options, has a primary key, what the engine runs).
+PLANENGINE_SINKS = {
+    "blackhole": ("'connector' = 'blackhole'", True, "native aggregate, upsert changelog"),
+    "blackhole-retract": ("'connector' = 'blackhole'", False, "JVM processor, -U kept, discarded"),
+    "changelog-json": ("'connector' = 'filesystem', 'path' = '{out}', 'format' = 'changelog-json'", False,
+                       "JVM processor, -U kept, written"),
+    "debezium-json": ("'connector' = 'filesystem', 'path' = '{out}', 'format' = 'debezium-json'", False,
+                      "JVM processor, -U kept, written"),
+}
+
+
 def run_planengine(work: Path, src: Path, sink: str) -> dict:
     job_dir = work / f"pe-{sink}-{src.name}"
     shutil.rmtree(job_dir, ignore_errors=True)
     job_dir.mkdir(parents=True)
-    if sink == "blackhole":
-        options = "'connector' = 'blackhole'"
-    else:
-        options = f"'connector' = 'filesystem', 'path' = '{job_dir}/out', 'format' = 'changelog-json'"
+    options, keyed, _ = PLANENGINE_SINKS[sink]
+    options = options.replace("{out}", str(job_dir / "out"))
+    pk = ", PRIMARY KEY (k) NOT ENFORCED" if keyed else ""
     (job_dir / "job.sql").write_text(
         f"CREATE TABLE src (k STRING, v BIGINT) WITH ('connector' = 'filesystem', 'path' = '{src}', "
         f"'format' = 'json');\n"
-        f"CREATE TABLE upsert_sink (k STRING, c BIGINT, s BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({options});\n"
+        f"CREATE TABLE upsert_sink (k STRING, c BIGINT, s BIGINT{pk}) WITH ({options});\n"
         f"{STATEMENT};\n")
     env = {**os.environ, "PLANENGINE_PROGRESS": "0"}
     start = time.monotonic()
@@ -217,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/planengine-p2"))
     ap.add_argument("--skip-flink", action="store_true")
     ap.add_argument("--skip-planengine", action="store_true")
+    ap.add_argument("--flink-runs", default=",".join(FLINK_RUNS))
+    ap.add_argument("--planengine-sinks", default=",".join(PLANENGINE_SINKS))
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
@@ -232,26 +261,32 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[tuple[str, str, float, float | None, str]] = []  # engine, variant, wall, net, note
     flink_error, flink_version = (None, "") if args.skip_flink else ensure_flink_venv()
     if not args.skip_flink and flink_error is None:
-        for mode in ("streaming", "minibatch", "batch"):
-            base = run_flink(args.work, tiny, mode)
-            full = run_flink(args.work, src, mode)
+        for run in args.flink_runs.split(","):
+            mode, sink = FLINK_RUNS[run]
+            label = f"{mode}, {'debezium-json file sink (-U kept)' if sink == 'changelog_sink' else 'keyed blackhole'}"
+            try:
+                base = run_flink(args.work, tiny, run)
+                full = run_flink(args.work, src, run)
+            except RuntimeError as error:
+                rows.append((f"PyFlink {flink_version}", label, 0.0, None, f"failed: {str(error)[-300:]}"))
+                continue
             net = full["wall"] - base["wall"]
-            rows.append((f"PyFlink {flink_version}", mode, full["wall"], net,
+            rows.append((f"PyFlink {flink_version}", label, full["wall"], net,
                          f"job {full['job']:.1f} s (execute→wait), startup {full['startup']:.1f} s"))
             print(rows[-1], file=sys.stderr)
     pe_checks = []
     if not args.skip_planengine:
         spark = subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-c",
                                 "import pyspark; print(pyspark.__version__)"], capture_output=True, text=True)
-        for sink in ("blackhole", "changelog-json"):
+        for sink in args.planengine_sinks.split(","):
             base = run_planengine(args.work, tiny, sink)
             full = run_planengine(args.work, src, sink)
-            note = ""
+            note = PLANENGINE_SINKS[sink][2]
             if "check" in full:
                 ok = full["check"] == truth
                 pe_checks.append(ok)
                 verdict = "matches the input" if ok else f"MISMATCH {full['check']} vs {truth}"
-                note = f"output checked: {verdict}"
+                note += f"; output checked: {verdict}"
             rows.append((f"planengine (Spark {spark.stdout.strip()})", f"until-idle, {sink} sink", full["wall"],
                          full["wall"] - base["wall"], note))
             print(rows[-1], file=sys.stderr)
@@ -275,15 +310,21 @@ def render(args, command, host, rows, flink_error, truth) -> str:  # type: ignor
         f"({truth[0]:,} present), `{{\"k\": STRING, \"v\": BIGINT}}`.",
         "",
         f"Statement (both engines): `{STATEMENT}`; `upsert_sink` = `blackhole` with `PRIMARY KEY (k) NOT ENFORCED`"
-        " (both compute the full update changelog and discard it). Parallelism 2 on both (Flink "
-        "`parallelism.default` = 2; planengine `local[2]`, 2 shuffle partitions).",
+        " (both compute the update changelog without UPDATE_BEFORE and discard it); the changelog sink keeps "
+        "UPDATE_BEFORE (`filesystem` + `debezium-json` on both; planengine also `changelog-json` and a blackhole "
+        "without a key). Parallelism 2 on both (Flink `parallelism.default` = 2; planengine `local[2]`, 2 shuffle "
+        "partitions).",
         "",
         "| Engine | Mode / sink | Wall-clock (s) | Net (s) | Rows/s (net) | Rows/s (wall) | Notes |",
         "|---|---|---:|---:|---:|---:|---|",
     ]
     for engine, variant, wall, net, note in rows:
         rate = f"{args.rows / net:,.0f}" if net and net > 0 else "n/a"
-        lines.append(f"| {engine} | {variant} | {wall:.1f} | {net:.1f} | {rate} | {args.rows / wall:,.0f} | {note} |")
+        wall_rate = f"{args.rows / wall:,.0f}" if wall else "n/a"
+        lines.append(f"| {engine} | {variant} | {wall:.1f} | {net or 0:.1f} | {rate} | {wall_rate} | {note} |")
+    ratio = _ratio(rows)
+    if ratio:
+        lines += ["", ratio]
     if flink_error:
         lines += ["", "PyFlink could not be installed here:", "", "```", flink_error, "```"]
     lines += [
@@ -292,6 +333,22 @@ def render(args, command, host, rows, flink_error, truth) -> str:  # type: ignor
         "query start, and for planengine the stop snapshot): processing time without fixed costs.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _ratio(rows) -> str:  # type: ignore[no-untyped-def]
+    """planengine ÷ PyFlink streaming, net rows/s, for the changelog sink that keeps UPDATE_BEFORE."""
+    def net(engine: str, variant: str) -> float | None:
+        for e, v, _, n, _ in rows:
+            if e.startswith(engine) and v == variant and n and n > 0:
+                return n
+        return None
+
+    flink = net("PyFlink", "streaming, debezium-json file sink (-U kept)")
+    ours = net("planengine", "until-idle, debezium-json sink")
+    if not flink or not ours:
+        return ""
+    return (f"Changelog sink with UPDATE_BEFORE (debezium-json files, both engines): planengine ÷ PyFlink streaming "
+            f"= {flink / ours:.2f} (net rows/s; target ≥ 1.0).")
 
 
 if __name__ == "__main__":

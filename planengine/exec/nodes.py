@@ -160,7 +160,11 @@ class DropUpdateBefore(ExecNode):
 @exec_node(_meta("group-aggregate", consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)),
            # Version 2: a new strategy — Spark's native update-mode aggregation where it is exactly Flink, TWS
            # elsewhere, recorded in "strategy" (planengine.plan.strategies); version 1 stays TWS for its plans.
-           _meta("group-aggregate", 2, consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)))
+           _meta("group-aggregate", 2, consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)),
+           # Version 3: a new strategy — the JVM processor (runtime/jvm/group_aggregate.py) wherever version 2
+           # runs on the Python TWS operator, except Python aggregate functions; native stays native (with the
+           # aggregate library's forms). Recorded in "strategy" too (NATIVE | JVM | TRANSFORM_WITH_STATE).
+           _meta("group-aggregate", 3, consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class GroupAggregate(ExecNode):
     STATE_NAMES = ("accumulators", "distinctValues")

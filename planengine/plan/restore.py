@@ -14,7 +14,7 @@ from planengine.exec import base as B
 from planengine.functions.defaults import default_registry
 from planengine.plan.migrations import migration_target
 from planengine.plan.serde import compute_plan_id
-from planengine.plan.strategies import STRATEGIES
+from planengine.plan.strategies import NODE_STRATEGIES
 from planengine.version import ENGINE_VERSION, READABLE_PLAN_FORMATS, SUPPORTED_MINOR_WINDOW
 
 log = logging.getLogger("planengine.restore")
@@ -119,10 +119,11 @@ def check_plan(plan: dict[str, Any]) -> CheckReport:
             report.add(INCOMPATIBLE, f"exec node {name} version {version} is unknown to this engine"
                        + (f" (it has versions {known})" if known else ""), node=nid,
                        hint="restore with the engine version that compiled the plan")
-        if "strategy" in node and node["strategy"] not in STRATEGIES:
-            report.add(INCOMPATIBLE, f"translation strategy {node['strategy']!r} is unknown to this engine "
-                                     f"(it knows {', '.join(STRATEGIES)})", node=nid,
-                       hint="restore with the engine version that compiled the plan")
+        known_strategies = NODE_STRATEGIES.get((name, version), ())
+        if "strategy" in node and node["strategy"] not in known_strategies:
+            report.add(INCOMPATIBLE, f"translation strategy {node['strategy']!r} is unknown to this engine for "
+                                     f"{name} version {version} (it knows {', '.join(known_strategies) or 'none'})",
+                       node=nid, hint="restore with the engine version that compiled the plan")
         for ref in _function_refs(node):
             fn_name, fn_version = ref
             try:

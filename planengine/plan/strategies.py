@@ -8,6 +8,10 @@ only reads it. A rule here is frozen per node version: changing it means a new n
 ``stream-exec-group-aggregate_2`` runs on Spark's native streaming aggregation in update mode
 (``NATIVE``) when that is exactly Flink, and on the ``transformWithState`` operator
 (``TRANSFORM_WITH_STATE``) otherwise; version 1 always runs on ``transformWithState`` and records nothing.
+``stream-exec-group-aggregate_3`` takes the same native decision (``NATIVE``, run with the aggregate library's
+native forms); where version 2 records ``TRANSFORM_WITH_STATE`` it records ``JVM`` (the JVM processor) unless a
+call has no JVM accumulator (``group_aggregate_jvm_refusal``: a Python aggregate function), which keeps
+``TRANSFORM_WITH_STATE``. The JVM accumulator set (``JVM_AGGREGATES``) is frozen for version 3.
 Plans written before the field existed (the restore corpus, every 0.1 plan) have no ``strategy`` on their
 version-2 nodes: restore fills it with the same rule, which reads only facts those plans record (the node's
 fields, its input's changelog mode, its neighbours), so they keep exactly the strategy they ran with.
@@ -45,8 +49,21 @@ from planengine.ir.types import CHARACTER, INTEGRAL, DataType, Kind
 log = logging.getLogger("planengine.plan")
 
 NATIVE = "NATIVE"
+JVM = "JVM"
 TRANSFORM_WITH_STATE = "TRANSFORM_WITH_STATE"
-STRATEGIES = (NATIVE, TRANSFORM_WITH_STATE)
+STRATEGIES = (NATIVE, JVM, TRANSFORM_WITH_STATE)
+# The strategies each node version can run; any other recorded value is incompatible (restore.check_plan).
+NODE_STRATEGIES: dict[tuple[str, int], tuple[str, ...]] = {
+    ("stream-exec-group-aggregate", 2): (NATIVE, TRANSFORM_WITH_STATE),
+    ("stream-exec-group-aggregate", 3): (NATIVE, JVM, TRANSFORM_WITH_STATE),
+}
+
+# (name, version) of the built-in aggregates with a JVM accumulator (io.planengine.jvm.agg.AggregateFunctions).
+# Frozen for stream-exec-group-aggregate_3: adding one changes which plans run on the JVM, so a new entry
+# needs a new node version.
+JVM_AGGREGATES = frozenset((name, 1) for name in (
+    "COUNT", "SUM", "SUM0", "$SUM0", "AVG", "MIN", "MAX", "FIRST_VALUE", "LAST_VALUE", "LISTAGG", "COLLECT",
+    "STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP", "STDDEV", "VARIANCE", "BOOL_AND", "BOOL_OR"))
 
 _KEY_KINDS = frozenset((*INTEGRAL, Kind.DECIMAL, *CHARACTER, Kind.BOOLEAN, Kind.DATE, Kind.TIMESTAMP,
                         Kind.TIMESTAMP_LTZ, Kind.BINARY, Kind.VARBINARY))
@@ -69,11 +86,18 @@ def record_strategies(sinks: list[X.Sink]) -> list[X.Sink]:
     consumers = consumer_map(sinks)
     decided: dict[int, str] = {}
     for node in order:
-        if isinstance(node, X.GroupAggregate) and node.metadata.version == 2 and node.strategy is None:
+        if isinstance(node, X.GroupAggregate) and node.metadata.version in (2, 3) and node.strategy is None:
             reason = group_aggregate_refusal(node, consumers)
-            decided[id(node)] = NATIVE if reason is None else TRANSFORM_WITH_STATE
-            log.info("node %d (group aggregate): %s", ids[id(node)],
-                     "native update-mode aggregation" if reason is None else f"transformWithState ({reason})")
+            jvm_reason = "version 2 has no JVM strategy"
+            if node.metadata.version == 3:
+                jvm_reason = group_aggregate_jvm_refusal(node)
+            if reason is None:
+                decided[id(node)], why = NATIVE, "native update-mode aggregation"
+            elif jvm_reason is None:
+                decided[id(node)], why = JVM, f"JVM processor (not native: {reason})"
+            else:
+                decided[id(node)], why = TRANSFORM_WITH_STATE, f"transformWithState ({reason})"
+            log.info("node %d (group aggregate): %s", ids[id(node)], why)
     if not decided:
         return sinks
 
@@ -116,6 +140,17 @@ def group_aggregate_refusal(node: X.GroupAggregate, consumers: dict[int, list[Ex
         if reason:
             return f"{call}: {reason}"
     return _topology_refusal(node, consumers)
+
+
+def group_aggregate_jvm_refusal(node: X.GroupAggregate) -> str | None:
+    """Why a version-3 ``node`` cannot run on the JVM processor, or None (then it does where not native)."""
+    for call in node.aggregates:
+        if call.user_function is not None:
+            return f"{call}: a Python aggregate function"
+        key = (str(call.function).upper(), call.version or 1)
+        if key not in JVM_AGGREGATES:
+            return f"{call}: {key[0]} version {key[1]} has no JVM accumulator"
+    return None
 
 
 def _call_refusal(call: AggregateCall, in_types: Sequence[DataType]) -> str | None:

@@ -6,8 +6,8 @@ types and the flags (``needRetraction``, ``generateUpdateBefore``, mini-batch, s
 input columns are first cast to the Spark types of the node's input fields where they differ, so the
 JVM's arithmetic follows the plan's types, not whatever an upstream expression happened to produce.
 
-``refusal`` says why a node cannot run here (a Python aggregate function, a function without a JVM
-accumulator); it reads only the plan, so the strategy of a restored plan never changes.
+Which nodes run here is decided at compile time and recorded in the plan (``"strategy": "JVM"``,
+``planengine.plan.strategies``).
 """
 
 from __future__ import annotations
@@ -15,26 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from planengine.ir.types import DataType
+from planengine.plan import strategies
 from planengine.runtime.jvm import run_operator
 from planengine.runtime.stream import ROWKIND, Stream
 
-# (name, version) of the built-in aggregates with a JVM accumulator (io.planengine.jvm.agg.AggregateFunctions).
-# Frozen for stream-exec-group-aggregate_3: adding one changes which plans run on the JVM, so a new entry
-# needs a new node version.
-JVM_AGGREGATES = frozenset((name, 1) for name in (
-    "COUNT", "SUM", "SUM0", "$SUM0", "AVG", "MIN", "MAX", "FIRST_VALUE", "LAST_VALUE", "LISTAGG", "COLLECT",
-    "STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP", "STDDEV", "VARIANCE", "BOOL_AND", "BOOL_OR"))
-
-
-def refusal(node: Any) -> str | None:
-    """Why ``node`` cannot run on the JVM group aggregate, or None. A pure function of the plan."""
-    for call in node.aggregates:
-        if call.user_function is not None:
-            return f"{call}: a Python aggregate function"
-        key = (str(call.function).upper(), call.version or 1)
-        if key not in JVM_AGGREGATES:
-            return f"{call}: {key[0]} version {key[1]} has no JVM accumulator"
-    return None
+# Which nodes run here is recorded in the plan (planengine.plan.strategies); the names stay for the tests.
+JVM_AGGREGATES = strategies.JVM_AGGREGATES
+refusal = strategies.group_aggregate_jvm_refusal
 
 
 def _spark_type(t: DataType) -> str:

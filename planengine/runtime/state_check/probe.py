@@ -159,7 +159,7 @@ def _translate(plan: Any, spark: Any, tmp: Path, notes: list[str]) -> list[_Quer
     empty_dir.mkdir()
     (empty_dir / "empty.json").write_bytes(b"")
     ctx = TranslationContext(spark, dict(plan.data.get("config") or {}), serde.node_ids(sinks), run_dir=run_dir,
-                             extras={"job_root_path": str(tmp / "root")})
+                             extras={"job_root_path": str(tmp / "root"), "plan": plan.data})
     queries: list[_Query] = []
     empty = _EmptyStreams(spark, empty_dir, notes)
     ctx.cut = lambda stream, name: _cut(stream, name, queries, empty)

@@ -9,7 +9,11 @@ translated the same way by every later engine:
   did when version 1 was the newest; its plans and snapshots keep restoring unchanged;
 * version 2 runs on the strategy recorded in the node (``"strategy"``: ``NATIVE`` or
   ``TRANSFORM_WITH_STATE``), chosen at compile time by ``planengine.plan.strategies`` and filled by restore
-  for plans written before it was recorded. Nothing here looks at the rest of the plan.
+  for plans written before it was recorded. Nothing here looks at the rest of the plan;
+* version 3 (written by compilation since the JVM operators exist) records ``NATIVE`` where version 2 would,
+  ``JVM`` where version 2 falls back to the TWS operator (the JVM processor, ``runtime/jvm/group_aggregate.py``)
+  and ``TRANSFORM_WITH_STATE`` only for calls the JVM has no accumulator for (a Python aggregate function).
+  The JVM accumulator set is frozen for version 3 (``planengine.plan.strategies.JVM_AGGREGATES``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import logging
 from typing import Any
 
 from planengine.errors import InternalError
-from planengine.plan.strategies import NATIVE, TRANSFORM_WITH_STATE
+from planengine.plan.strategies import JVM, NATIVE, TRANSFORM_WITH_STATE
 from planengine.runtime.operators.group_aggregate import group_aggregate
 from planengine.runtime.operators.native_group_aggregate import native_group_aggregate
 from planengine.runtime.stream import Stream
@@ -47,3 +51,24 @@ def translate_group_aggregate_v2(node: Any, inputs: list[Stream], ctx: Any) -> S
         log.info("node %d (group aggregate): transformWithState", node_id)
         return group_aggregate(stream, node, ctx)
     raise InternalError(f"node {node_id}: group aggregate version 2 without a strategy (restore records one)")
+
+
+@translator("stream-exec-group-aggregate", 3)
+def translate_group_aggregate_v3(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
+
+    (stream,) = inputs
+    node_id = ctx.node_id(node)
+    if node.strategy == NATIVE:
+        if stream.updating:
+            raise InternalError(f"node {node_id}: the plan runs the group aggregate natively, but its input is "
+                                "updating; native aggregation needs an insert-only input")
+        log.info("node %d (group aggregate): native update-mode aggregation", node_id)
+        return native_group_aggregate(stream, node)
+    if node.strategy == JVM:
+        log.info("node %d (group aggregate): JVM processor", node_id)
+        return jvm_group_aggregate(stream, node, ctx)
+    if node.strategy == TRANSFORM_WITH_STATE:
+        log.info("node %d (group aggregate): transformWithState (Python)", node_id)
+        return group_aggregate(stream, node, ctx)
+    raise InternalError(f"node {node_id}: group aggregate version 3 without a strategy (restore records one)")

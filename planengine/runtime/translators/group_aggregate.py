@@ -64,7 +64,7 @@ def translate_group_aggregate_v3(node: Any, inputs: list[Stream], ctx: Any) -> S
             raise InternalError(f"node {node_id}: the plan runs the group aggregate natively, but its input is "
                                 "updating; native aggregation needs an insert-only input")
         log.info("node %d (group aggregate): native update-mode aggregation", node_id)
-        return native_group_aggregate(stream, node)
+        return native_group_aggregate(stream, node, wrap_long=True)  # BIGINT sums wrap like Flink's
     if node.strategy == JVM:
         log.info("node %d (group aggregate): JVM processor", node_id)
         return jvm_group_aggregate(stream, node, ctx)

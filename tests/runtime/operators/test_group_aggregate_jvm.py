@@ -129,3 +129,19 @@ def test_global_aggregate_listagg_first_last(spark, feed, runner):
     out = jvm_group_aggregate(f.stream(), node, node_ctx(spark, node, **{"table.exec.mini-batch.enabled": "true"}))
     got = batches(runner, f, out.df, [[("x", None), (None, 2), ("y", 4)]])
     assert flink(got[0]) == ["+I[x|y, x, y, 6, 1.0]"]
+
+
+def test_variance_over_integers_is_integer_arithmetic_like_flink(spark, feed, runner):
+    """Flink reduces VAR/STDDEV to SUM(x*x), SUM(x), COUNT(x) in the result type: over INT every step is
+    integer arithmetic, so VAR_SAMP(0, 1) = (1 - 1/2) / 1 = 1 (a double computation would give 0.5 -> 0);
+    over DOUBLE it is the double formula. SAMP of a single value is NULL."""
+    f = feed("k STRING, v INT, d DOUBLE")
+    node = _node("ROW<k STRING, v INT, d DOUBLE>",
+                 "ROW<k STRING, vs INT, ss INT, vp INT, sp INT, vsd DOUBLE, spd DOUBLE>", (0,),
+                 (agg("VAR_SAMP", (1,), T.INT), agg("STDDEV_SAMP", (1,), T.INT), agg("VAR_POP", (1,), T.INT),
+                  agg("STDDEV_POP", (1,), T.INT), agg("VAR_SAMP", (2,), T.DOUBLE), agg("STDDEV_POP", (2,), T.DOUBLE)),
+                 ub=False)
+    ctx = node_ctx(spark, node, **{"table.exec.mini-batch.enabled": "true"})
+    got = batches(runner, f, jvm_group_aggregate(f.stream(), node, ctx).df,
+                  [[("a", 0, 0.0), ("a", 1, 1.0), ("b", 7, 7.0)]])
+    assert sorted(flink(got[0])) == ["+I[a, 1, 1, 0, 0, 0.5, 0.5]", "+I[b, null, null, 0, 0, null, 0.0]"]

@@ -39,7 +39,18 @@ final class MinMax extends AggregateFunction {
     return new Acc(this, bag, state.get(0));
   }
 
+  /**
+   * Whether {@code a} replaces {@code b}. Flink's MIN/MAX without retraction compare FLOAT/DOUBLE with the
+   * primitive operators (a NaN never replaces, -0.0 and 0.0 tie); the retracting versions, and every other
+   * type, use {@code compareTo} ({@link Values#compare}).
+   */
   boolean better(Object a, Object b) {
+    if (!retraction && a instanceof Double && b instanceof Double) {
+      return max ? (Double) a > (Double) b : (Double) a < (Double) b;
+    }
+    if (!retraction && a instanceof Float && b instanceof Float) {
+      return max ? (Float) a > (Float) b : (Float) a < (Float) b;
+    }
     int c = Values.compare(a, b);
     return max ? c > 0 : c < 0;
   }

@@ -158,6 +158,28 @@ public final class Numeric {
     }
   }
 
+  /** a * b in type t (integers wrap). */
+  public static Object multiply(Object a, Object b, DataType t) {
+    switch (kind(t)) {
+      case TINYINT:
+        return (byte) (((Number) a).byteValue() * ((Number) b).byteValue());
+      case SMALLINT:
+        return (short) (((Number) a).shortValue() * ((Number) b).shortValue());
+      case INT:
+        return ((Number) a).intValue() * ((Number) b).intValue();
+      case BIGINT:
+        return ((Number) a).longValue() * ((Number) b).longValue();
+      case FLOAT:
+        return ((Number) a).floatValue() * ((Number) b).floatValue();
+      case DOUBLE:
+        return ((Number) a).doubleValue() * ((Number) b).doubleValue();
+      case DECIMAL:
+        return decimal(((BigDecimal) a).multiply((BigDecimal) b), (DecimalType) t);
+      default:
+        throw new IllegalArgumentException("not a numeric type: " + t);
+    }
+  }
+
   public static Object zero(DataType t) {
     return cast(0L, t);
   }

@@ -187,7 +187,7 @@ def test_bigint_sums_wrap_like_java_on_both_strategies(tmp_path: Path, spark: An
             (feed / f"{i}.json").write_text("".join(json.dumps({"f0": k, "f1": v}) + "\n" for k, v in batch))
             df = spark.readStream.schema("f0 STRING, f1 BIGINT").json(str(feed))
             stream = Stream(df, ("k", "v"))
-            out = (native_group_aggregate(stream, node, wrap_long=True) if name == "native"
+            out = (native_group_aggregate(stream, node, library_forms=True) if name == "native"
                    else jvm_group_aggregate(stream, folded, ctx))
             rows: list[str] = []
             query = (out.df.writeStream.outputMode(out.properties.get("output_mode", "append"))

@@ -13,8 +13,8 @@ batch gets the same one): equal means the key was only seen by the current batch
 
 Known difference: an overflowing ``SUM``/``AVG`` over ``BIGINT`` or ``DECIMAL`` fails the query (Spark's ANSI
 arithmetic) where Flink wraps (``BIGINT``) or yields null (``DECIMAL``); the TWS operator fails there too.
-Version 3 (``wrap_long``) sums BIGINTs as two 32-bit halves and wraps them like Java (``_wrapping_long_sum``);
-a DECIMAL(38, s) sum overflowing 38 digits still fails the query there.
+Version 3 takes the aggregate library's native forms (``runtime/aggregates/library.py``): integer sums are
+split into 32-bit halves and wrap like Java; a DECIMAL(38, s) sum overflowing 38 digits still fails the query.
 """
 
 from __future__ import annotations
@@ -39,26 +39,9 @@ class _NativeCall:
     result: Any  # the output column over those aliases
 
 
-def _wrapping_long_sum(alias: str, arg: Any) -> tuple[tuple[Any, ...], str]:
-    """SUM of integers as Java's wrapping long addition, exact under Spark's ANSI arithmetic: the aggregates
-    and the SQL text of the result (a BIGINT, NULL when no value was summed).
-
-    Spark's long ``sum`` fails the query on overflow (ANSI), where Flink's BIGINT sum wraps. The sum is split
-    into the sums of the low and the high 32 bits of every value (neither overflows before 2^31 rows), and
-    recombined in DECIMAL(38, 0), where it is folded into the long range as two's complement wraps.
-    """
-    from pyspark.sql import functions as F
-
-    v = arg.cast("bigint")
-    lo, hi = f"{alias}_lo", f"{alias}_hi"
-    exact = f"CAST(`{hi}` AS DECIMAL(38,0)) * {1 << 32} + CAST(`{lo}` AS DECIMAL(38,0))"
-    wrapped = f"CAST(pmod({exact} + {1 << 63}, {1 << 64}) - {1 << 63} AS BIGINT)"
-    return (F.sum(v.bitwiseAND(F.lit(0xFFFFFFFF))).alias(lo), F.sum(F.shiftright(v, 32)).alias(hi)), wrapped
-
-
-def _native_call(i: int, call: Any, columns: Sequence[str], wrap_long: bool = False) -> _NativeCall:
-    """``wrap_long`` (group-aggregate_3 on): BIGINT sums wrap like Java's instead of failing on overflow;
-    version 2 keeps Spark's plain long sum (its state layout is frozen)."""
+def _native_call(i: int, call: Any, columns: Sequence[str]) -> _NativeCall:
+    """Version 2's native form of ``call`` (frozen with its state layout; version 3 takes the aggregate
+    library's forms, whose integer sums wrap like Java's instead of failing on overflow)."""
     from pyspark.sql import functions as F
 
     from planengine.runtime.operators.window_state import spark_type_name
@@ -82,22 +65,12 @@ def _native_call(i: int, call: Any, columns: Sequence[str], wrap_long: bool = Fa
     arg = only_if(args[0])
     if fn == "AVG":  # Flink: BIGINT sum and count, Java long division (truncates toward zero)
         total, count = f"{alias}_sum", f"{alias}_count"
-        if wrap_long:
-            sums, wrapped = _wrapping_long_sum(total, arg)
-            result = F.when(F.col(count) == 0, F.lit(None)).otherwise(F.expr(f"{wrapped} div `{count}`"))
-            return _NativeCall((*sums, F.count(arg).alias(count)), result.cast(target))
         result = F.when(F.col(count) == 0, F.lit(None)).otherwise(F.expr(f"`{total}` div `{count}`"))
         return _NativeCall((F.sum(arg.cast("bigint")).alias(total), F.count(arg).alias(count)),
                            result.cast(target))
     if fn in ("MIN", "MAX"):
         return _NativeCall(((F.min if fn == "MIN" else F.max)(arg).alias(alias),), F.col(alias).cast(target))
     # SUM / SUM0
-    if wrap_long and call.type.kind is Kind.BIGINT:
-        sums, wrapped = _wrapping_long_sum(alias, arg)
-        result = F.expr(wrapped)
-        if fn == "SUM0":
-            result = F.coalesce(result, F.lit(0).cast("bigint"))
-        return _NativeCall(sums, result.cast(target))
     summed = F.col(alias)
     if fn == "SUM0":
         summed = F.coalesce(summed, F.lit(0))
@@ -108,10 +81,15 @@ def _native_call(i: int, call: Any, columns: Sequence[str], wrap_long: bool = Fa
     return _NativeCall((F.sum(arg).alias(alias),), summed.cast(target))
 
 
-def native_group_aggregate(stream: Stream, node: Any, wrap_long: bool = False) -> Stream:
+def astuple_form(form: Any) -> tuple[Any, Any]:
+    return form.aggregates, form.result
+
+
+def native_group_aggregate(stream: Stream, node: Any, library_forms: bool = False) -> Stream:
     """The node as one update-mode streaming aggregation: columns keys ++ aggregates ++ ``_rowkind``.
 
-    ``wrap_long``: BIGINT sums (SUM, SUM0, AVG's sum) wrap like Java's long (version 3)."""
+    ``library_forms`` (version 3): the aggregate library's native forms (``runtime/aggregates/library.py``),
+    whose integer sums wrap like Java's; version 2 keeps its own (a frozen state layout)."""
     from pyspark.sql import functions as F
 
     from planengine.runtime.operators.window_state import spark_type_name
@@ -119,7 +97,14 @@ def native_group_aggregate(stream: Stream, node: Any, wrap_long: bool = False) -
     # Event-time marks are dropped: the aggregation must not treat the watermark as a grouping deadline.
     df = stream.df.select(*[F.col(f"`{c}`").alias(c, metadata={}) for c in stream.columns])
     df = df.withColumn(_BATCH_TIME, F.current_timestamp())  # the micro-batch's timestamp
-    calls = [_native_call(i, c, stream.columns, wrap_long) for i, c in enumerate(node.aggregates)]
+    if library_forms:
+        from planengine.runtime.aggregates.library import native_form
+
+        in_types = node.inputs[0].field_types
+        calls = [_NativeCall(*astuple_form(native_form(i, c, stream.columns, in_types)))
+                 for i, c in enumerate(node.aggregates)]
+    else:
+        calls = [_native_call(i, c, stream.columns) for i, c in enumerate(node.aggregates)]
     keys = [F.col(f"`{stream.columns[g]}`").alias(f"_g{i}") for i, g in enumerate(node.grouping)]
     aggregated = df.groupBy(*keys).agg(
         *[a for c in calls for a in c.aggregates], F.min(_BATCH_TIME).alias(_FIRST), F.max(_BATCH_TIME).alias(_LAST))

@@ -10,7 +10,8 @@ translated the same way by every later engine:
 * version 2 runs on the strategy recorded in the node (``"strategy"``: ``NATIVE`` or
   ``TRANSFORM_WITH_STATE``), chosen at compile time by ``planengine.plan.strategies`` and filled by restore
   for plans written before it was recorded. Nothing here looks at the rest of the plan;
-* version 3 (written by compilation since the JVM operators exist) records ``NATIVE`` where version 2 would,
+* version 3 (written by compilation since the JVM operators exist) records ``NATIVE`` where version 2 would (run
+  with the aggregate library's native forms: integer sums wrap like Java's instead of failing on overflow),
   ``JVM`` where version 2 falls back to the TWS operator (the JVM processor, ``runtime/jvm/group_aggregate.py``)
   and ``TRANSFORM_WITH_STATE`` only for calls the JVM has no accumulator for (a Python aggregate function).
   The JVM accumulator set is frozen for version 3 (``planengine.plan.strategies.JVM_AGGREGATES``).
@@ -64,7 +65,7 @@ def translate_group_aggregate_v3(node: Any, inputs: list[Stream], ctx: Any) -> S
             raise InternalError(f"node {node_id}: the plan runs the group aggregate natively, but its input is "
                                 "updating; native aggregation needs an insert-only input")
         log.info("node %d (group aggregate): native update-mode aggregation", node_id)
-        return native_group_aggregate(stream, node, wrap_long=True)  # BIGINT sums wrap like Flink's
+        return native_group_aggregate(stream, node, library_forms=True)  # integer sums wrap like Flink's
     if node.strategy == JVM:
         log.info("node %d (group aggregate): JVM processor", node_id)
         return jvm_group_aggregate(stream, node, ctx)

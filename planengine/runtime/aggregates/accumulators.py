@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import decimal
 import math
+import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -67,8 +68,34 @@ class Aggregator:
         return coerce(self.value(acc), self.result_type)
 
 
-def _add(a: Any, b: Any) -> Any:
-    return b if a is None else a + b
+_BITS = {Kind.TINYINT: 8, Kind.SMALLINT: 16, Kind.INT: 32, Kind.BIGINT: 64}
+
+
+def in_type(value: Any, t: DataType | None) -> Any:
+    """``value`` as Flink's arithmetic in type ``t`` leaves it: integers wrap at their width like Java's,
+    FLOAT rounds to single precision, DECIMAL(p, s) rounds HALF_UP to s and is NULL when it needs more than
+    p digits (Flink's ``DecimalData`` overflow)."""
+    if value is None or t is None:
+        return value
+    bits = _BITS.get(t.kind)
+    if bits is not None:
+        half, full = 1 << (bits - 1), 1 << bits
+        return (int(value) + half) % full - half
+    if t.kind is Kind.FLOAT:
+        return struct.unpack("f", struct.pack("f", float(value)))[0]
+    if t.kind is Kind.DOUBLE:
+        return float(value)
+    if t.kind is Kind.DECIMAL:
+        scale, precision = t.scale or 0, t.precision or 38
+        d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
+        q = d.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP)
+        return None if q.adjusted() + 1 > precision - scale else q
+    return value
+
+
+def _add(a: Any, b: Any, t: DataType | None = None) -> Any:
+    """Flink's ``IF(ISNULL(sum), x, sum + x)`` in type ``t``: a DECIMAL sum that overflowed to NULL restarts."""
+    return in_type(b, t) if a is None else in_type(a + b, t)
 
 
 class Count(Aggregator):
@@ -86,7 +113,9 @@ class Count(Aggregator):
 
 
 class Sum(Aggregator):
-    """``[sum, count of non-null values]``; NULL when no value is left (``SUM0``: 0)."""
+    """``[sum, count of non-null values]`` in the result type (Flink's ``SumWithRetractAggFunction``): integers
+    wrap, FLOAT adds in single precision, a DECIMAL overflow makes the sum NULL; NULL when no value is left
+    (``SUM0``: 0)."""
 
     zero_when_empty = False
 
@@ -94,11 +123,11 @@ class Sum(Aggregator):
         return [None, 0]
 
     def accumulate(self, acc, value, bag):
-        return [_add(acc[0], value), acc[1] + 1]
+        return [_add(acc[0], value, self.result_type), acc[1] + 1]
 
     def retract(self, acc, value, bag):
-        s = acc[0] if acc[0] is not None else _zero(self.arg_type)
-        return [s - value, acc[1] - 1]
+        s = acc[0] if acc[0] is not None else _zero(self.result_type)
+        return [in_type(s - value, self.result_type), acc[1] - 1]
 
     def value(self, acc):
         if acc[1] <= 0:
@@ -118,19 +147,51 @@ def _zero(t: DataType | None) -> Any:
     return 0
 
 
-class Avg(Sum):
-    """Sum and count; integral averages divide like Java (truncating toward zero), as Flink does."""
+class Avg(Aggregator):
+    """Flink's ``AvgAggFunction``: ``[sum, count]`` with the sum in BIGINT for integers (wrapping), DOUBLE for
+    floating point, DECIMAL(38, s) for DECIMAL(p, s) (an overflow keeps it NULL); the result is ``sum / count``:
+    integers divide like Java (truncating toward zero), DECIMAL rounds HALF_UP to ``max(6, s)`` digits."""
+
+    def __init__(self, result_type, arg_type):
+        super().__init__(result_type, arg_type)
+        k = arg_type.kind if arg_type is not None else result_type.kind
+        if k in INTEGRAL:
+            self.sum_type: DataType = DataType(Kind.BIGINT)
+        elif k is Kind.DECIMAL:
+            self.sum_type = DataType(Kind.DECIMAL, precision=38, scale=(arg_type or result_type).scale or 0)
+        else:
+            self.sum_type = DataType(Kind.DOUBLE)
+
+    def create(self):
+        return [_zero(self.sum_type), 0]
+
+    def _sum(self, acc):
+        # [None, 0] is an empty accumulator written before the sum started at zero; None with values counted
+        # is a DECIMAL sum that overflowed, which stays NULL like Flink's ``sum + x``.
+        return _zero(self.sum_type) if acc[0] is None and acc[1] == 0 else acc[0]
+
+    def accumulate(self, acc, value, bag):
+        s = self._sum(acc)
+        return [None if s is None else in_type(s + value, self.sum_type), acc[1] + 1]
+
+    def retract(self, acc, value, bag):
+        s = self._sum(acc)
+        return [None if s is None else in_type(s - value, self.sum_type), acc[1] - 1]
 
     def value(self, acc):
         s, n = acc
-        if n <= 0:
+        if n == 0 or s is None:
             return None
-        k = self.result_type.kind
+        k = self.sum_type.kind
         if k in INTEGRAL:
-            q = abs(s) // n
-            return q if s >= 0 else -q
+            q = abs(s) // abs(n)
+            return q if (s >= 0) == (n > 0) else -q
         if k is Kind.DECIMAL:
-            return decimal.Decimal(s) / decimal.Decimal(n)
+            scale = max(6, self.sum_type.scale or 0)
+            with decimal.localcontext() as dc:
+                dc.prec = 100
+                return (decimal.Decimal(s) / decimal.Decimal(n)).quantize(
+                    decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP)
         return s / n
 
 
@@ -253,39 +314,59 @@ class Collect(Aggregator):
 
 
 class Variance(Aggregator):
-    """STDDEV_POP/SAMP, VAR_POP/SAMP from ``[n, sum, sum of squares]`` (floating point, like Flink)."""
+    """STDDEV_POP/SAMP, VAR_POP/SAMP as Flink computes them (Calcite's reduction): ``[n, SUM(x), SUM(x*x)]``
+    with ``x`` in the result type, then ``(SUM(x*x) - SUM(x)*SUM(x)/n) / (n or n-1)`` and the square root for
+    STDDEV. Integer result types make every step integer arithmetic (wrapping sums and squares, truncating
+    divisions; a negative variance's root is NaN, cast to 0); other types use double precision (for DECIMAL
+    an approximation of Flink's decimal steps). NULL for no values, and SAMP of one value."""
 
     def __init__(self, result_type, arg_type, *, name: str):
         super().__init__(result_type, arg_type)
         self.sample = name.endswith("SAMP")
         self.root = name.startswith("STDDEV")
+        self.integral = result_type.kind in INTEGRAL
+        self.sum_type = result_type if self.integral else DataType(Kind.DOUBLE)
 
     def create(self):
-        return [0, 0.0, 0.0]
+        return [0, _zero(self.sum_type), _zero(self.sum_type)]
+
+    def _terms(self, value):
+        v = in_type(value, self.sum_type)
+        return v, in_type(v * v, self.sum_type)
 
     def accumulate(self, acc, value, bag):
-        v = float(value)
-        return [acc[0] + 1, acc[1] + v, acc[2] + v * v]
+        v, sq = self._terms(value)
+        return [acc[0] + 1, in_type(acc[1] + v, self.sum_type), in_type(acc[2] + sq, self.sum_type)]
 
     def retract(self, acc, value, bag):
-        v = float(value)
-        return [acc[0] - 1, acc[1] - v, acc[2] - v * v]
+        v, sq = self._terms(value)
+        return [acc[0] - 1, in_type(acc[1] - v, self.sum_type), in_type(acc[2] - sq, self.sum_type)]
 
     def value(self, acc):
-        n, s, sq = acc
-        if n <= 0 or (self.sample and n <= 1):
+        n, s, squares = acc
+        if n <= 0 or (self.sample and n == 1):
             return None
-        var = max((sq - s * s / n) / (n - 1 if self.sample else n), 0.0)
-        out = math.sqrt(var) if self.root else var
+        denominator = n - 1 if self.sample else n
+        if self.integral:
+            variance = _java_div(squares - _java_div(in_type(s * s, self.sum_type), n), denominator)
+            if not self.root:
+                return in_type(variance, self.result_type)
+            root = math.sqrt(variance) if variance >= 0 else math.nan
+            return 0 if math.isnan(root) else in_type(int(root), self.result_type)
+        variance = (squares - s * s / n) / denominator
+        out = (math.sqrt(variance) if variance >= 0 else math.nan) if self.root else variance
         if self.result_type.kind is Kind.DECIMAL:
-            return decimal.Decimal(repr(out))
+            return None if math.isnan(out) or math.isinf(out) else decimal.Decimal(repr(out))
         return out
 
     def result(self, acc):
-        v = self.value(acc)
-        if v is not None and self.result_type.kind in INTEGRAL:
-            return int(v)
-        return coerce(v, self.result_type)
+        return coerce(self.value(acc), self.result_type)
+
+
+def _java_div(a: int, b: int) -> int:
+    """Java's integer division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
 
 
 class BoolAgg(Aggregator):
@@ -417,10 +498,44 @@ _SKIP = object()
 SKIP = _SKIP
 
 
-def make_aggregator(call: Any, input_types: Sequence[DataType], retraction: bool) -> BoundAggregate:
-    """Bind an ``AggregateCall`` (function name, args, distinct, filter, constants) to an accumulator."""
+class MemoryBag:
+    """A ``ValueBag`` in memory, for evaluating a call over rows at hand (no state behind it)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[Any, int] = {}
+
+    def add(self, value: Any, delta: int) -> int:
+        c = max(self.counts.get(value, 0) + delta, 0)
+        if c:
+            self.counts[value] = c
+        else:
+            self.counts.pop(value, None)
+        return c
+
+    def items(self) -> Iterator[tuple[Any, int]]:
+        return iter(list(self.counts.items()))
+
+
+def evaluate_rows(call: Any, rows: Sequence[Sequence[Any]], input_types: Sequence[DataType] | None = None) -> Any:
+    """``call`` over ``rows`` (tuples in input field order): a fresh accumulator, every row accumulated, the
+    result. The same accumulators as the operators' state, so an aggregate recomputed from rows (OVER frames,
+    sessions) agrees with one kept incrementally."""
+    bound = make_aggregator(call, input_types, retraction=False)
+    bag = MemoryBag() if bound.aggregator.uses_bag else None
+    acc = bound.aggregator.create()
+    for row in rows:
+        v = bound.argument(row)
+        if v is not SKIP:
+            acc = bound.aggregator.accumulate(acc, v, bag)
+    return bound.aggregator.result(acc)
+
+
+def make_aggregator(call: Any, input_types: Sequence[DataType] | None, retraction: bool) -> BoundAggregate:
+    """Bind an ``AggregateCall`` (function name, args, distinct, filter, constants) to an accumulator.
+
+    Without ``input_types`` the argument types are taken as unknown (the result type decides arithmetic)."""
     name = call.function.upper()
-    arg_type = input_types[call.args[0]] if call.args else None
+    arg_type = input_types[call.args[0]] if call.args and input_types is not None else None
     t = call.type
     agg: Aggregator
     user = getattr(call, "user_function", None)

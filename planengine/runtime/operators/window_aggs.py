@@ -5,12 +5,12 @@
   distinct aggregates (it would plan them as two aggregations); results are cast to the Flink type, so
   ``AVG(INT)`` stays an INT like Flink's.
 * ``evaluate``: the same call over a Python list of rows, for operators running on transformWithState
-  (over aggregates, sessions over all keys). Written for small per-key frames: it recomputes from the rows.
+  (over aggregates, sessions over all keys), with the library's Python accumulators. Written for small
+  per-key frames: it recomputes from the rows.
 """
 
 from __future__ import annotations
 
-import decimal
 from collections.abc import Sequence
 from typing import Any
 
@@ -86,73 +86,20 @@ def native_aggregate(call: Any, columns: Sequence[str]) -> Any:
 
 
 # --- Python evaluation --------------------------------------------------------------------------------------
-def _cast_like(value: Any, call: Any) -> Any:
-    kind = call.type.kind.value
-    if value is None:
-        return None
-    if kind in ("TINYINT", "SMALLINT", "INT", "BIGINT"):
-        return int(value)  # truncation toward zero, like Java
-    if kind in ("FLOAT", "DOUBLE"):
-        return float(value)
-    if kind == "DECIMAL":
-        scale = call.type.scale or 0
-        return decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP)
-    return value
+def evaluate(call: Any, rows: Sequence[Sequence[Any]], input_types: Sequence[Any] | None = None) -> Any:
+    """``call`` over ``rows`` (tuples in input field order), with Flink's null and type rules: the library's
+    Python accumulators (``runtime/aggregates/accumulators.py``), the same the transformWithState group
+    aggregate keeps in state; a Python aggregate function is called directly."""
+    from planengine.runtime.aggregates.accumulators import evaluate_rows
 
-
-def evaluate(call: Any, rows: Sequence[Sequence[Any]]) -> Any:
-    """``call`` over ``rows`` (tuples in input field order), with Flink's null and type rules."""
-    fn = call.function.upper()
-    if call.filter_arg is not None:
-        rows = [r for r in rows if r[call.filter_arg]]
     user = getattr(call, "user_function", None)
     if user is not None:
+        rows = [r for r in rows if r[call.filter_arg]] if call.filter_arg is not None else rows
         return _evaluate_python_aggregate(user, call, rows)
-    if fn == "COUNT":
-        if not call.args:
-            return len(rows)
-        vals = [tuple(r[a] for a in call.args) for r in rows]
-        vals = [v for v in vals if all(x is not None for x in v)]
-        return len(set(vals)) if call.distinct else len(vals)
-    if fn == "LAG":
+    if call.function.upper() == "LAG":  # an OVER-only function: the frame's rows in order, not an accumulator
+        rows = [r for r in rows if r[call.filter_arg]] if call.filter_arg is not None else rows
         return _lag(call, rows)
-    values = [r[call.args[0]] for r in rows if r[call.args[0]] is not None] if call.args else []
-    if call.distinct:
-        seen: list[Any] = []
-        for v in values:
-            if v not in seen:
-                seen.append(v)
-        values = seen
-    if fn in ("SUM", "SUM0"):
-        if not values:
-            return 0 if fn == "SUM0" else None
-        return _cast_like(sum(values), call)
-    if fn == "AVG":
-        if not values:
-            return None
-        if call.type.kind.value in ("TINYINT", "SMALLINT", "INT", "BIGINT"):
-            total = sum(values)
-            q = abs(total) // len(values)
-            return q if total >= 0 else -q
-        if call.type.kind.value == "DECIMAL":
-            return _cast_like(decimal.Decimal(sum(values)) / len(values), call)
-        return float(sum(values)) / len(values)
-    if fn == "MIN":
-        return min(values) if values else None
-    if fn == "MAX":
-        return max(values) if values else None
-    if fn == "FIRST_VALUE":
-        return values[0] if values else None
-    if fn == "LAST_VALUE":
-        return values[-1] if values else None
-    if fn == "LISTAGG":
-        sep = call.constants[0].value if call.constants else ","
-        return sep.join(str(v) for v in values) if values else None
-    if fn == "BOOL_AND":
-        return all(values) if values else None
-    if fn == "BOOL_OR":
-        return any(values) if values else None
-    raise ValidationError(f"aggregate {call.function} is not supported by this operator on this engine")
+    return evaluate_rows(call, rows, input_types)
 
 
 def _lag(call: Any, rows: Sequence[Sequence[Any]]) -> Any:

@@ -184,6 +184,10 @@ class WindowTableFunction(ExecNode):
 
 
 @exec_node(_meta("window-aggregate", consumed=(STATE_TTL, O.LOCAL_TIME_ZONE.key),
+                 operators=("window-aggregate",)),
+           # Version 2: same JSON, the aggregate library's native forms (runtime/aggregates/library.py:
+           # integer sums wrap like Flink's instead of failing, VAR/STDDEV as Flink reduces them): new state.
+           _meta("window-aggregate", 2, consumed=(STATE_TTL, O.LOCAL_TIME_ZONE.key),
                  operators=("window-aggregate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class WindowAggregate(ExecNode):
@@ -195,7 +199,9 @@ class WindowAggregate(ExecNode):
     window: WindowSpec = json_field("windowing", WINDOW)
 
 
-@exec_node(_meta("group-window-aggregate", consumed=(STATE_TTL,), operators=("group-window-aggregate",)))
+@exec_node(_meta("group-window-aggregate", consumed=(STATE_TTL,), operators=("group-window-aggregate",)),
+           # Version 2: as window-aggregate_2, the aggregate library's native forms.
+           _meta("group-window-aggregate", 2, consumed=(STATE_TTL,), operators=("group-window-aggregate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class GroupWindowAggregate(ExecNode):
     STATE_NAMES = ("windowAccumulators",)

@@ -24,6 +24,7 @@ from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.restore import COMPATIBLE, CheckReport
 from planengine.plan.strategies import JVM, NATIVE
 from planengine.plan.strategies import TRANSFORM_WITH_STATE as TWS
+from planengine.runtime.context import TranslationContext
 
 DDL = """
 CREATE FUNCTION weighted_avg AS 'tests.golden.udfs.WeightedAvg' LANGUAGE PYTHON;
@@ -73,9 +74,7 @@ def test_strategy_is_chosen_from_the_plan(tmp_path: Path, statement: str, expect
 
 # --- Spark ---------------------------------------------------------------------------------------------------
 def run(env: Any, plan: Any, root: Path, **options: Any) -> Any:
-    from planengine.runtime.executor import execute_compiled_plan
-
-    return execute_compiled_plan(plan, env, job_root=str(root), until_idle=True, **options)
+    return env.execute_plan(plan, job_root=str(root), until_idle=True, **options)
 
 
 def changelog(spark: Any, path: Path) -> list[str]:
@@ -130,9 +129,7 @@ def test_the_native_strategy_passes_the_state_check_too(tmp_path: Path, spark: A
 
 
 def executed(env: Any, plan: Any, root: Path) -> str:
-    from planengine.runtime.executor import execute_compiled_plan
-
-    job = execute_compiled_plan(plan, env, job_root=str(root))
+    job = env.execute_plan(plan, job_root=str(root))
     try:
         job.process_available()
         (query,) = job.queries
@@ -153,7 +150,7 @@ def test_version_3_runs_the_jvm_processor_and_version_2_keeps_python(tmp_path: P
         "stream-exec-group-aggregate-3_", "stream-exec-group-aggregate-2_").replace(',"strategy":"JVM"', "")
     data = json.loads(text)  # a version-2 plan: restore records version 2's strategy (TRANSFORM_WITH_STATE)
     data["planId"] = serde.compute_plan_id(data)
-    python = executed(env, CompiledPlan(data, env), tmp_path / "v2")
+    python = executed(env, CompiledPlan(data), tmp_path / "v2")
     assert "TransformWithStateInP" in python, python
 
 
@@ -169,7 +166,7 @@ def test_bigint_sums_wrap_like_java_on_both_strategies(tmp_path: Path, spark: An
     from planengine.runtime.stream import ROWKIND, Stream
 
     env, plan = compile_plan(tmp_path, "INSERT INTO keyed SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k")
-    sinks = CompiledPlan(plan.data, env).restore()
+    sinks = CompiledPlan(plan.data, env.plan_session()).restore()
     (node,) = [n for n in B.topological(list(sinks)) if isinstance(n, X.GroupAggregate)]
     top = 9223372036854775807
     feed = tmp_path / "feed"

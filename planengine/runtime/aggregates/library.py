@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.types import CHARACTER, INTEGRAL, DataType, Kind
+from planengine.ir.types import CHARACTER, INTEGRAL, DataType, Kind
 
 # Every built-in aggregate, version 1: the keys of the planner's registry and of the JVM library.
 BUILTIN_AGGREGATES = frozenset((name, 1) for name in (

@@ -40,11 +40,17 @@ from planengine.runtime.stream import Stream, column_name
 
 
 def window_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequence[Any], spec: Any,
-                     properties: Sequence[str], output_types: Sequence[Any]) -> Stream:
+                     properties: Sequence[str], output_types: Sequence[Any],
+                     input_types: Sequence[Any] | None = None) -> Stream:
     """Aggregate ``stream`` per (grouping keys, window); output = keys, aggregates, window properties.
 
     ``properties`` lists the window columns to append, each ``start``, ``end`` or ``rowtime`` (Flink's
     ``window_time`` / ``TUMBLE_ROWTIME``: end - 1 ms, an event-time column of the output).
+
+    With ``input_types`` (the node's input field types; version 2 of the window aggregates) each call runs in
+    the aggregate library's native form (``runtime/aggregates/library.py``: integer sums wrap like Java's,
+    VAR/STDDEV as Flink reduces them); without, in version 1's ``window_aggs.native_aggregate`` (its state
+    layout is frozen).
     """
     from pyspark.sql import functions as F
 
@@ -58,7 +64,15 @@ def window_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequen
     time_col = column_name(spec.time_field)
     meta = watermark_metadata(df, stream.rowtime or time_col)
     keys = [F.col(f"`{column_name(g)}`").alias(f"_k{i}") for i, g in enumerate(grouping)]
-    aggs = [native_aggregate(call, stream.columns).alias(f"_a{i}") for i, call in enumerate(aggregates)]
+    if input_types is not None:
+        from planengine.runtime.aggregates.library import native_form
+
+        forms = [native_form(i, call, stream.columns, input_types) for i, call in enumerate(aggregates)]
+        aggs = [a for form in forms for a in form.aggregates]
+        results = [form.result for form in forms]
+    else:
+        aggs = [native_aggregate(call, stream.columns).alias(f"_a{i}") for i, call in enumerate(aggregates)]
+        results = [F.col(f"_a{i}") for i in range(len(aggregates))]
     if spec.kind == "SESSION":
         if set(spec.partition_keys) != set(grouping):
             raise ValidationError("session window partition keys differ from the grouping keys")
@@ -75,7 +89,7 @@ def window_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequen
         agg = (windows.groupBy(*keys, F.col("_we"), F.col(f"`{START_MS}`")).agg(*aggs)
                .withColumn(END_MS, F.expr("unix_millis(`_we`)")))
     out = [F.col(f"_k{i}").alias(column_name(i)) for i in range(len(grouping))]
-    out += [F.col(f"_a{i}").alias(column_name(len(grouping) + i)) for i in range(len(aggregates))]
+    out += [result.alias(column_name(len(grouping) + i)) for i, result in enumerate(results)]
     out += window_property_columns(properties, len(out), output_types, meta)
     rowtime = next((column_name(len(grouping) + len(aggregates) + j) for j, p in enumerate(properties)
                     if p == "rowtime"), None)

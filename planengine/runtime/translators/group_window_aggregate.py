@@ -16,9 +16,11 @@ from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
 
 
-@translator("stream-exec-group-window-aggregate", 1)
+@translator("stream-exec-group-window-aggregate", 1, 2)
 def translate_group_window_aggregate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    """Version 2 aggregates in the library's native forms, version 1 in its own (see window_aggregate)."""
     stream = after_stateful(inputs[0], node, ctx)
+    library = list(node.inputs[0].field_types) if node.metadata.version >= 2 else None
     window = node.group_window
     spec = window.spec
     props = tuple(p for _, p in window.properties)
@@ -36,5 +38,5 @@ def translate_group_window_aggregate(node: Any, inputs: list[Stream], ctx: Any) 
             from dataclasses import replace
 
             spec = replace(spec, partition_keys=tuple(node.grouping))
-        out = window_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types)
+        out = window_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types, library)
     return mark_stateful(out.with_df(out.df, fields=tuple(node.field_names)), inputs[0])

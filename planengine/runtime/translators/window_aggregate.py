@@ -20,14 +20,17 @@ from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
 
 
-@translator("stream-exec-window-aggregate", 1)
+@translator("stream-exec-window-aggregate", 1, 2)
 def translate_window_aggregate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    """Version 2 aggregates in the library's native forms (``runtime/aggregates/library.py``), version 1 in its
+    own (frozen with its state layout); sessions over other keys are the same operator in both."""
     stream = after_stateful(inputs[0], node, ctx)
+    library = list(node.inputs[0].field_types) if node.metadata.version >= 2 else None
     spec = node.window
     props = ("start", "end", "rowtime")
     if spec.kind == "SESSION" and (set(spec.partition_keys) != set(node.grouping) or stream.record_watermark):
         out = global_session_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types,
                                        ctx.uid(node, "window-aggregate"))
     else:
-        out = window_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types)
+        out = window_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types, library)
     return mark_stateful(out.with_df(out.df, fields=tuple(node.field_names)), inputs[0])

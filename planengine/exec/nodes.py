@@ -238,7 +238,9 @@ class Rank(ExecNode):
     generate_update_before: bool = json_field("generateUpdateBefore", BOOL, True)
 
 
-@exec_node(_meta("deduplicate", consumed=(STATE_TTL, *MINI_BATCH), operators=("deduplicate",)))
+@exec_node(_meta("deduplicate", consumed=(STATE_TTL, *MINI_BATCH), operators=("deduplicate",)),
+           # Version 2: same JSON, the JVM processor (runtime/jvm/changelog.py): typed state, new layout.
+           _meta("deduplicate", 2, consumed=(STATE_TTL, *MINI_BATCH), operators=("deduplicate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Deduplicate(ExecNode):
     STATE_NAMES = ("keptRow",)
@@ -274,7 +276,9 @@ class WindowDeduplicate(ExecNode):
     window_end_field: int = json_field("windowEndIndex", INT)
 
 
-@exec_node(_meta("changelog-normalize", consumed=(STATE_TTL, *MINI_BATCH), operators=("changelog-normalize",)))
+@exec_node(_meta("changelog-normalize", consumed=(STATE_TTL, *MINI_BATCH), operators=("changelog-normalize",)),
+           # Version 2: same JSON, the JVM processor (runtime/jvm/changelog.py): typed state, new layout.
+           _meta("changelog-normalize", 2, consumed=(STATE_TTL, *MINI_BATCH), operators=("changelog-normalize",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class ChangelogNormalize(ExecNode):
     STATE_NAMES = ("latestRow",)

@@ -14,36 +14,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from planengine.ir.types import DataType
 from planengine.plan import strategies
 from planengine.runtime.jvm import run_operator
-from planengine.runtime.stream import ROWKIND, Stream
+from planengine.runtime.jvm.typed import spark_type as _spark_type
+from planengine.runtime.jvm.typed import typed_input
+from planengine.runtime.stream import Stream
 
 # Which nodes run here is recorded in the plan (planengine.plan.strategies); the names stay for the tests.
 JVM_AGGREGATES = strategies.JVM_AGGREGATES
 refusal = strategies.group_aggregate_jvm_refusal
-
-
-def _spark_type(t: DataType) -> str:
-    from planengine.functions.spark_types import render_spark_type
-
-    return render_spark_type(t)
-
-
-def typed_input(stream: Stream, types: list[DataType]) -> Any:
-    """The stream's DataFrame with each field cast to the Spark type of its plan type where it differs."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import _parse_datatype_string
-
-    df = stream.df
-    columns = []
-    for c, t in zip(stream.columns, types, strict=True):
-        want = _parse_datatype_string(_spark_type(t))
-        have = df.schema[c].dataType
-        columns.append(F.col(f"`{c}`") if have == want else F.col(f"`{c}`").cast(want).alias(c))
-    if stream.updating:
-        columns.append(F.col(ROWKIND))
-    return df.select(*columns)
 
 
 def spec(node: Any, stream: Stream, ctx: Any) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""``stream-exec-changelog-normalize`` → the ``changelog_normalize`` TWS operator."""
+"""``stream-exec-changelog-normalize``: version 1 on the Python ``changelog_normalize`` TWS operator, version 2 on
+the JVM processor (``runtime/jvm/changelog.py``; same rules, typed state)."""
 
 from __future__ import annotations
 
@@ -13,3 +14,11 @@ from planengine.runtime.translators import translator
 def translate_changelog_normalize(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     (stream,) = inputs
     return changelog_normalize(stream, node, ctx)
+
+
+@translator("stream-exec-changelog-normalize", 2)
+def translate_changelog_normalize_v2(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    from planengine.runtime.jvm.changelog import jvm_changelog_normalize
+
+    (stream,) = inputs
+    return jvm_changelog_normalize(stream, node, ctx)

@@ -1,4 +1,5 @@
-"""``stream-exec-deduplicate`` → the ``deduplicate`` TWS operator."""
+"""``stream-exec-deduplicate``: version 1 on the Python ``deduplicate`` TWS operator, version 2 on the JVM
+processor (``runtime/jvm/changelog.py``; same rules, typed state)."""
 
 from __future__ import annotations
 
@@ -13,3 +14,11 @@ from planengine.runtime.translators import translator
 def translate_deduplicate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     (stream,) = inputs
     return deduplicate(stream, node, ctx)
+
+
+@translator("stream-exec-deduplicate", 2)
+def translate_deduplicate_v2(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    from planengine.runtime.jvm.changelog import jvm_deduplicate
+
+    (stream,) = inputs
+    return jvm_deduplicate(stream, node, ctx)

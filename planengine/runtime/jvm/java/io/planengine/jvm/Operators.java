@@ -1,6 +1,8 @@
 package io.planengine.jvm;
 
 import io.planengine.jvm.ops.aggregate.GroupAggregate;
+import io.planengine.jvm.ops.dedup.Deduplicate;
+import io.planengine.jvm.ops.normalize.ChangelogNormalize;
 import io.planengine.jvm.ops.probe.KeyedRowCount;
 import java.io.IOException;
 import java.io.InputStream;
@@ -30,6 +32,14 @@ public final class Operators {
 
   public static Dataset<Row> groupAggregate(Dataset<Row> input, String spec) {
     return GroupAggregate.apply(input, spec);
+  }
+
+  public static Dataset<Row> deduplicate(Dataset<Row> input, String spec) {
+    return Deduplicate.apply(input, spec);
+  }
+
+  public static Dataset<Row> changelogNormalize(Dataset<Row> input, String spec) {
+    return ChangelogNormalize.apply(input, spec);
   }
 
   /** Diagnostic: counts rows per key (proves the library loads and a processor keeps state). */

@@ -128,7 +128,10 @@ class WatermarkAssigner(ExecNode):
 
 
 @exec_node(_meta("sink", consumed=(O.SINK_NOT_NULL_ENFORCER.key, O.SINK_UPSERT_MATERIALIZE.key,
-                                    STATE_TTL), operators=("sink", "upsert-materializer")))
+                                    STATE_TTL), operators=("sink", "upsert-materializer")),
+           # Version 2: same JSON, the upsert materializer on the JVM (runtime/jvm/changelog.py): typed state.
+           _meta("sink", 2, consumed=(O.SINK_NOT_NULL_ENFORCER.key, O.SINK_UPSERT_MATERIALIZE.key,
+                                      STATE_TTL), operators=("sink", "upsert-materializer")))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Sink(ExecNode):
     STATE_NAMES = ("materializedRows",)

@@ -38,8 +38,8 @@ REPO = Path(__file__).resolve().parents[2]
 ENGINE_A = REPO / ".venv-spark42" / "bin" / "planengine"
 ENGINE_B = REPO / ".venv" / "bin" / "planengine"
 TRANSIENT = "Python worker failed to connect back"
-AGG = "6_stream-exec-sink-1_sink"  # group aggregate (transformWithState)
-JOIN = "15_stream-exec-sink-1_sink"  # interval join (Spark's symmetricHashJoin, four state stores)
+AGG = "6_stream-exec-sink-2_sink"  # group aggregate (the JVM transformWithState processor)
+JOIN = "15_stream-exec-sink-2_sink"  # interval join (Spark's symmetricHashJoin, four state stores)
 
 
 def script(data: Path) -> str:

@@ -1,8 +1,10 @@
-"""Deduplicate and changelog normalize on the JVM (``io.planengine.jvm.ops.dedup`` and ``.normalize``).
+"""Deduplicate, changelog normalize and the sink's upsert materializer on the JVM (``io.planengine.jvm.ops.dedup``,
+``.normalize``, ``.materialize``).
 
-Both keep one typed row per key (``keptRow`` / ``latestRow``: the input's own fields and the write time) and
-emit Flink's changelog; their Javadoc spells out the rules (the same as the Python operators'
-``operators/deduplicate.py`` and ``operators/changelog_normalize.py``, which plans of version 1 keep).
+Each keeps typed rows per key (``keptRow`` / ``latestRow``: the input's own fields and the write time;
+``materializedRows``: the rows alive per sink key) and emits Flink's changelog; their Javadoc spells out the
+rules (the same as the Python operators' ``operators/deduplicate.py``, ``changelog_normalize.py`` and
+``upsert_materializer.py``, which plans of the older node versions keep).
 """
 
 from __future__ import annotations
@@ -46,3 +48,12 @@ def jvm_changelog_normalize(stream: Stream, node: Any, ctx: Any) -> Stream:
     }
     df = run_operator(typed_input(stream, node.field_types), "changelogNormalize", spec)
     return _stateful(stream, node, df, updating=True)
+
+
+def jvm_upsert_materialize(stream: Stream, keys: Any, ctx: Any, node: Any) -> Stream:
+    """The sink's upsert materializer: ``stream`` (the sink's input) keyed by the sink key positions ``keys``."""
+    names = getattr(type(node), "STATE_NAMES", ()) or ("materializedRows",)
+    spec = {"upsertKeys": list(keys), "stateTtlMs": int(ctx.state_ttl_ms(node)), "stateNames": [names[0]]}
+    df = run_operator(typed_input(stream, node.inputs[0].field_types), "upsertMaterialize", spec)
+    props = {**stream.properties, "stateful": True}
+    return Stream(df=df, fields=tuple(stream.fields), updating=True, rowtime=None, properties=props)

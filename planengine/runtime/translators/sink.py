@@ -2,7 +2,7 @@
 
 The translator does not start anything: it returns the stream with ``properties["query"]``, a
 ``SinkQuery`` the executor starts as one streaming query named by the sink's uid
-(``<id>_stream-exec-sink-1_sink``). The writer receives ``f0..fn`` in the table's persisted column order and
+(``<id>_stream-exec-sink-<version>_sink``). The writer receives ``f0..fn`` in the table's persisted column order and
 ``_rowkind`` when the input is updating (DESIGN §6).
 """
 
@@ -34,13 +34,19 @@ class SinkQuery:
     label: str = ""  # what progress and status show: the sink table('s names), or "channel <name>"
 
 
-@translator("stream-exec-sink", 1)
+@translator("stream-exec-sink", 1, 2)
 def translate_sink(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    """Version 2 materializes upserts on the JVM (``runtime/jvm/changelog.py``), version 1 on the Python
+    operator; otherwise the versions are the same."""
     sink = runtime_sink(node, ctx)
     provider = sink.sink_runtime_provider(SinkContext(node_id=ctx.node_id(node)))
     writer = get_sink_writer(provider.connector)
     inp = inputs[0]
-    if node.upsert_materialize:
+    if node.upsert_materialize and node.metadata.version >= 2:
+        from planengine.runtime.jvm.changelog import jvm_upsert_materialize
+
+        inp = jvm_upsert_materialize(inp, tuple(node.upsert_keys), ctx, node)
+    elif node.upsert_materialize:
         inp = _upsert_materialize(inp, node, ctx)
     out = table_rows(node, inp, ctx)
     uid = ctx.uid(node, "sink")

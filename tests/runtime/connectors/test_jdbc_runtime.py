@@ -122,4 +122,4 @@ def test_upsert_sink_applies_changelog_by_primary_key(tmp_path: Path, spark, pos
     env.execute_plan(plan, job_root=str(root), until_idle=True)
     assert pg_rows(postgres_db, "SELECT * FROM totals ORDER BY id") == [(1, 30, "1"), (3, 50, "3"), (4, 0, "4")]
     commits = pg_rows(postgres_db, "SELECT query_uid, batch_id, row_count FROM planengine_sink_commits ORDER BY 2")
-    assert [c[1] for c in commits] == [0, 1] and all(c[0].endswith("_stream-exec-sink-1_sink") for c in commits)
+    assert [c[1] for c in commits] == [0, 1] and all(c[0].endswith("_stream-exec-sink-2_sink") for c in commits)

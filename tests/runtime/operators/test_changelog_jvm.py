@@ -132,3 +132,28 @@ def test_normalize_state_is_the_typed_row_and_ttl_forgets_it(spark, feed, runner
     time.sleep(3.0)
     g.put([("one", 2, "b", "+U")])
     assert flink(r2.take()) == ["+I[one, 2, b]"]  # the stored row expired
+
+
+def test_materializer_keeps_rows_per_sink_key(spark, feed, runner, tmp_path):
+    """sink_2's upsert materializer: a retraction of a non-latest row keeps the key; the rows alive are typed
+    state (readable as the input's fields) and a key with none left holds no state."""
+    from planengine.runtime.jvm.changelog import jvm_upsert_materialize
+
+    f = feed("k INT, v STRING, _rowkind STRING", changelog=True)
+    row = "ROW<k INT, v STRING>"
+    sink = X.Sink(inputs=(input_node(row),), output_type=parse_type(row), table=X.TableSpec("t"),
+                  upsert_materialize=True, upsert_keys=(0,))
+    out = jvm_upsert_materialize(f.stream(), (0,), node_ctx(spark, sink), sink)
+    r = runner(out.df)
+    f.put([(1, "a", "+I"), (1, "b", "+I")])
+    assert flink(r.take()) == ["+I[1, a]", "+U[1, b]"]
+    state = spark.read.format("statestore").option("stateVarName", "materializedRows").load(str(tmp_path / "ck"))
+    (stored,) = state.collect()
+    assert [x.asDict() for x in stored["value"]["rows"]] == [{"f0": 1, "f1": "a"}, {"f0": 1, "f1": "b"}]
+    got = []
+    for batch in ([(1, "a", "-D")], [(1, "b", "-U"), (1, "c", "+U")], [(1, "c", "-D")], [(2, "z", "-D")]):
+        f.put(batch)
+        got.append(flink(r.take()))
+    assert got == [[], ["-D[1, b]", "+I[1, c]"], ["-D[1, c]"], []]
+    assert spark.read.format("statestore").option("stateVarName", "materializedRows").load(
+        str(tmp_path / "ck")).count() == 0

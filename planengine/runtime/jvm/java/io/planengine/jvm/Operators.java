@@ -2,6 +2,7 @@ package io.planengine.jvm;
 
 import io.planengine.jvm.ops.aggregate.GroupAggregate;
 import io.planengine.jvm.ops.dedup.Deduplicate;
+import io.planengine.jvm.ops.materialize.UpsertMaterializer;
 import io.planengine.jvm.ops.normalize.ChangelogNormalize;
 import io.planengine.jvm.ops.probe.KeyedRowCount;
 import java.io.IOException;
@@ -40,6 +41,10 @@ public final class Operators {
 
   public static Dataset<Row> changelogNormalize(Dataset<Row> input, String spec) {
     return ChangelogNormalize.apply(input, spec);
+  }
+
+  public static Dataset<Row> upsertMaterialize(Dataset<Row> input, String spec) {
+    return UpsertMaterializer.apply(input, spec);
   }
 
   /** Diagnostic: counts rows per key (proves the library loads and a processor keeps state). */

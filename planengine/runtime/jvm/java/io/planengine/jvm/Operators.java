@@ -35,6 +35,14 @@ public final class Operators {
     return GroupAggregate.apply(input, spec);
   }
 
+  public static String groupAggregateInitialStateType(Dataset<Row> input, String spec) {
+    return GroupAggregate.initialStateType(input, spec);
+  }
+
+  public static Dataset<Row> groupAggregateWithInitialState(Dataset<Row> input, String spec, Dataset<Row> initial) {
+    return GroupAggregate.applyWithInitialState(input, spec, initial);
+  }
+
   public static Dataset<Row> deduplicate(Dataset<Row> input, String spec) {
     return Deduplicate.apply(input, spec);
   }

@@ -38,8 +38,42 @@ public final class GroupAggregate {
     for (Spec t : spec.list("outputTypes")) {
       types.add(DataType.fromDDL(t.json().asText()));
     }
-    StructType out = io.planengine.jvm.core.Keyed.outputSchema(types, true);
+    StructType out = Keyed.outputSchema(types, true);
     return Keyed.by(input, spec.ints("grouping")).transformWithState(
         new GroupAggregateProcessor(specJson, schema), TimeMode.None(), OutputMode.Append(), Encoders.row(out));
+  }
+
+  /** The Spark type (JSON) of the {@code state} column a migration's initial state must have. */
+  public static String initialStateType(Dataset<Row> input, String specJson) {
+    return GroupAggregateProcessor.initialStateType(Spec.parse(specJson), input.schema()).json();
+  }
+
+  /**
+   * As {@link #apply}, starting from {@code initial}: one row per group, the group's key columns (named and
+   * typed as the input's grouping columns) and {@code state} (see {@link #initialStateType}). Spark applies
+   * initial state in a query's first batch only, so this is for a query starting without a checkpoint.
+   */
+  public static Dataset<Row> applyWithInitialState(Dataset<Row> input, String specJson, Dataset<Row> initial) {
+    Spec spec = Spec.parse(specJson);
+    StructType schema = input.schema();
+    StructType expected = GroupAggregateProcessor.initialStateType(spec, schema);
+    DataType given = initial.schema().apply("state").dataType();
+    if (!given.sameType(expected)) {
+      throw spec.error("(initial state)", "has type " + given.simpleString() + "; the processor needs "
+          + expected.simpleString());
+    }
+    List<DataType> types = new ArrayList<>();
+    for (Spec t : spec.list("outputTypes")) {
+      types.add(DataType.fromDDL(t.json().asText()));
+    }
+    int[] grouping = spec.ints("grouping");
+    int[] initialKeys = new int[grouping.length];
+    for (int i = 0; i < grouping.length; i++) {
+      initialKeys[i] = initial.schema().fieldIndex(schema.fields()[grouping[i]].name());
+    }
+    return Keyed.by(input, grouping).transformWithState(
+        new GroupAggregateProcessor(specJson, schema), TimeMode.None(), OutputMode.Append(),
+        Keyed.by(initial, initialKeys), Encoders.row(Keyed.outputSchema(types, true)),
+        Encoders.row(initial.schema()));
   }
 }

@@ -19,6 +19,7 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.streaming.MapState;
 import org.apache.spark.sql.streaming.StatefulProcessorHandle;
 import org.apache.spark.sql.streaming.TTLConfig;
+import org.apache.spark.sql.streaming.TimerValues;
 import org.apache.spark.sql.streaming.ValueState;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -54,6 +55,7 @@ public final class GroupAggregateProcessor extends KeyedChangelogProcessor {
   private transient long ttlMs;
   private transient ValueState<Row> accState;
   private transient Bags bags;
+  private transient MapState<Row, Long> bagState;
 
   public GroupAggregateProcessor(String specJson, StructType inputSchema) {
     super(specJson, inputSchema, true);
@@ -143,10 +145,56 @@ public final class GroupAggregateProcessor extends KeyedChangelogProcessor {
     }
     accState = handle.getValueState(names.get(0), Encoders.row(accumulatorsType(functions)), TTLConfig.NONE());
     if (!slotTypes.isEmpty()) {
-      MapState<Row, Long> map = handle.getMapState(names.get(1), Encoders.row(Bags.keyType(slotAggs, slotTypes)),
+      bagState = handle.getMapState(names.get(1), Encoders.row(Bags.keyType(slotAggs, slotTypes)),
           Encoders.LONG(), TTLConfig.NONE());
-      bags = new Bags(map, slotTypes.size());
+      bags = new Bags(bagState, slotTypes.size());
     }
+  }
+
+  /**
+   * The row a migration hands each key (see {@code initialStateType}): the {@code accumulators} value and the
+   * key's {@code distinctValues} entries; written as they are, with this run's write time.
+   */
+  @Override
+  public void handleInitialState(Row key, Row initial, TimerValues timerValues) {
+    now = System.currentTimeMillis();
+    Row state = initial.getStruct(initial.fieldIndex("state"));
+    Row acc = state.getStruct(0);
+    Object[] fields = new Object[acc.length()];
+    for (int i = 0; i < fields.length; i++) {
+      fields[i] = acc.get(i);
+    }
+    fields[1] = now;
+    accState.update(RowFactory.create(fields));
+    if (bagState != null && state.length() > 1 && !state.isNullAt(1)) {
+      for (Object entry : state.getList(1)) {
+        Row e = (Row) entry;
+        bagState.updateValue(e.getStruct(0), e.getLong(1));
+      }
+    }
+  }
+
+  /**
+   * The initial state a migration provides per key: {@code state STRUCT<accumulators, bags ARRAY<STRUCT<key,
+   * count>>>} (bags only when an aggregate keeps a value multiset), in exactly this processor's layouts.
+   */
+  static StructType initialStateType(Spec spec, StructType input) {
+    List<AggregateFunction> functions = functions(spec, input);
+    List<DataType> slotTypes = new ArrayList<>();
+    List<Integer> slotAggs = new ArrayList<>();
+    for (int i = 0; i < functions.size(); i++) {
+      if (functions.get(i).usesBag()) {
+        slotTypes.add(functions.get(i).bagValueType());
+        slotAggs.add(i);
+      }
+    }
+    StructType state = new StructType().add("accumulators", accumulatorsType(functions), false);
+    if (!slotTypes.isEmpty()) {
+      StructType entry = new StructType().add("key", Bags.keyType(slotAggs, slotTypes), false)
+          .add("count", DataTypes.LongType, false);
+      state = state.add("bags", DataTypes.createArrayType(entry, false), true);
+    }
+    return state;
   }
 
   @Override

@@ -1,0 +1,133 @@
+"""State migration: a group aggregate's state kept by the Python operator, as the JVM processor's initial state.
+
+Plans written before ``group-aggregate_3`` run their aggregates on the Python transformWithState operator,
+whose state is JSON text (``operators/group_aggregate.py``: ``accumulators`` = ``{"n", "a": [acc...], "out",
+"g"}``, ``distinctValues`` = ``[aggregate index, value] -> count``). Moving such a node to version 3 with its
+state means: read that state with Spark's state data source (``format("statestore")``), convert every
+accumulator into the JVM's typed layout, and start the JVM processor from it through
+``transformWithState(..., initialState)``.
+
+Spark applies initial state in a query's first batch only (batch id 0), so the converted state starts a
+query without a checkpoint. ``initial_state`` and ``group_aggregate_with_initial_state`` are the two steps;
+wiring them into ``planengine migrate`` for a running job also needs the query's sources to start where the
+old checkpoint stopped and its sinks to keep their batch bookkeeping (docs/jvm-operators.md, "Migration").
+
+The conversion is exact: each Python accumulator holds the same facts as its JVM counterpart (``SUM``: sum and
+count, ``AVG``: sum and count, ``MIN``/``MAX``: the extreme, with the value multiset in ``distinctValues``...).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from planengine.errors import PlanIncompatible
+from planengine.ir.types import INTEGRAL, DataType, Kind
+from planengine.runtime.aggregates.accumulators import in_type
+from planengine.runtime.aggregates.library import canonical_name
+from planengine.runtime.jvm import operators
+from planengine.runtime.jvm.group_aggregate import refusal, spec
+from planengine.runtime.jvm.typed import typed_input
+from planengine.runtime.operators._codec import decode
+from planengine.runtime.stream import Stream
+
+
+def _state_rows(spark: Any, checkpoint: str, variable: str, operator_id: int) -> list[Any]:
+    reader = spark.read.format("statestore").option("operatorId", operator_id).option("stateVarName", variable)
+    return reader.load(checkpoint).collect()
+
+
+def _sum_type(call: Any, arg_type: DataType | None) -> DataType:
+    """The JVM AVG's sum type (``io.planengine.jvm.agg.Avg``)."""
+    kind = (arg_type or call.type).kind
+    if kind in INTEGRAL:
+        return DataType(Kind.BIGINT)
+    if kind is Kind.DECIMAL:
+        return DataType(Kind.DECIMAL, precision=38, scale=(arg_type or call.type).scale or 0)
+    return DataType(Kind.DOUBLE)
+
+
+def _accumulator(call: Any, acc: Any, arg_type: DataType | None, retraction: bool) -> tuple[Any, ...]:
+    """One Python accumulator (its JSON form) as the JVM function's accumulator row."""
+    name = canonical_name(call)
+    if name == "COUNT":
+        return (int(acc),)
+    if name in ("SUM", "SUM0"):
+        total, count = acc
+        return (in_type(total, call.type), int(count))
+    if name == "AVG":
+        total, count = acc
+        sum_type = _sum_type(call, arg_type)
+        return (in_type(0 if total is None and count == 0 else total, sum_type), int(count))
+    if name in ("MIN", "MAX"):
+        return (acc,)
+    if name in ("FIRST_VALUE", "LAST_VALUE"):
+        return (list(acc),) if retraction else (acc,)
+    if name == "LISTAGG":
+        return ([str(v) for v in acc],)
+    if name == "COLLECT":
+        return ([(v, int(c)) for v, c in acc],)
+    if name.startswith(("VAR", "STDDEV")):
+        n, total, squares = acc
+        if call.type.kind in INTEGRAL:
+            return (int(n), in_type(int(total), call.type), in_type(int(squares), call.type))
+        return (int(n), float(total), float(squares))
+    if name in ("BOOL_AND", "BOOL_OR"):
+        return (int(acc[0]), int(acc[1]))
+    raise PlanIncompatible(f"{call}: no state migration for {name}")
+
+
+def initial_state(spark: Any, checkpoint: str, operator_id: int, node: Any, stream: Stream, ctx: Any) -> Any:
+    """The Python operator's state of ``node`` (in ``checkpoint``, Spark operator ``operator_id``) as a DataFrame
+    of the JVM processor's initial state: the grouping columns, then ``state``.
+
+    Collected on the driver: a migration is a one-off step, bounded by the driver's memory."""
+    from pyspark.sql.types import StructType
+
+    if refusal(node) is not None:
+        raise PlanIncompatible(f"node {ctx.node_id(node)} cannot move to the JVM: {refusal(node)}")
+    in_types = list(node.inputs[0].field_types)
+    typed = typed_input(stream, in_types)
+    state_type = StructType.fromJson(json.loads(str(
+        operators(spark).groupAggregateInitialStateType(typed._jdf, json.dumps(spec(node, stream, ctx))))))
+    retraction = bool(node.need_retraction) or stream.updating
+    bagged = [i for i, c in enumerate(node.aggregates)
+              if c.distinct or (retraction and canonical_name(c) in ("MIN", "MAX"))]
+    bags: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+    if bagged:
+        for r in _state_rows(spark, checkpoint, "distinctValues", operator_id):
+            index, value = decode(r["user_map_key"]["k"])
+            if index not in bagged:
+                continue
+            value = tuple(value) if isinstance(value, list) else value
+            key_row = [index] + [value if i == index else None for i in bagged]
+            key = tuple(r["key"]) if node.grouping else ()
+            bags.setdefault(key, []).append((tuple(key_row), int(r["user_map_value"]["c"])))
+    rows = []
+    for r in _state_rows(spark, checkpoint, "accumulators", operator_id):
+        state = decode(r["value"]["acc"])
+        key = tuple(r["key"]) if node.grouping else ()  # a global aggregate's constant key is implied
+        accs = [_accumulator(c, a, in_types[c.args[0]] if c.args else None, retraction)
+                for c, a in zip(node.aggregates, state["a"], strict=True)]
+        value = [(int(state["n"]), 0, *accs)]
+        if bagged:
+            value.append(bags.get(key, []))
+        rows.append((*key, tuple(value)))
+    key_fields = [typed.schema.fields[g] for g in node.grouping] or []
+    schema = StructType([*key_fields, *StructType.fromJson({"type": "struct", "fields": [
+        {"name": "state", "type": state_type.jsonValue(), "nullable": False, "metadata": {}}]}).fields])
+    return spark.createDataFrame(rows, schema)
+
+
+def group_aggregate_with_initial_state(stream: Stream, node: Any, ctx: Any, initial: Any) -> Stream:
+    """The JVM group aggregate over ``stream``, starting from ``initial`` (see ``initial_state``)."""
+    from pyspark.sql import DataFrame
+
+    typed = typed_input(stream, list(node.inputs[0].field_types))
+    spark = typed.sparkSession
+    jdf = operators(spark).groupAggregateWithInitialState(typed._jdf, json.dumps(spec(node, stream, ctx)),
+                                                         initial._jdf)
+    props = {**stream.properties, "stateful": True}
+    return Stream(df=DataFrame(jdf, spark), fields=tuple(node.field_names), updating=True, rowtime=None,
+                  properties=props)
+

@@ -88,7 +88,7 @@ def _sinks_per_node(plan: dict) -> dict[int, set[int]]:
 def test_queries_that_compute_a_node_twice_are_refused() -> None:
     plan = json.loads((PLANS / "statement_set_shared_aggregate.json").read_text())
     edited = copy.deepcopy(plan)
-    edited["queries"].append({"uid": "7_stream-exec-sink-1_sink", "head": 7, "sinks": [7]})
+    edited["queries"].append({"uid": "7_stream-exec-sink-2_sink", "head": 7, "sinks": [7]})
     edited["planId"] = compute_plan_id(edited)
     with pytest.raises(PlanError, match="both compute node"):
         Topology.from_plan(edited)

@@ -115,7 +115,7 @@ def test_a_source_read_by_a_window_and_a_filter_is_read_once_and_its_snapshot_ch
     if shared:
         manifest = _manifest(tmp_path / "job", snapshot)
         assert sorted(manifest["queries"]) == ["2_stream-exec-watermark-assigner-2_fan-out",
-                                               "7_stream-exec-sink-1_sink"]
+                                               "7_stream-exec-sink-2_sink"]
         # the channel travels inside its producer's checkpoint
         assert (tmp_path / "job" / "snapshots" / snapshot / "checkpoints" / "2_stream-exec-watermark-assigner-2_fan-out"
                 / "channel" / "_spark_metadata").is_dir()

@@ -323,7 +323,9 @@ class TemporalSort(ExecNode):
 JOIN_FIELDS_DOC = "leftKeys/rightKeys index the left and right inputs; nonEquiCondition reads left ++ right."
 
 
-@exec_node(_meta("join", consumed=(STATE_TTL,), operators=("join",)))
+@exec_node(_meta("join", consumed=(STATE_TTL,), operators=("join",)),
+           # Version 2: same JSON, the JVM processor (runtime/jvm/join.py) unless there is a non-equi condition.
+           _meta("join", 2, consumed=(STATE_TTL,), operators=("join",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Join(ExecNode):
     STATE_NAMES = ("leftRows", "rightRows")

@@ -1,4 +1,6 @@
-"""``stream-exec-join`` → the regular-join TWS operator (``planengine.runtime.operators.join``).
+"""``stream-exec-join``: version 1 on the Python regular-join TWS operator (``planengine.runtime.operators.join``),
+version 2 on the JVM processor (``runtime/jvm/join.py``) unless the join has a non-equi condition (then the
+Python operator; the choice reads only the plan).
 
 Spark 4.3 accepts a TWS in Append mode after another TWS, after a watermarked window aggregate, after
 ``dropDuplicates`` and after a stream-stream join in one query, so no cut is needed before this operator;
@@ -17,4 +19,19 @@ from planengine.runtime.translators import translator
 @translator("stream-exec-join", 1)
 def translate_join(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     left, right = inputs
+    return join(left, right, node, ctx)
+
+
+@translator("stream-exec-join", 2)
+def translate_join_v2(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    import logging
+
+    from planengine.runtime.jvm.join import jvm_join, refusal
+
+    left, right = inputs
+    reason = refusal(node)
+    if reason is None:
+        return jvm_join(left, right, node, ctx)
+    logging.getLogger("planengine.runtime").info("node %d (join): transformWithState (Python): %s",
+                                                 ctx.node_id(node), reason)
     return join(left, right, node, ctx)

@@ -2,6 +2,7 @@ package io.planengine.jvm;
 
 import io.planengine.jvm.ops.aggregate.GroupAggregate;
 import io.planengine.jvm.ops.dedup.Deduplicate;
+import io.planengine.jvm.ops.join.Join;
 import io.planengine.jvm.ops.materialize.UpsertMaterializer;
 import io.planengine.jvm.ops.normalize.ChangelogNormalize;
 import io.planengine.jvm.ops.probe.KeyedRowCount;
@@ -49,6 +50,10 @@ public final class Operators {
 
   public static Dataset<Row> changelogNormalize(Dataset<Row> input, String spec) {
     return ChangelogNormalize.apply(input, spec);
+  }
+
+  public static Dataset<Row> join(Dataset<Row> input, String spec) {
+    return Join.apply(input, spec);
   }
 
   public static Dataset<Row> upsertMaterialize(Dataset<Row> input, String spec) {

@@ -144,7 +144,7 @@ def test_explain_plan(tmp_path: Path) -> None:
     [result] = env_with(DDL).execute_sql(f"EXPLAIN PLAN '{path}'")
     text = result.message
     assert text.startswith(f"== Compiled plan {plan['planId'][:12]} (engine 0.1) ==")
-    assert "stream-exec-sink_1" in text and "stream-exec-table-source-scan_1" in text
+    assert "stream-exec-sink_2" in text and "stream-exec-table-source-scan_1" in text
     assert "== Restore check ==" in text and f"plan {plan['planId']}: compatible" in text
     path.write_text(dumps(resealed(rename_calc)))
     [broken] = env_with(DDL).execute_sql(f"EXPLAIN PLAN '{path}'")

@@ -115,7 +115,7 @@ def test_shared_queries_off_compiles_one_query_per_sink_as_format_1() -> None:
     assert "queries" in shared.data and "queries" not in legacy.data and legacy.data["formatVersion"] == 1
     assert "== 1 query (shared topology" in shared.explain()
     assert "== 2 queries (one per sink" in legacy.explain()
-    assert legacy.explain().splitlines()[-1] == ("8_stream-exec-sink-1_sink: computes #1 (again), #2 (again), "
+    assert legacy.explain().splitlines()[-1] == ("8_stream-exec-sink-2_sink: computes #1 (again), #2 (again), "
                                                  "#3 (again), #4 (again), #5 (again), #6 (again), #8")
 
 

@@ -103,7 +103,7 @@ def test_native_is_chosen_only_where_exact(tmp_path: Path, case: str) -> None:
 def test_the_strategy_is_recorded_and_explained(tmp_path: Path) -> None:
     env, plan = compile_plan(tmp_path, sink(COUNTS, "k", JDBC),
                              "INSERT INTO snk SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k")
-    (node,) = [n for n in plan.data["nodes"] if n["type"] == "stream-exec-group-aggregate_2"]
+    (node,) = [n for n in plan.data["nodes"] if n["type"].startswith("stream-exec-group-aggregate_")]
     assert node["strategy"] == NATIVE
     assert "strategy=[NATIVE]" in plan.explain()
     assert "strategy=[NATIVE]" in env.explain_sql("INSERT INTO snk SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k")
@@ -128,6 +128,20 @@ def test_an_unknown_strategy_is_incompatible(tmp_path: Path) -> None:
     data["planId"] = serde.compute_plan_id(data)
     report = CompiledPlan(data).check()
     assert report.exit_code == 4 and "strategy 'GPU' is unknown" in report.summary()
+
+
+def test_a_strategy_of_another_node_version_is_incompatible(tmp_path: Path) -> None:
+    """JVM is a strategy of group-aggregate_3 only: a version-2 node recording it cannot be translated."""
+    _, plan = compile_plan(tmp_path, sink(COUNTS, "k", JDBC),
+                           "INSERT INTO snk SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k")
+    data = json.loads(plan.as_json().replace('"strategy":"NATIVE"', '"strategy":"JVM"'))
+    data["planId"] = serde.compute_plan_id(data)
+    assert CompiledPlan(data).check().exit_code == 0  # version 3 runs JVM
+    data = json.loads(re.sub(r"group-aggregate([_-])3", r"group-aggregate\g<1>2", json.dumps(data)))
+    data["planId"] = serde.compute_plan_id(data)
+    report = CompiledPlan(data).check()
+    assert report.exit_code == 4 and "'JVM' is unknown to this engine for stream-exec-group-aggregate version 2" \
+        in report.summary()
 
 
 # --- Spark ---------------------------------------------------------------------------------------------------

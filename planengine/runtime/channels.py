@@ -6,9 +6,10 @@ back with Spark's file source. The file sink's ``_spark_metadata`` manifest make
 visible exactly once, and the consumer's checkpoint records which files it has read.
 
 The channel directory lives *inside the producer's checkpoint*: ``<run>/checkpoints/<name>/channel/``. So a
-snapshot (which forks whole checkpoint directories) carries the channel with the producer, and a restored
-run's consumer sees the already-read files under their old paths in the forked manifest and reads only
-what the producer writes next.
+snapshot (which forks whole checkpoint directories) carries the channel with the producer; the fork
+rewrites the absolute file paths in the channel's manifest and in its readers' source logs to the new run
+(``snapshots._repoint_channel_file_paths``), so a restored run's consumer sees the already-read files as
+read and replays an uncommitted batch over its own copies.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote, unquote
 
 from planengine.errors import InternalError, UserError
 from planengine.runtime.jobroot import PLAN_FILE, atomic_write_text, utc_now_iso, validate_uid
@@ -253,6 +254,7 @@ def fork_snapshot(
         raise UserError(f"cannot fork into {target}: it is not empty", hint="fork into a new run directory")
     stats = _link_tree(source, target, mode, lambda parts: True)
     _repoint_state_schema_paths(target)
+    _repoint_channel_file_paths(target)
     return stats
 
 
@@ -298,6 +300,46 @@ def _repoint_state_schema_paths(checkpoints_dir: Path) -> None:
         meta.with_name(f".{meta.name}.crc").unlink(missing_ok=True)
         meta.write_text(text, encoding="utf-8")
         os.chmod(meta, 0o644)
+
+
+# An internal channel (``<uid>/channel/``, written by one query and read by others) is listed by absolute
+# path twice: in the channel's ``_spark_metadata`` manifest and in each reader's file-source log
+# (``<reader>/sources/<n>/<batch>``). Both name the run that wrote them. A fork that kept them would make a
+# reader re-plan an uncommitted batch (or start without a commit) over the old run's files, which Spark
+# refuses ("Wrong basePath <new run>/.../channel for the root path: file:<old run>/..."), and once the old
+# run is deleted the files are gone anyway. Both logs are rewritten to the fork's own (linked) copies.
+_CHANNEL_FILE_RE = re.compile(r"^(file:(?://)?)(/.*)/checkpoints/([^/]+)/(channel/[^/]+)$")
+
+
+def _repoint_channel_file_paths(checkpoints_dir: Path) -> None:
+    """Point the channel manifests and readers' source logs under the fork at the fork's channel files."""
+    base = quote(str(checkpoints_dir.absolute()))
+    logs = [*checkpoints_dir.glob("*/channel/_spark_metadata/*"), *checkpoints_dir.glob("*/sources/*/*")]
+    for log in sorted(logs):
+        if log.name.startswith(".") or not log.is_file():
+            continue
+        lines = log.read_text(encoding="utf-8").split("\n")
+        changed = False
+        for i, line in enumerate(lines[1:], start=1):
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            path = entry.get("path") if isinstance(entry, dict) else None
+            m = _CHANNEL_FILE_RE.match(path) if isinstance(path, str) else None
+            if m is None or not (checkpoints_dir / unquote(m[3])).is_dir():
+                continue
+            new = f"{m[1]}{base}/{m[3]}/{m[4]}"
+            if new != path:
+                entry["path"] = new
+                lines[i] = json.dumps(entry, separators=(",", ":"))
+                changed = True
+        if not changed:
+            continue
+        log.unlink()  # may be a hard link into the snapshot: replace, never write in place
+        log.with_name(f".{log.name}.crc").unlink(missing_ok=True)
+        log.write_text("\n".join(lines), encoding="utf-8")
+        os.chmod(log, 0o644)
 
 
 def _link_tree(source: Path, target: Path, mode: ForkMode, keep: Callable[[tuple[str, ...]], bool]) -> ForkStats:

@@ -376,3 +376,38 @@ def test_fork_repoints_state_schema_paths_so_it_restores_after_the_run_is_gone(j
     assert Path(path.removeprefix("file:")).read_text() == "schema v3"
     assert not (forked.checkpoint_dir("agg") / "state/0/_metadata/v2/.0.crc").exists()  # stale checksum dropped
     assert checksums(snap.checkpoints_dir) == before  # the snapshot's own file is untouched
+
+
+def spark_log(entry: dict) -> str:
+    """One entry of a Spark metadata log (version header, then a JSON line per entry)."""
+    return "v1\n" + json.dumps(entry, separators=(",", ":"))
+
+
+def test_fork_points_channel_manifests_and_readers_at_its_own_channel_files(job):
+    """A channel's manifest and its readers' source logs name files by absolute path in the writing run;
+    the fork must name its own copies (else Spark refuses to replay: 'Wrong basePath ... for the root path')."""
+    root, run = job
+    channel = run.checkpoint_dir("agg") / "channel"
+    old = f"file://{channel}/part-0.parquet"
+    user_file = "file:///data/orders/before.json"  # a user's input file: never rewritten
+    write(channel / "part-0.parquet", "rows")
+    write(channel / "_spark_metadata" / "0", spark_log({"path": old, "size": 4, "isDir": False, "action": "add"}))
+    write(channel / "_spark_metadata" / ".0.crc")
+    fake_checkpoint(run.checkpoint_dir("reader"), committed=-1, planned=0, partitions=1)
+    sources = run.checkpoint_dir("reader") / "sources"
+    write(sources / "0" / "0", spark_log({"path": old, "timestamp": 1, "batchId": 0}))
+    write(sources / "1" / "0", spark_log({"path": user_file, "timestamp": 1, "batchId": 0}))
+    snap = take_snapshot(root, run, reason="upgrade", last_batch_ids={}, **VERSIONS)
+    before = checksums(snap.checkpoints_dir)
+
+    forked = root.new_run(from_snapshot=snap.snapshot_id)
+
+    new = f"file://{forked.checkpoint_dir('agg')}/channel/part-0.parquet"
+    manifest = (forked.checkpoint_dir("agg") / "channel" / "_spark_metadata" / "0").read_text().split("\n")
+    assert manifest[0] == "v1" and json.loads(manifest[1]) == {"path": new, "size": 4, "isDir": False, "action": "add"}
+    assert not (forked.checkpoint_dir("agg") / "channel" / "_spark_metadata" / ".0.crc").exists()
+    reader = forked.checkpoint_dir("reader") / "sources"
+    assert json.loads((reader / "0" / "0").read_text().split("\n")[1])["path"] == new
+    assert json.loads((reader / "1" / "0").read_text().split("\n")[1])["path"] == user_file
+    assert Path(new.removeprefix("file://")).read_text() == "rows"
+    assert checksums(snap.checkpoints_dir) == before  # the snapshot is untouched (the logs were hard links)

@@ -30,14 +30,6 @@ JVM = 600  # a JVM start on a loaded machine
 FEED_EVERY = 0.5  # seconds between input files
 
 
-def _in_order(sql: str) -> str:
-    """One input file per batch: the plan's watermarks are per record (Flink's rule), and Spark may read the files
-    of one batch in any order, so a row of an earlier file read after a later one counts as late for a window that
-    the later rows' watermark fired, and is dropped (correctly); this test is about state, not lateness."""
-    return sql.replace("'source.monitor-interval' = '1 s'",
-                       "'source.monitor-interval' = '1 s', 'source.max-files-per-trigger' = '1'")
-
-
 def _tree_digest(directory: Path) -> dict[str, tuple[str, float]]:
     return {str(p.relative_to(directory)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime)
             for p in sorted(directory.rglob("*")) if p.is_file()}
@@ -48,7 +40,6 @@ def test_a_job_started_from_another_jobs_snapshot_continues_its_state(real_world
     world.start_operator()
     world.add_input("src", 3)
     source = world.job_manifest("src", "0.1")
-    source["spec"]["plan"]["sql"] = _in_order(source["spec"]["plan"]["sql"])
     world.apply(source)
     world.wait_status("src", lambda s: s.get("phase") == "Running", "src Running", timeout=120)
     world.assert_exactly_once("src", timeout=JVM)

@@ -190,12 +190,17 @@ def spark_sink_files(sink: Path) -> list[Path]:
 
 
 def sink_uid(root: Path, sink: Path) -> str:
-    """The query uid (checkpoint directory name) of the plan's sink that writes to ``sink`` (matched by the
-    last two path components: a pod names the same directory under its own mount point)."""
-    for node in json.loads((root / "plan.json").read_text())["nodes"]:
+    """The query uid (checkpoint directory name) of the query that writes to ``sink`` (matched by the last two
+    path components: a pod names the same directory under its own mount point). A plan with recorded queries
+    (format 2, sinks sharing a node) may write the sink from a fan-out query: the one whose ``sinks`` list it."""
+    plan = json.loads((root / "plan.json").read_text())
+    for node in plan["nodes"]:
         options = ((node.get("table") or {}).get("resolvedTable") or {}).get("options") or {}
         if str(node.get("type", "")).startswith("stream-exec-sink") and \
                 Path(str(options.get("path"))).parts[-2:] == sink.parts[-2:]:
+            recorded = [q["uid"] for q in plan.get("queries") or [] if node["id"] in q.get("sinks", [])]
+            if recorded:
+                return recorded[0]
             for query in (root / "runs").glob(f"*/checkpoints/{node['id']}_*"):
                 return query.name
     raise AssertionError(f"no query of {root} writes {sink}")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from planengine.catalog.objects import ObjectIdentifier
 from planengine.exec import base as B
 from planengine.plan.topology import Dag, Query, Topology
 from planengine.runtime.channels import channel_path
@@ -78,7 +79,7 @@ def translate_plan(sinks: list[Any], plan_data: dict[str, Any], ctx: Any, regist
         cache[nid] = out
         if nid in fan_outs:
             tails = [(n, by_id[n]) for n in topology.batch_nodes(dag, fan_outs[nid])]  # type: ignore[union-attr]
-            fan_out = FanOutQuery(fan_outs[nid], out, tails, ctx)
+            fan_out = FanOutQuery(fan_outs[nid], out, tails, ctx, head_node=node)
             register(fan_out.spec(), out)
         elif node.metadata.name == SINK and topology is None:
             legacy_sinks[nid] = (out.properties["query"], out)
@@ -88,6 +89,25 @@ def translate_plan(sinks: list[Any], plan_data: dict[str, Any], ctx: Any, regist
     # One query per sink, in the plan's sink order after the channel producers translators cut (as always).
     for s in sinks if topology is None else ():
         register(*legacy_sinks[ctx.node_id(s)])
+
+
+def channel_label(head: Any) -> str:
+    """What progress lines call a channel: the shared operator and the tables it reads, e.g.
+    ``channel: watermark-assigner of clicks`` (users name tables, not node uids)."""
+    tables: list[str] = []
+    pending, seen = [head], set()
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if not node.inputs and getattr(node, "table", None) is not None:
+            name = ObjectIdentifier.parse(node.table.identifier).name
+            if name not in tables:
+                tables.append(name)
+        pending.extend(node.inputs)
+    kind = head.metadata.name.removeprefix("stream-exec-")
+    return f"channel: {kind} of {', '.join(sorted(tables))}" if tables else f"channel: {kind}"
 
 
 def _translate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
@@ -121,11 +141,12 @@ class FanOutQuery:
     head: Stream
     tails: list[tuple[int, Any]]  # (node id, exec node) evaluated per batch, in topological order
     ctx: Any
+    head_node: Any = None  # the exec node ``head`` translates: names the channel in progress lines
     writers: dict[int, Callable[[Any, int], None]] = field(default_factory=dict)
 
     def spec(self) -> SinkQuery:
         sinks = [n for nid, n in self.tails if nid in self.query.sinks]
-        names = [sink_label(n) for n in sinks] + ([f"channel {self.query.uid}"] if self.query.channel else [])
+        names = [sink_label(n) for n in sinks] + ([channel_label(self.head_node)] if self.query.channel else [])
         return SinkQuery(self.query.uid, self.start, FAN_OUT, f"fan-out of node {self.query.head}",
                          ", ".join(names))
 

@@ -143,7 +143,7 @@ def run_until_committed(args: list[str], cwd: Path, environ: dict[str, str], *, 
         # the sinks' queries by their tables, and the one query reading the clicks once for both (the plan's
         # shared topology: a fan-out at the watermark writing the channel both aggregates read)
         assert sorted(q["name"] for q in status["queries"]) == [
-            "channel 2_stream-exec-watermark-assigner-2_fan-out", "per_minute", "views"]
+            "channel: watermark-assigner of clicks", "per_minute", "views"]
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=300)
     finally:

@@ -107,6 +107,10 @@ def test_a_source_read_by_a_window_and_a_filter_is_read_once_and_its_snapshot_ch
     try:
         job.process_available()
         assert _rows_read_from(job, tmp_path / "ev") == (3 if shared else 6)
+        # progress names tables, never node uids: the shared query is the window's channel plus the filter's sink
+        names = sorted(q["name"] for q in job.status()["queries"])
+        assert names == (["big, channel: watermark-assigner of ev"] if shared else ["big", "windows"]) + \
+            (["windows"] if shared else [])
     finally:
         snapshot = job.stop(snapshot=True)
     assert sink_changelog(spark, env, "windows", tmp_path / "windows") == ["+I[a, 2020-10-10T00:00, "

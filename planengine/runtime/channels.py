@@ -45,6 +45,6 @@ def cut(stream: Stream, name: str, ctx: Any, register: Any) -> Stream:
     read_back = ctx.spark.readStream.schema(schema).parquet(str(path))
     if stream.rowtime is not None:
         # Event time does not travel through files: the consumer re-derives it with the producer's delay.
-        delay = int(stream.properties.get("watermark_delay_ms", 0))
+        delay = stream.facts.watermark_delay_ms
         read_back = read_back.withWatermark(stream.rowtime, f"{delay} milliseconds")
-    return stream.with_df(read_back, properties={**stream.properties, "channel": name})
+    return stream.with_df(read_back)

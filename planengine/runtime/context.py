@@ -9,9 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from planengine.runtime.stream import Stream
+
+
+@dataclass(frozen=True)
+class DrainControl:
+    """A control stream ``--drain`` writes the end-of-input marker into (translators/watermark.py, sort_limit.py).
+
+    ``directory`` is unioned into the data below a watermark or full sort; ``schema`` is the Spark schema of
+    that stream; ``time_column`` receives the end of time in the marker row.
+    """
+
+    directory: str
+    schema: Any  # pyspark.sql.types.StructType
+    time_column: str
 
 
 @dataclass
@@ -23,7 +37,16 @@ class TranslationContext:
     # Set by the executor: cut the DAG here, i.e. write ``stream`` through an internal changelog channel in
     # the job storage (a separate query, written exactly once) and return a stream reading it back.
     cut: Callable[[Stream, str], Stream] | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    # The job root: run-independent inputs (materialised bounded sources under ``inputs/<uid>/``) live there so
+    # a later run of the same job reads the same rows; None in pure tests (then the run directory is used).
+    job_root: Path | None = None
+    # Filled by translators while translating; the executor writes their end-of-input markers on ``--drain``.
+    drain_controls: list[DrainControl] = field(default_factory=list)
+
+    @property
+    def inputs_root(self) -> Path:
+        """Where materialised bounded inputs live: the job root, else the run directory."""
+        return Path(self.job_root if self.job_root is not None else self.run_dir)
 
     def node_id(self, node: Any) -> int:
         return self.node_ids[id(node)]

@@ -36,7 +36,7 @@ from planengine.plan import serde
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.runtime import fencing
 from planengine.runtime.connectors import QueryOptions
-from planengine.runtime.context import TranslationContext
+from planengine.runtime.context import DrainControl, TranslationContext
 from planengine.runtime.jobroot import RUN_MARKER, JobRoot, Run, atomic_write_text, utc_now_iso
 from planengine.runtime.python_functions import register_user_functions
 from planengine.runtime.snapshots import take_snapshot
@@ -177,7 +177,7 @@ class Job:
         self._stopped = threading.Event()
         self.state = "CREATED"
         self.snapshot_id: str | None = None
-        self.drain_controls: list[tuple[str, Any, str]] = []
+        self.drain_controls: list[DrainControl] = []
         self.progress = os.environ.get("PLANENGINE_PROGRESS") == "1"
         self._lock_lost = False
 
@@ -191,11 +191,11 @@ class Job:
         ids = serde.node_ids(sinks)
         config = dict(self.plan.data.get("config") or {})
         ctx = TranslationContext(self.spark, config, ids, run_dir=self.run.path,
-                                 extras={"job_root_path": str(self.job_root.path)})
+                                 job_root=Path(self.job_root.path))
         ctx.cut = lambda stream, name: self._cut(stream, name, ctx)
         # The plan's queries: its recorded shared topology, or one per sink (runtime/topology.py).
         translate_plan(sinks, self.plan.data, ctx, lambda query, stream: self._specs.append(query))
-        self.drain_controls = list(ctx.extras.get("drain_controls", []))
+        self.drain_controls = list(ctx.drain_controls)
 
     def _cut(self, stream: Stream, name: str, ctx: TranslationContext) -> Stream:
         from planengine.runtime.channels import cut
@@ -270,8 +270,8 @@ class Job:
         """Advance event time to the end: every watermark assigner gets its end-of-input marker."""
         from planengine.runtime.translators.watermark import write_end_of_input
 
-        for control_dir, schema, rowtime in self.drain_controls:
-            write_end_of_input(self.spark, control_dir, schema, rowtime)
+        for control in self.drain_controls:
+            write_end_of_input(self.spark, control.directory, control.schema, control.time_column)
         self.process_available()
 
     def wait(self, poll: float = 0.5) -> None:

@@ -5,11 +5,17 @@ names ``f0, f1, …`` (Flink field names may repeat after joins and may not be v
 the hidden ``_rowkind`` column (``+I``/``-U``/``+U``/``-D``) **only** on updating edges (DESIGN §6). The
 logical field names travel beside it for sinks and explanations.
 
-A stream also says in which Spark output mode the query that ends in it must run
-(``properties["output_mode"]``, read with ``output_mode``): ``append`` everywhere except downstream of a
-native update-mode group aggregate (``operators/native_group_aggregate.py``), whose query must run in
-``update`` mode. Sink writers pass it to ``DataStreamWriter.outputMode``; ``foreachBatch`` writers accept
-either mode.
+Beside the data, a stream carries typed ``StreamFacts`` that translators set and read (never a free-form
+bag, so a misspelt key is a type error rather than a silently missing fact):
+
+- ``output_mode``: the Spark output mode the query that ends in the stream must run in: ``append``
+  everywhere except downstream of a native update-mode group aggregate
+  (``operators/native_group_aggregate.py``), whose query must run in ``update`` mode. Sink writers pass it
+  to ``DataStreamWriter.outputMode``; ``foreachBatch`` writers accept either mode.
+- ``watermark``: the delay and interval of the watermark assigner upstream (and its node version), which a
+  channel needs to re-derive event time on read-back and ``CURRENT_WATERMARK`` needs per row.
+- ``stateful`` / ``event_time_output``: a stateful operator already runs in this query, and whether its
+  output keeps event time (Spark chains such operators in append mode; the rest need a channel cut).
 
 Between a per-record watermark assigner (``stream-exec-watermark-assigner_2``) and the first stateful
 operator, a stream also carries the hidden ``_record_wm`` column (``record_watermark`` is True): the
@@ -24,7 +30,6 @@ from typing import Any
 
 ROWKIND = "_rowkind"
 RECORD_WATERMARK = "_record_wm"
-OUTPUT_MODE = "output_mode"
 APPEND, UPDATE = "append", "update"
 
 
@@ -37,20 +42,50 @@ def column_names(n: int) -> list[str]:
 
 
 @dataclass(frozen=True)
+class WatermarkFacts:
+    """What the nearest watermark assigner upstream declared (``stream-exec-watermark-assigner``)."""
+
+    delay_ms: int
+    interval_ms: int
+    assigner_version: int
+
+
+@dataclass(frozen=True)
+class StreamFacts:
+    """Facts about a stream that travel with it through stateless translators (see the module docstring)."""
+
+    output_mode: str = APPEND
+    watermark: WatermarkFacts | None = None
+    stateful: bool = False
+    event_time_output: bool = False
+
+    @property
+    def watermark_delay_ms(self) -> int:
+        """The upstream watermark delay, 0 without an assigner (what a channel re-applies on read-back)."""
+        return self.watermark.delay_ms if self.watermark is not None else 0
+
+
+@dataclass(frozen=True)
 class Stream:
     df: Any  # pyspark.sql.DataFrame (streaming)
     fields: tuple[str, ...]  # logical field names, in order; columns are f0..f{n-1}
     updating: bool = False  # True when df carries _rowkind
     # Column (f<i>) carrying event time with a Spark watermark defined on it, when there is one.
     rowtime: str | None = None
-    # Free-form facts translators pass along (e.g. the source uid for "read once" sharing).
-    properties: dict[str, Any] = field(default_factory=dict)
+    facts: StreamFacts = field(default_factory=StreamFacts)
     # True when df carries _record_wm (the per-record watermark inside a micro-batch).
     record_watermark: bool = False
+    # Set only on a sink translator's result: the ``SinkQuery`` (translators/sink.py) the executor starts.
+    query: Any = None
 
     @property
     def columns(self) -> list[str]:
         return column_names(len(self.fields))
+
+    @property
+    def output_mode(self) -> str:
+        """The Spark output mode the query writing this stream must use (``append`` unless a translator said)."""
+        return self.facts.output_mode
 
     def with_df(self, df: Any, **changes: Any) -> Stream:
         return replace(self, df=df, **changes)
@@ -59,8 +94,3 @@ class Stream:
 def hidden_columns(stream: Stream) -> list[str]:
     """The hidden columns a stateless translator must carry along: ``_rowkind``, ``_record_wm``."""
     return ([ROWKIND] if stream.updating else []) + ([RECORD_WATERMARK] if stream.record_watermark else [])
-
-
-def output_mode(stream: Stream) -> str:
-    """The Spark output mode the query writing ``stream`` must use (``append`` unless a translator said)."""
-    return str(stream.properties.get(OUTPUT_MODE, APPEND))

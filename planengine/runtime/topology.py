@@ -30,7 +30,7 @@ from planengine.exec import base as B
 from planengine.plan.topology import Dag, Query, Topology
 from planengine.runtime.channels import channel_path
 from planengine.runtime.connectors import BatchOptions, QueryOptions, get_batch_sink_writer
-from planengine.runtime.stream import Stream, output_mode
+from planengine.runtime.stream import Stream
 from planengine.runtime.translators import get_translator
 from planengine.runtime.translators.sink import SinkQuery, runtime_sink, sink_label, table_rows
 
@@ -82,10 +82,10 @@ def translate_plan(sinks: list[Any], plan_data: dict[str, Any], ctx: Any, regist
             fan_out = FanOutQuery(fan_outs[nid], out, tails, ctx, head_node=node)
             register(fan_out.spec(), out)
         elif node.metadata.name == SINK and topology is None:
-            legacy_sinks[nid] = (out.properties["query"], out)
+            legacy_sinks[nid] = (out.query, out)
         elif node.metadata.name == SINK:
             # the recorded uid names the checkpoint
-            register(replace(out.properties["query"], uid=sink_queries[nid].uid), out)
+            register(replace(out.query, uid=sink_queries[nid].uid), out)
     # One query per sink, in the plan's sink order after the channel producers translators cut (as always).
     for s in sinks if topology is None else ():
         register(*legacy_sinks[ctx.node_id(s)])
@@ -126,10 +126,10 @@ def read_channel_files(head: Stream, uid: str, path: Path, consumer: Any, ctx: A
     if head.rowtime is not None:
         from planengine.runtime.translators.watermark import with_drainable_watermark
 
-        delay = int(head.properties.get("watermark_delay_ms", 0))
+        delay = head.facts.watermark_delay_ms
         control = f"{uid}-read-{ctx.node_id(consumer)}"
         df = with_drainable_watermark(df, head.rowtime, delay, ctx, control)
-    return head.with_df(df, properties={**head.properties, "channel": uid})
+    return head.with_df(df)
 
 
 @dataclass
@@ -187,7 +187,7 @@ class FanOutQuery:
                 if outputs > 1:
                     batch.unpersist()
 
-        writer = head.df.writeStream.foreachBatch(process).outputMode(output_mode(head))
+        writer = head.df.writeStream.foreachBatch(process).outputMode(head.output_mode)
         return options.configure(writer).start()
 
 

@@ -187,7 +187,7 @@ def test_bigint_sums_wrap_like_java_on_both_strategies(tmp_path: Path, spark: An
             out = (native_group_aggregate(stream, node, library_forms=True) if name == "native"
                    else jvm_group_aggregate(stream, folded, ctx))
             rows: list[str] = []
-            query = (out.df.writeStream.outputMode(out.properties.get("output_mode", "append"))
+            query = (out.df.writeStream.outputMode(out.output_mode)
                      .option("checkpointLocation", str(tmp_path / f"ck-{name}"))
                      .foreachBatch(lambda b, _, rows=rows: rows.extend(
                          f"{r[ROWKIND]}{[r['f0'], r['f1'], r['f2']]}" for r in b.orderBy(F.col("f0")).collect()))

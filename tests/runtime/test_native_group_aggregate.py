@@ -192,7 +192,7 @@ def test_changelog_is_plus_i_then_plus_u_across_a_restart(tmp_path: Path, spark:
     """Flink's kinds for an upsert stream: +I on a key's first emission, +U after, also across a restart."""
     from planengine.runtime.connectors import spark_schema_ddl
     from planengine.runtime.operators.native_group_aggregate import native_group_aggregate
-    from planengine.runtime.stream import ROWKIND, Stream, column_names, output_mode
+    from planengine.runtime.stream import ROWKIND, Stream, column_names
 
     env, plan = compile_plan(tmp_path, sink("k STRING, c BIGINT, s BIGINT, lo BIGINT", "k", JDBC),
                              "INSERT INTO snk SELECT k, COUNT(*), SUM(v), MIN(v) FROM src GROUP BY k")
@@ -206,12 +206,12 @@ def test_changelog_is_plus_i_then_plus_u_across_a_restart(tmp_path: Path, spark:
     def run() -> None:
         df = spark.readStream.schema(spark_schema_ddl(columns, in_types)).json(str(feed))
         out = native_group_aggregate(Stream(df, tuple(node.inputs[0].field_names)), node)
-        assert out.updating and output_mode(out) == "update"
+        assert out.updating and out.output_mode == "update"
 
         def collect(batch: Any, batch_id: int) -> None:
             got.extend((batch_id, f"{r[ROWKIND]}{[r[c] for c in out.columns]}") for r in batch.collect())
 
-        query = (out.df.writeStream.foreachBatch(collect).outputMode(output_mode(out))
+        query = (out.df.writeStream.foreachBatch(collect).outputMode(out.output_mode)
                  .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
         try:
             query.processAllAvailable()
@@ -248,11 +248,11 @@ def test_file_sink_refuses_an_update_mode_stream(tmp_path: Path) -> None:
     from planengine.errors import ValidationError
     from planengine.runtime.connectors import QueryOptions
     from planengine.runtime.connectors.filesystem import write_filesystem
-    from planengine.runtime.stream import OUTPUT_MODE, UPDATE, Stream
+    from planengine.runtime.stream import UPDATE, Stream, StreamFacts
     from tests.connectors.builders import build_ctx
 
     target = create_table_sink(build_ctx(options={"connector": "filesystem", "path": str(tmp_path),
                                                   "format": "changelog-json"}))
-    stream = Stream(None, ("id", "name"), updating=True, properties={OUTPUT_MODE: UPDATE})
+    stream = Stream(None, ("id", "name"), updating=True, facts=StreamFacts(output_mode=UPDATE))
     with pytest.raises(ValidationError, match="cannot write a stream in update output mode"):
         write_filesystem(stream, target, None, None, QueryOptions("q", str(tmp_path / "checkpoint")))

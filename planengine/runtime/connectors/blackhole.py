@@ -6,12 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from planengine.runtime.connectors import BatchOptions, BatchWriter, QueryOptions, batch_sink_writer, sink_writer
-from planengine.runtime.stream import output_mode
 
 
 @sink_writer("blackhole")
 def write_blackhole(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions) -> Any:
-    return query.configure(stream.df.writeStream.format("noop").outputMode(output_mode(stream))).start()
+    return query.configure(stream.df.writeStream.format("noop").outputMode(stream.output_mode)).start()
 
 
 @batch_sink_writer("blackhole")

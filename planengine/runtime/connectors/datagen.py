@@ -102,8 +102,7 @@ def read_datagen(source: Any, ctx: Any, node: Any) -> SourceFrame:
 def _materialize(spark: Any, source: Any, ctx: Any, node: Any, count: int, rps: int) -> str:
     from pyspark.sql import functions as F
 
-    root = ctx.extras.get("job_root_path")
-    base = os.path.join(str(root) if root else str(ctx.run_dir), "inputs")
+    base = os.path.join(str(ctx.inputs_root), "inputs")
     directory = os.path.join(base, ctx.uid(node, "source"))
     if os.path.isdir(directory):
         return directory

@@ -33,7 +33,7 @@ from planengine.runtime.connectors import (
     spark_schema_ddl,
 )
 from planengine.runtime.connectors import changelog_format as cf
-from planengine.runtime.stream import APPEND, ROWKIND, output_mode
+from planengine.runtime.stream import APPEND, ROWKIND
 
 _SPARK_FORMAT = {"json": "json", "csv": "csv", "parquet": "parquet", "changelog-json": "json",
                  "debezium-json": "json"}
@@ -207,12 +207,12 @@ def _prune_partitions(df: Any, source: Any) -> Any:
 
 @sink_writer("filesystem")
 def write_filesystem(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions) -> Any:
-    if output_mode(stream) != APPEND:
+    if stream.output_mode != APPEND:
         # Spark's file sink (and its exactly-once manifest) is append-only. The planner never routes an
         # update-mode stream here: file formats either accept UPDATE_BEFORE (so the aggregate keeps
         # generateUpdateBefore and runs on transformWithState) or are insert-only.
         raise ValidationError(f"sink {sink.identifier}: Spark's file sink cannot write a stream in "
-                              f"{output_mode(stream)} output mode",
+                              f"{stream.output_mode} output mode",
                               hint="write the query to a jdbc, upsert-kafka, print or blackhole sink")
     files = _files(stream, sink)
     writer = files.df.writeStream.format(files.spark_format).outputMode("append").option("path", sink.path)
@@ -230,9 +230,9 @@ def filesystem_batches(sink: Any, node: Any, ctx: Any, options: BatchOptions) ->
     state: dict[str, Any] = {}
 
     def write(stream: Any, batch_id: int) -> None:
-        if output_mode(stream) != APPEND:
+        if stream.output_mode != APPEND:
             raise ValidationError(f"sink {sink.identifier}: a file sink cannot write a stream in "
-                                  f"{output_mode(stream)} output mode",
+                                  f"{stream.output_mode} output mode",
                                   hint="write the query to a jdbc, upsert-kafka, print or blackhole sink")
         files = _files(stream, sink)
         if "sink" not in state:

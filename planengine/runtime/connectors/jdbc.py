@@ -45,7 +45,7 @@ from planengine.runtime.connectors import (
     source_reader,
     spark_schema_ddl,
 )
-from planengine.runtime.stream import ROWKIND, output_mode
+from planengine.runtime.stream import ROWKIND
 
 log = logging.getLogger("planengine.runtime.jdbc")
 
@@ -431,7 +431,7 @@ def write_jdbc(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions)
         raise ValidationError(f"INSERT OVERWRITE {sink.identifier}: the jdbc sink cannot overwrite a table")
     apply = _batch_applier(JdbcBatchWriter.for_sink(sink, query.name), query.name, query.fence)
     df = _kind_first(stream)
-    return query.configure(df.writeStream.foreachBatch(apply).outputMode(output_mode(stream))).start()
+    return query.configure(df.writeStream.foreachBatch(apply).outputMode(stream.output_mode)).start()
 
 
 @batch_sink_writer("jdbc")

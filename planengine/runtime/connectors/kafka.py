@@ -37,7 +37,7 @@ from planengine.runtime.connectors import (
     spark_schema_ddl,
 )
 from planengine.runtime.connectors import changelog_format as cf
-from planengine.runtime.stream import ROWKIND, output_mode
+from planengine.runtime.stream import ROWKIND
 
 log = logging.getLogger("planengine.runtime.kafka")
 
@@ -269,7 +269,7 @@ def kafka_batches(sink: Any, node: Any, ctx: Any, options: BatchOptions) -> Any:
 @sink_writer("upsert-kafka")
 def write_kafka(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions) -> Any:
     records = encode_records(stream, sink)
-    writer = records.writeStream.format("kafka").outputMode(output_mode(stream))
+    writer = records.writeStream.format("kafka").outputMode(stream.output_mode)
     for key, value in sink_options(sink).items():
         writer = writer.option(key, value)
     try:

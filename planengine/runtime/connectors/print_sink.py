@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from planengine.runtime.connectors import BatchOptions, BatchWriter, QueryOptions, batch_sink_writer, sink_writer
-from planengine.runtime.stream import ROWKIND, output_mode
+from planengine.runtime.stream import ROWKIND
 
 
 def flink_value(v: Any) -> str:
@@ -44,7 +44,7 @@ def flink_row(kind: str, values: list[Any]) -> str:
 @sink_writer("print")
 def write_print(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions) -> Any:
     emit = _printer(sink, stream.columns, stream.updating, query.fence)
-    return query.configure(stream.df.writeStream.foreachBatch(emit).outputMode(output_mode(stream))).start()
+    return query.configure(stream.df.writeStream.foreachBatch(emit).outputMode(stream.output_mode)).start()
 
 
 @batch_sink_writer("print")

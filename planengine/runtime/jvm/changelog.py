@@ -9,6 +9,7 @@ rules (the same as the Python operators' ``operators/deduplicate.py``, ``changel
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from planengine.runtime.jvm import run_operator
@@ -17,8 +18,8 @@ from planengine.runtime.stream import Stream
 
 
 def _stateful(stream: Stream, node: Any, df: Any, updating: bool) -> Stream:
-    props = {**stream.properties, "stateful": True}
-    return Stream(df=df, fields=tuple(node.field_names), updating=updating, rowtime=None, properties=props)
+    return Stream(df=df, fields=tuple(node.field_names), updating=updating, rowtime=None,
+                  facts=replace(stream.facts, stateful=True))
 
 
 def jvm_deduplicate(stream: Stream, node: Any, ctx: Any) -> Stream:
@@ -55,5 +56,5 @@ def jvm_upsert_materialize(stream: Stream, keys: Any, ctx: Any, node: Any) -> St
     names = getattr(type(node), "STATE_NAMES", ()) or ("materializedRows",)
     spec = {"upsertKeys": list(keys), "stateTtlMs": int(ctx.state_ttl_ms(node)), "stateNames": [names[0]]}
     df = run_operator(typed_input(stream, node.inputs[0].field_types), "upsertMaterialize", spec)
-    props = {**stream.properties, "stateful": True}
-    return Stream(df=df, fields=tuple(stream.fields), updating=True, rowtime=None, properties=props)
+    return Stream(df=df, fields=tuple(stream.fields), updating=True, rowtime=None,
+                  facts=replace(stream.facts, stateful=True))

@@ -12,6 +12,7 @@ Which nodes run here is decided at compile time and recorded in the plan (``"str
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from planengine.plan import strategies
@@ -57,5 +58,5 @@ def jvm_group_aggregate(stream: Stream, node: Any, ctx: Any) -> Stream:
     if in_types is None:
         raise ValueError("group aggregate needs its input node's types")
     out = run_operator(typed_input(stream, list(in_types)), "groupAggregate", spec(node, stream, ctx))
-    props = {**stream.properties, "stateful": True}
-    return Stream(df=out, fields=tuple(node.field_names), updating=True, rowtime=None, properties=props)
+    return Stream(df=out, fields=tuple(node.field_names), updating=True, rowtime=None,
+                  facts=replace(stream.facts, stateful=True))

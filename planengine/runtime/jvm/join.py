@@ -10,6 +10,7 @@ so it cannot be computed in Spark expressions before the join, and the JVM side 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from planengine.runtime.jvm import run_operator
@@ -62,5 +63,5 @@ def jvm_join(left: Stream, right: Stream, node: Any, ctx: Any) -> Stream:
         "stateNames": list(type(node).STATE_NAMES),
     }
     df = run_operator(_sides(left, right, node), "join", spec)
-    props = {**left.properties, "stateful": True}
-    return Stream(df=df, fields=tuple(node.field_names), updating=not insert_only, rowtime=None, properties=props)
+    return Stream(df=df, fields=tuple(node.field_names), updating=not insert_only, rowtime=None,
+                  facts=replace(left.facts, stateful=True))

@@ -19,6 +19,7 @@ count, ``AVG``: sum and count, ``MIN``/``MAX``: the extreme, with the value mult
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from planengine.errors import PlanIncompatible
@@ -127,7 +128,6 @@ def group_aggregate_with_initial_state(stream: Stream, node: Any, ctx: Any, init
     spark = typed.sparkSession
     jdf = operators(spark).groupAggregateWithInitialState(typed._jdf, json.dumps(spec(node, stream, ctx)),
                                                          initial._jdf)
-    props = {**stream.properties, "stateful": True}
     return Stream(df=DataFrame(jdf, spark), fields=tuple(node.field_names), updating=True, rowtime=None,
-                  properties=props)
+                  facts=replace(stream.facts, stateful=True))
 

@@ -21,6 +21,7 @@ import decimal
 import math
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -128,7 +129,7 @@ class ChangelogProcessor(StatefulProcessor):
 
 
 def run_keyed(stream: Stream, df: Any, key_columns: Sequence[str], processor: ChangelogProcessor,
-              fields: Sequence[str], out_types: Sequence[DataType], properties: dict[str, Any] | None = None,
+              fields: Sequence[str], out_types: Sequence[DataType],
               insert_only: bool = False) -> Stream:
     """Run ``processor`` over ``df`` grouped by ``key_columns`` (none = one global key).
 
@@ -147,12 +148,10 @@ def run_keyed(stream: Stream, df: Any, key_columns: Sequence[str], processor: Ch
     processor.integral_key = tuple(isinstance(df.schema[k].dataType, _INTEGRAL_SPARK_TYPES) for k in keys)
     schema = spark_schema([*column_names(len(out_types)), ROWKIND], [*out_types, _STRING])
     out = df.groupBy(*keys).transformWithStateInPandas(processor, schema, "Append", "None")
-    props = dict(stream.properties)
-    props.update(properties or {})
-    props["stateful"] = True
     if insert_only:
         out = out.select(*column_names(len(out_types)))
-    return Stream(df=out, fields=tuple(fields), updating=not insert_only, rowtime=None, properties=props)
+    return Stream(df=out, fields=tuple(fields), updating=not insert_only, rowtime=None,
+                  facts=replace(stream.facts, stateful=True))
 
 
 def _string() -> DataType:

@@ -20,11 +20,11 @@ split into 32-bit halves and wrap like Java; a DECIMAL(38, s) sum overflowing 38
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from planengine.ir.types import Kind
-from planengine.runtime.stream import OUTPUT_MODE, ROWKIND, UPDATE, Stream, column_name
+from planengine.runtime.stream import ROWKIND, UPDATE, Stream, column_name
 
 _BATCH_TIME = "_bt"
 _FIRST, _LAST = "_bt_first", "_bt_last"
@@ -112,7 +112,5 @@ def native_group_aggregate(stream: Stream, node: Any, library_forms: bool = Fals
     out = [F.col(f"_g{i}").cast(spark_type_name(types[i])).alias(column_name(i)) for i in range(len(keys))]
     out += [c.result.alias(column_name(len(keys) + i)) for i, c in enumerate(calls)]
     kind = F.when(F.col(_FIRST) == F.col(_LAST), F.lit("+I")).otherwise(F.lit("+U")).alias(ROWKIND)
-    props = {**stream.properties, "stateful": True, "event_time_output": False, OUTPUT_MODE: UPDATE}
-    props.pop("channel", None)
     return Stream(aggregated.select(*out, kind), tuple(node.field_names), updating=True, rowtime=None,
-                  properties=props)
+                  facts=replace(stream.facts, stateful=True, event_time_output=False, output_mode=UPDATE))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from planengine.runtime.stream import Stream
@@ -69,19 +70,17 @@ def after_stateful(stream: Stream, node: Any, ctx: Any) -> Stream:
     Window outputs carry event time (a marked window_time column), which Spark chains in append mode; other
     stateful outputs (updating aggregates, ranks) go through the executor's changelog channel.
     """
-    props = stream.properties
-    if props.get("stateful") and not props.get("event_time_output") and ctx is not None and ctx.cut:
+    if stream.facts.stateful and not stream.facts.event_time_output and ctx is not None and ctx.cut:
         return ctx.cut(stream, ctx.uid(node, "input-channel"))
     return stream
 
 
 def mark_stateful(stream: Stream, source: Stream | None = None, event_time: bool = True) -> Stream:
-    props = dict(source.properties) if source is not None else {}
-    props.pop("channel", None)
-    props.update(stream.properties)
-    props["stateful"] = True
-    props["event_time_output"] = event_time and stream.rowtime is not None
-    return stream.with_df(stream.df, properties=props)
+    """``stream`` below a stateful operator; ``source``: the operator's input, whose facts the operator's bare
+    output (built without any) inherits."""
+    facts = (source if source is not None else stream).facts
+    return stream.with_df(stream.df, facts=replace(facts, stateful=True,
+                                                   event_time_output=event_time and stream.rowtime is not None))
 
 
 def spark_type_name(dtype: Any) -> str:

@@ -30,5 +30,5 @@ def window_table_function(stream: Stream, spec: Any, output_types: Sequence[Any]
     out = windows.select(*cols, *window_property_columns(("start", "end", "rowtime"), n, output_types, meta),
                          *[F.col(c) for c in hidden_columns(stream)])
     return Stream(out, tuple(column_name(i) for i in range(n + 3)), updating=stream.updating,
-                  rowtime=column_name(n + 2), properties=dict(stream.properties),
+                  rowtime=column_name(n + 2), facts=stream.facts,
                   record_watermark=stream.record_watermark)

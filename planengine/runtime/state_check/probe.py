@@ -54,7 +54,7 @@ class ProbeResult:
 class _Query:
     uid: str
     df: Any  # the streaming DataFrame the real query would write
-    # Spark output mode the real writer uses: ``properties["output_mode"]`` of the sink's stream when a
+    # Spark output mode the real writer uses: ``output_mode`` of the sink's stream when a
     # translator set one (a native update-mode aggregate), else append like every writer.
     output_mode: str = "append"
 
@@ -147,7 +147,6 @@ def _translate(plan: Any, spark: Any, tmp: Path, notes: list[str]) -> list[_Quer
     from planengine.runtime.context import TranslationContext
     from planengine.runtime.executor import check_runtime_support
     from planengine.runtime.python_functions import register_user_functions
-    from planengine.runtime.stream import output_mode
     from planengine.runtime.topology import translate_plan
 
     check_runtime_support(plan.data)
@@ -159,7 +158,7 @@ def _translate(plan: Any, spark: Any, tmp: Path, notes: list[str]) -> list[_Quer
     empty_dir.mkdir()
     (empty_dir / "empty.json").write_bytes(b"")
     ctx = TranslationContext(spark, dict(plan.data.get("config") or {}), serde.node_ids(sinks), run_dir=run_dir,
-                             extras={"job_root_path": str(tmp / "root"), "plan": plan.data})
+                             job_root=tmp / "root")
     queries: list[_Query] = []
     empty = _EmptyStreams(spark, empty_dir, notes)
     ctx.cut = lambda stream, name: _cut(stream, name, queries, empty)
@@ -175,7 +174,7 @@ def _translate(plan: Any, spark: Any, tmp: Path, notes: list[str]) -> list[_Quer
     # The same queries as ``run`` (runtime/topology.py): a fan-out query's state is all in the stream it
     # hands to foreachBatch, which the probe writes to noop like any other query's.
     translate_plan(sinks, plan.data, ctx, lambda query, stream: queries.append(
-        _Query(query.uid, stream.df, output_mode(stream))), read_channel=read_channel, on_scan=scan)
+        _Query(query.uid, stream.df, stream.output_mode)), read_channel=read_channel, on_scan=scan)
     return queries
 
 
@@ -189,12 +188,12 @@ def _channel_reader(head: Any, uid: str, empty: _EmptyStreams) -> Any:
     if head.rowtime is not None:
         from pyspark.sql import functions as F
 
-        delay = int(head.properties.get("watermark_delay_ms", 0))
+        delay = head.facts.watermark_delay_ms
         data = df.withColumn(EOI, F.lit(False))
         markers = empty.like(empty.spark.readStream.schema(data.schema).parquet(str(empty.directory)),
                              f"drain control of channel {uid}")
         df = data.unionByName(markers).withWatermark(head.rowtime, f"{delay} milliseconds").drop(EOI)
-    return head.with_df(df, properties={**head.properties, "channel": uid})
+    return head.with_df(df)
 
 
 def _cut(stream: Any, name: str, queries: list[_Query], empty: _EmptyStreams) -> Any:
@@ -204,9 +203,9 @@ def _cut(stream: Any, name: str, queries: list[_Query], empty: _EmptyStreams) ->
     read_back = empty.spark.readStream.schema(stream.df.schema).parquet(str(empty.directory))
     df = empty.like(read_back, f"channel {name}")
     if stream.rowtime is not None:
-        delay = int(stream.properties.get("watermark_delay_ms", 0))
+        delay = stream.facts.watermark_delay_ms
         df = df.withWatermark(stream.rowtime, f"{delay} milliseconds")
-    return stream.with_df(df, properties={**stream.properties, "channel": name})
+    return stream.with_df(df)
 
 
 class _EmptyStreams:

@@ -42,7 +42,8 @@ def translate_calc(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
         # CURRENT_WATERMARK(ts): Flink's value per row (operators/window_watermark.py), as one more input column
         from planengine.runtime.operators.window_watermark import WATERMARK_COLUMN, with_assigner_watermark
 
-        delay, interval = inp.properties["watermark_delay_ms"], inp.properties["watermark_interval_ms"]
+        assert inp.facts.watermark is not None  # _below_assigner_v2
+        delay, interval = inp.facts.watermark.delay_ms, inp.facts.watermark.interval_ms
         run_id = getattr(ctx.run_dir, "name", "") if ctx is not None else ""
         inp = with_assigner_watermark(inp, delay, interval, str(run_id), watermark)
         projection = [_replace_current_watermark(e, len(columns)) for e in projection]
@@ -58,7 +59,7 @@ def translate_calc(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
             rowtime = column_name(i)
             break
     return Stream(df.select(*cols, *_keep_hidden(inp)), tuple(node.field_names), inp.updating, rowtime,
-                  dict(inp.properties), inp.record_watermark)
+                  inp.facts, inp.record_watermark)
 
 
 def _calls(e: Any) -> Any:
@@ -85,9 +86,9 @@ def _current_watermark_type(node: Any) -> str | None:
 def _below_assigner_v2(stream: Stream) -> bool:
     """Rows straight from a watermark-assigner_2 through stateless nodes: CURRENT_WATERMARK is computed.
     (Plans with version 1 keep their NULL; after a stateful operator it stays NULL on this engine.)"""
-    props = stream.properties
-    return (stream.rowtime is not None and int(props.get("watermark_assigner_version", 1)) >= 2
-            and not props.get("stateful") and "watermark_delay_ms" in props)
+    watermark = stream.facts.watermark
+    return (stream.rowtime is not None and watermark is not None and watermark.assigner_version >= 2
+            and not stream.facts.stateful)
 
 
 def _replace_current_watermark(e: Any, index: int) -> Any:
@@ -172,12 +173,11 @@ def translate_values(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
         write_once(df.coalesce(1), directory)
     schema = spark.read.parquet(directory).schema
     stream = spark.readStream.schema(schema).parquet(directory)
-    return Stream(stream, tuple(node.field_names), False, None, {"bounded": True})
+    return Stream(stream, tuple(node.field_names), False, None)
 
 
 def bounded_input_directory(ctx: Any, uid: str) -> str:
-    root = ctx.extras.get("job_root_path") or ctx.run_dir
-    return os.path.join(str(root), "inputs", uid)
+    return os.path.join(str(ctx.inputs_root), "inputs", uid)
 
 
 def write_once(df: Any, directory: str) -> None:
@@ -235,7 +235,7 @@ def translate_correlate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     out_columns = [column_name(i) for i in range(n_out)]
     if node.condition is not None:
         df = df.filter(_expr(node.condition, out_columns))
-    return Stream(df, tuple(node.field_names), inp.updating, inp.rowtime, dict(inp.properties),
+    return Stream(df, tuple(node.field_names), inp.updating, inp.rowtime, inp.facts,
                   inp.record_watermark)
 
 

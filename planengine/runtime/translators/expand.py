@@ -28,4 +28,4 @@ def translate_expand(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     exploded = inp.df.select(F.explode(F.array(*rows)).alias(_EXPANDED), *_keep_hidden(inp))
     columns = [F.col(f"{_EXPANDED}.{column_name(i)}").alias(column_name(i)) for i in range(len(types))]
     return Stream(exploded.select(*columns, *_keep_hidden(inp)), tuple(node.field_names), inp.updating, None,
-                  dict(inp.properties), inp.record_watermark)
+                  inp.facts, inp.record_watermark)

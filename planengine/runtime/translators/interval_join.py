@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from planengine.errors import ValidationError
@@ -21,7 +22,9 @@ def translate_interval_join(node: Any, inputs: list[Stream], ctx: Any) -> Stream
     out = interval_join(left, right, node.join_type, node.left_keys, node.right_keys, node.left_time_field,
                         node.right_time_field, node.left_lower_bound_ms, node.left_upper_bound_ms,
                         node.non_equi_condition)
-    props = {**left.properties, "watermark_delay_ms": max(int(left.properties.get("watermark_delay_ms", 0)),
-                                                          int(right.properties.get("watermark_delay_ms", 0)))}
-    out = out.with_df(out.df, fields=tuple(node.field_names), properties=props)
+    # Spark holds the joined rows for the later of the two watermarks: downstream channels re-derive that one.
+    watermark = left.facts.watermark or right.facts.watermark
+    if watermark is not None:
+        watermark = replace(watermark, delay_ms=max(left.facts.watermark_delay_ms, right.facts.watermark_delay_ms))
+    out = out.with_df(out.df, fields=tuple(node.field_names), facts=replace(left.facts, watermark=watermark))
     return mark_stateful(out, event_time=False)

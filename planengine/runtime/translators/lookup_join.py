@@ -60,7 +60,7 @@ def translate_lookup_join(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     else:
         raise ValidationError(f"connector '{provider.connector}' cannot serve lookups in this engine's Spark runtime",
                               hint="use a jdbc or filesystem dimension table")
-    return Stream(df, out_fields, updating=inp.updating, rowtime=inp.rowtime, properties=dict(inp.properties))
+    return Stream(df, out_fields, updating=inp.updating, rowtime=inp.rowtime, facts=inp.facts)
 
 
 def _spark_row_schema(source: Any) -> Any:

@@ -1,6 +1,6 @@
 """``stream-exec-sink``: the input reshaped to the table's columns, handed to a runtime sink writer.
 
-The translator does not start anything: it returns the stream with ``properties["query"]``, a
+The translator does not start anything: it returns the stream with ``query``, a
 ``SinkQuery`` the executor starts as one streaming query named by the sink's uid
 (``<id>_stream-exec-sink-<version>_sink``). The writer receives ``f0..fn`` in the table's persisted column order and
 ``_rowkind`` when the input is updating (DESIGN §6).
@@ -52,7 +52,7 @@ def translate_sink(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     uid = ctx.uid(node, "sink")
     query = SinkQuery(uid, lambda options: writer(out, sink, node, ctx, options), "sink", node.description,
                       sink_label(node))
-    return out.with_df(out.df, properties={**out.properties, "query": query})
+    return out.with_df(out.df, query=query)
 
 
 def sink_label(node: Any) -> str:
@@ -80,7 +80,7 @@ def table_rows(node: Any, inp: Stream, ctx: Any) -> Stream:
         cols.append(_enforce_not_null(value, column, ctx, node).alias(column_name(j)))
     if inp.updating:
         cols.append(F.col(ROWKIND))
-    return Stream(inp.df.select(*cols), tuple(c.name for c in columns), inp.updating, None, dict(inp.properties))
+    return Stream(inp.df.select(*cols), tuple(c.name for c in columns), inp.updating, None, inp.facts)
 
 
 def _enforce_not_null(value: Any, column: Any, ctx: Any, node: Any) -> Any:

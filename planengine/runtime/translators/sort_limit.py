@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planengine.runtime.context import DrainControl
 from planengine.runtime.operators.rank import full_sort, is_full_sort, limit, sort_limit
 from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
@@ -37,7 +38,7 @@ def translate_sort_limit(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     control_dir = control_directory(ctx, ctx.uid(node, "end-of-input"))
     markers = ctx.spark.readStream.schema(data.schema).parquet(control_dir)
     # write_end_of_input puts the end of time into the named timestamp column and True into EOI.
-    ctx.extras.setdefault("drain_controls", []).append((control_dir, data.schema, EOI_TIME))
+    ctx.drain_controls.append(DrainControl(control_dir, data.schema, EOI_TIME))
     return full_sort(stream, data.unionByName(markers).drop(EOI_TIME), EOI, node, ctx)
 
 

@@ -50,8 +50,7 @@ def translate_scan(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     cols = [F.col(f"`{c}`").alias(column_name(i)) for i, c in enumerate(data_cols)]
     if updating:
         cols.append(F.col(ROWKIND) if frame.updating else F.lit("+I").alias(ROWKIND))
-    return Stream(frame.df.select(*cols), fields, updating=updating,
-                  properties={"source": ctx.uid(node, "source"), "bounded": provider.is_bounded})
+    return Stream(frame.df.select(*cols), fields, updating=updating)
 
 
 def sink_context(node: Any, ctx: Any) -> SinkContext:

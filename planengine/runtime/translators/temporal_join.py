@@ -15,5 +15,5 @@ def translate_temporal_join(node: Any, inputs: list[Stream], ctx: Any) -> Stream
     left, right = (after_stateful(s, node, ctx) for s in inputs)
     out = temporal_join(left, right, node.join_type, node.left_keys, node.right_keys, node.left_time_field,
                         node.right_time_field if node.is_event_time else None, node.non_equi_condition)
-    out = out.with_df(out.df, fields=tuple(node.field_names), properties=dict(left.properties))
+    out = out.with_df(out.df, fields=tuple(node.field_names), facts=left.facts)
     return mark_stateful(out, event_time=False)

@@ -24,12 +24,14 @@ import datetime as dt
 import os
 import shutil
 import tempfile
+from dataclasses import replace
 from typing import Any
 
 from planengine.errors import ValidationError
 from planengine.ir.expressions import Call, InputRef, Literal
+from planengine.runtime.context import DrainControl
 from planengine.runtime.operators.record_watermark import with_record_watermarks
-from planengine.runtime.stream import RECORD_WATERMARK, Stream
+from planengine.runtime.stream import RECORD_WATERMARK, Stream, WatermarkFacts
 from planengine.runtime.translators import translator
 
 EOI = "_end_of_input"
@@ -76,9 +78,8 @@ def translate_watermark(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     if per_record:
         data = with_record_watermarks(data, rowtime, delay, interval)
     df = with_drainable_watermark(data, rowtime, delay, ctx, uid)
-    props = {**inp.properties, "watermark_delay_ms": delay, "watermark_interval_ms": interval,
-             "watermark_assigner_version": node.metadata.version}
-    return inp.with_df(df, rowtime=rowtime, properties=props, record_watermark=per_record)
+    facts = replace(inp.facts, watermark=WatermarkFacts(delay, interval, node.metadata.version))
+    return inp.with_df(df, rowtime=rowtime, facts=facts, record_watermark=per_record)
 
 
 def with_drainable_watermark(data: Any, rowtime: str, delay: int, ctx: Any, uid: str) -> Any:
@@ -90,7 +91,7 @@ def with_drainable_watermark(data: Any, rowtime: str, delay: int, ctx: Any, uid:
     control_dir = control_directory(ctx, uid)
     schema = data.schema
     markers = ctx.spark.readStream.schema(schema).parquet(control_dir)
-    ctx.extras.setdefault("drain_controls", []).append((control_dir, schema, rowtime))
+    ctx.drain_controls.append(DrainControl(control_dir, schema, rowtime))
     # The filter must stay ABOVE the watermark operator, or the marker never reaches it: Spark pushes
     # predicates through EventTimeWatermark unless they reference the event-time column, so this one does
     # (the second disjunct is never true for a marker, whose rowtime is the end of time).

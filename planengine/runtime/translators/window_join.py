@@ -21,5 +21,5 @@ def translate_window_join(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     join = window_join_at_window_end if node.metadata.version >= 2 else window_join
     out = join(left, right, node.join_type, node.left_keys, node.right_keys, node.left_window_fields,
                       node.right_window_fields, node.non_equi_condition)
-    out = out.with_df(out.df, fields=tuple(node.field_names), properties=dict(left.properties))
+    out = out.with_df(out.df, fields=tuple(node.field_names), facts=left.facts)
     return mark_stateful(out, event_time=False)

@@ -158,7 +158,7 @@ def test_every_path_gives_flinks_results_on_the_same_rows(spark, feed, runner) -
                        ("python-tws", lambda s: group_aggregate(s, node, ctx)),
                        ("native-group", lambda s: native_group_aggregate(s, node, library_forms=True))):
         out = make(f.stream())
-        r = runner(out.df, mode=out.properties.get("output_mode", "append"), name=f"ck-{name}")
+        r = runner(out.df, mode=out.output_mode, name=f"ck-{name}")
         results[name] = _final(r.take(), width)
         r.stop()
 

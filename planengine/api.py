@@ -275,9 +275,7 @@ class TableEnvironment(CatalogStatements):
         if str(self.config.get("planengine.until-idle", "false")).lower() == "true":
             options["until_idle"] = True
             options["drain"] = str(self.config.get("planengine.drain", "false")).lower() == "true"
-        if self.config.get("planengine.job-root"):
-            # one sub-directory per plan, so a script with several INSERTs gets one job root each
-            options["job_root"] = str(Path(self.config["planengine.job-root"]) / plan.plan_id[:16])
+        # The job root: planengine.runtime.storage.resolve_job_root, the same rule as execute_plan's.
         job = self.execute_plan(plan, **options)
         return TableResult("JOB", f"plan {plan.plan_id[:12]} executed", plan=plan, job=job)
 

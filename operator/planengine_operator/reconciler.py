@@ -34,7 +34,10 @@ MAX_STEPS_PER_TICK = 12
 
 
 def new_run_id(now: datetime) -> str:
-    return now.strftime("r%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    """``r-<YYYYmmddTHHMMSS>Z-<4 hex>``: the engine's run-id format (``planengine/runtime/storage.py``), so the
+    engine's job-root listing sees operator-named runs and ids sort by time. Kept here, not imported: the
+    operator never imports the engine (import-linter). ``now`` is UTC."""
+    return now.astimezone(UTC).strftime("r-%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:4]
 
 
 Executor = Callable[[JobRef, JobView, dict[str, Any]], Awaitable[Result]]

@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def load_or_compile(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from planengine.commands.compile import split_program
     from planengine.plan.compiled_plan import CompiledPlan
-    from planengine.runtime.jobroot import JobRoot
+    from planengine.runtime.storage import JobRoot
 
     env = session(args)
     partitions = spark_conf_from_args(args).get(SHUFFLE_PARTITIONS_KEY)

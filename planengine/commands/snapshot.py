@@ -25,21 +25,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
-    from planengine.runtime.executor import DRIVER_FILE, SPARK_VERSION, _latest_run
-    from planengine.runtime.jobroot import JobRoot
+    from planengine.runtime.executor import SPARK_VERSION
     from planengine.runtime.snapshots import take_snapshot
+    from planengine.runtime.storage import JobRoot
     from planengine.version import ENGINE_VERSION
 
     root = JobRoot(args.job_root)
-    run_ = None
-    driver = root.path / DRIVER_FILE
-    if driver.is_file():
-        from planengine.runtime.jobroot import Run
-
-        run_id = json.loads(driver.read_text(encoding="utf-8")).get("runId")
-        if run_id and (root.runs_dir / run_id).is_dir():
-            run_ = Run(run_id, root.runs_dir / run_id)
-    run_ = run_ or _latest_run(root)
+    run_ = root.live_run()
     if run_ is None:
         raise UserError(f"job root {root.path} has no run to snapshot", hint="start one with planengine run")
     plan_id = json.loads(root.read_plan_text()).get("planId")

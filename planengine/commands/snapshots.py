@@ -29,8 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
-    from planengine.runtime.jobroot import JobRoot
     from planengine.runtime.snapshots import inspect_snapshot, list_snapshots
+    from planengine.runtime.storage import JobRoot
 
     root = JobRoot(args.job_root)
     if not root.path.is_dir():

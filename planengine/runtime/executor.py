@@ -37,10 +37,10 @@ from planengine.plan.compiled_plan import CompiledPlan
 from planengine.runtime import fencing
 from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.context import DrainControl, TranslationContext
-from planengine.runtime.jobroot import RUN_MARKER, JobRoot, Run, atomic_write_text, utc_now_iso
 from planengine.runtime.python_functions import register_user_functions
 from planengine.runtime.snapshots import take_snapshot
 from planengine.runtime.status_server import CAPABILITIES
+from planengine.runtime.storage import JobRoot, Run, atomic_write_text, resolve_job_root
 from planengine.runtime.stream import Stream
 from planengine.runtime.topology import translate_plan
 from planengine.runtime.translators import get_translator
@@ -49,7 +49,6 @@ from planengine.version import ENGINE_VERSION
 log = logging.getLogger("planengine.runtime")
 
 SPARK_VERSION = serde.SPARK_VERSION
-DRIVER_FILE = "driver.json"
 # Failures of Spark's Python worker plumbing, not of the query: a Python worker that could not start in time
 # on an overloaded machine. Restarting the query from its checkpoint is safe (exactly-once resumes).
 # Start-up races of Spark's Python workers under load (hard-coded 10 s connect-back; socket not yet open):
@@ -85,38 +84,17 @@ def check_runtime_support(plan_json: dict[str, Any]) -> None:
 # --- runs ------------------------------------------------------------------------------------------------------
 def open_run(job_root: JobRoot, plan_id: str, from_snapshot: str | None) -> Run:
     """The run to execute: ``PLANENGINE_RUN_ID`` (resumed if it exists) or a new one, forked as documented."""
-    run_id = os.environ.get("PLANENGINE_RUN_ID")
-    if run_id:
-        path = job_root.runs_dir / run_id
-        if (path / RUN_MARKER).is_file():
-            log.info("resuming run %s", run_id)
-            return Run(run_id, path)
+    run_id = os.environ.get("PLANENGINE_RUN_ID") or None
+    if run_id is not None and job_root.is_complete_run(run_id):
+        log.info("resuming run %s", run_id)
+        return job_root.open_run(run_id)
     if from_snapshot is None:
         from_snapshot = _continuation_snapshot(job_root, plan_id)
-    if not run_id:
-        return job_root.new_run(from_snapshot)
-    # The operator names the run: same steps as JobRoot.new_run, under its name.
-    from planengine.runtime.snapshots import fork_snapshot, read_snapshot
-
-    path = job_root.runs_dir / run_id
-    path.mkdir(parents=True, exist_ok=True)
-    run = Run(run_id, path)
-    source = None
-    if from_snapshot is not None:
-        source = read_snapshot(job_root._resolve_snapshot(from_snapshot))
-        if not source.complete:
-            raise UserError(f"snapshot {from_snapshot} is incomplete: {source.problem}")
-        if not run.checkpoints_dir.exists():
-            fork_snapshot(source.path, run.checkpoints_dir)
-    run.checkpoints_dir.mkdir(exist_ok=True)
-    marker = {"runId": run_id, "createdAt": utc_now_iso(),
-              "fromSnapshot": source.snapshot_id if source is not None else None}
-    atomic_write_text(path / RUN_MARKER, json.dumps(marker, indent=2) + "\n")
-    return run
+    return job_root.open_run(run_id, from_snapshot)
 
 
 def _continuation_snapshot(job_root: JobRoot, plan_id: str) -> str | None:
-    latest = _latest_run(job_root)
+    latest = job_root.newest_run()
     if latest is None or not latest.query_uids():
         return None
     snaps = [s for s in job_root.snapshots() if s.run_id == latest.run_id]
@@ -126,15 +104,6 @@ def _continuation_snapshot(job_root: JobRoot, plan_id: str) -> str | None:
                          spark_version=SPARK_VERSION, plan_id=plan_id, last_batch_ids={})
     log.info("continuing from run %s through snapshot %s of its committed batches", latest.run_id, info.snapshot_id)
     return info.snapshot_id
-
-
-def _latest_run(job_root: JobRoot) -> Run | None:
-    if not job_root.runs_dir.is_dir():
-        return None
-    runs = [Run(p.name, p) for p in job_root.runs_dir.iterdir() if (p / RUN_MARKER).is_file()]
-    if not runs:
-        return None
-    return max(runs, key=lambda r: (r.info().get("createdAt", ""), r.run_id))
 
 
 # --- the job ---------------------------------------------------------------------------------------------------
@@ -460,7 +429,7 @@ def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str
     at the plan's ``pipeline.trigger-interval``."""
     from planengine.runtime.session import get_spark
 
-    root = JobRoot(job_root if job_root is not None else _default_job_root(plan))
+    root = resolve_job_root(plan.plan_id, job_root, jobs_dir=plan.session.config.get("planengine.job-root"))
     _install_plan(root, plan)
     spark = get_spark()
     job = start_job(plan, root, spark, from_snapshot, paced=not until_idle if paced is None else paced)
@@ -527,7 +496,7 @@ def status_host() -> str:
 
 def write_driver_file(root: JobRoot, run_id: str, port: int, url: str) -> None:
     """``<root>/driver.json``: the live driver's status port (written once the run holds the root)."""
-    atomic_write_text(root.path / DRIVER_FILE, json.dumps(
+    atomic_write_text(root.driver_path, json.dumps(
         {"pid": os.getpid(), "runId": run_id, "statusPort": port, "url": url}) + "\n")
 
 
@@ -543,7 +512,7 @@ def _abort(job: Job) -> None:
 
 
 def remove_driver_file(root: JobRoot, run_id: str) -> None:
-    path = root.path / DRIVER_FILE
+    path = root.driver_path
     try:
         if json.loads(path.read_text()).get("runId") == run_id:
             path.unlink()
@@ -576,13 +545,3 @@ def check_plan_in_force(root: JobRoot, plan: Any) -> None:
         if existing != plan.plan_id:
             raise UserError(f"job root {root.path} runs plan {existing}, not {plan.plan_id}",
                             hint="use a new job root, or upgrade the job (snapshot, then replace plan.json)")
-
-
-def _default_job_root(plan: CompiledPlan) -> str:
-    configured = plan.session.config.get("planengine.job-root") or os.environ.get(
-        "PLANENGINE_JOB_ROOT")
-    if configured:
-        return str(configured)
-    import tempfile
-
-    return os.path.join(tempfile.gettempdir(), "planengine-jobs", plan.plan_id[:16])

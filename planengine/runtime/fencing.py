@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from planengine.errors import UserError
-from planengine.runtime.jobroot import utc_now_iso
+from planengine.runtime.storage import utc_now_iso
 
 if TYPE_CHECKING:
-    from planengine.runtime.jobroot import JobRoot
+    from planengine.runtime.storage import JobRoot
 
 log = logging.getLogger(__name__)
 

@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote, unquote
 
 from planengine.errors import InternalError, UserError
-from planengine.runtime.jobroot import PLAN_FILE, atomic_write_text, utc_now_iso, validate_uid
+from planengine.runtime.storage import PLAN_FILE, atomic_write_text, utc_now_iso, validate_uid
 
 if TYPE_CHECKING:
-    from planengine.runtime.jobroot import JobRoot, Run
+    from planengine.runtime.storage import JobRoot, Run
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_VERSION = 1

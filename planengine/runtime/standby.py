@@ -30,8 +30,8 @@ from typing import Any
 
 from planengine.errors import UserError
 from planengine.runtime import executor
-from planengine.runtime.jobroot import JobRoot, Run
 from planengine.runtime.status_server import CAPABILITIES
+from planengine.runtime.storage import JobRoot, Run
 
 log = logging.getLogger("planengine.runtime")
 

@@ -19,7 +19,7 @@ from planengine.runtime.fencing import (
     release_run_lock,
     run_lock,
 )
-from planengine.runtime.jobroot import JobRoot
+from planengine.runtime.storage import JobRoot
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -27,7 +27,7 @@ HOLDER = textwrap.dedent(
     """
     import sys
     from planengine.runtime.fencing import JobRootLocked, acquire_run_lock
-    from planengine.runtime.jobroot import JobRoot
+    from planengine.runtime.storage import JobRoot
     try:
         acquire_run_lock(JobRoot(sys.argv[1]), sys.argv[2])
         print("acquired", flush=True)

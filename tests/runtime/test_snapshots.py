@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from planengine.errors import InternalError, UserError
-from planengine.runtime.jobroot import JobRoot
 from planengine.runtime.snapshots import (
     fork_snapshot,
     inspect_snapshot,
@@ -23,6 +22,7 @@ from planengine.runtime.snapshots import (
     read_snapshot,
     take_snapshot,
 )
+from planengine.runtime.storage import JobRoot
 
 VERSIONS = {"engine_version": "0.1", "spark_version": "4.3.0", "plan_id": "plan-abc"}
 

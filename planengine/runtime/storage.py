@@ -1,4 +1,4 @@
-"""The job root: one directory per job holding the plan in force, every run's checkpoints and snapshots.
+"""Job storage: job roots, runs, snapshots' places, run ids and atomic writes, in one module.
 
 Layout (DESIGN §6, binding)::
 
@@ -7,16 +7,25 @@ Layout (DESIGN §6, binding)::
     <root>/runs/<run-id>/run.json                  written last: marks the run as fully created
     <root>/snapshots/<snapshot-id>/                plan.json, checkpoints/<uid>/, manifest.json (last)
     <root>/RUN_LOCK                                one writer per root (see ``fencing``)
+    <root>/driver.json                             the live driver's status port
 
-Why a class and not path arithmetic at call sites: every path under a job root is built here and only
-here, so an object-store backend (``s3://bucket/prefix``) can later replace this class without touching
+Why one module and not path arithmetic at call sites: every path under a job root is built here and only
+here, so an object-store backend (``s3://bucket/prefix``) can later replace this module without touching
 the translator, the snapshot code or the CLI. For now the root is a local directory; creation steps rely
-on POSIX ``mkdir`` and ``rename`` being atomic.
+on POSIX ``mkdir`` and ``rename`` being atomic. What a snapshot *contains* (forking checkpoints, manifests)
+is ``snapshots.py``; where it lives is here.
 
-Run and snapshot ids sort by creation time (``r-20261122T081500Z-0000``): a UTC second plus a 4-hex
-counter within that second. Ids are reserved with an exclusive ``mkdir``, so two creators never share
+Which job root a run uses is decided here too (``resolve_job_root``), so the API
+(``TableEnvironment.execute_plan``, ``INSERT``/``EXECUTE`` in a session) and the CLI (``planengine run``) can
+never disagree.
+
+Run and snapshot ids (THE format, shared with the operator, which re-states it in its own ``new_run_id``
+because it must not import the engine): ``<r|s>-<YYYYmmddTHHMMSS>Z-<4 hex>``, e.g.
+``r-20261122T081500Z-0000`` — a UTC second plus 4 hex digits, matched by ``ID_PATTERN``. The engine fills the
+hex with a counter within the second; the operator with random digits. Either way ids of different seconds
+sort by time as strings. The engine reserves ids with an exclusive ``mkdir``, so two creators never share
 one, and a new id is never smaller than an existing one even if the clock steps back, so "latest" is
-simply the largest id.
+simply the largest id. ``parse_run_id`` reads one back.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,14 +47,48 @@ if TYPE_CHECKING:
 PLAN_FILE = "plan.json"
 RUN_MARKER = "run.json"
 LOCK_FILE = "RUN_LOCK"
+DRIVER_FILE = "driver.json"
 
-_ID_RE = re.compile(r"^(?P<prefix>[rs])-(?P<stamp>\d{8}T\d{6}Z)-(?P<seq>[0-9a-f]{4})$")
+#: Run (``r``) and snapshot (``s``) ids; see the module docstring.
+ID_PATTERN = re.compile(r"^(?P<prefix>[rs])-(?P<stamp>\d{8}T\d{6}Z)-(?P<seq>[0-9a-f]{4})$")
+_STAMP = "%Y%m%dT%H%M%SZ"
 _UID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")
 
 
 def utc_now_iso() -> str:
     """ISO-8601 UTC time with a ``Z`` suffix, the one timestamp format every manifest uses."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def resolve_job_root(plan_id: str, explicit: str | os.PathLike[str] | None = None, *,
+                     jobs_dir: str | os.PathLike[str] | None = None) -> JobRoot:
+    """The job root a plan runs in: the one rule for the API, sessions and the CLI.
+
+    1. ``explicit`` (``planengine run --job-root DIR``, ``execute_plan(plan, job_root=DIR)``): exactly DIR.
+    2. ``jobs_dir`` (the session option ``planengine.job-root``, ``planengine sql --job-root``):
+       ``<jobs_dir>/<plan id[:16]>``, one job root per plan, so a script with several INSERTs gets one each.
+    3. ``PLANENGINE_JOB_ROOT`` (the operator's launchers name the job's root): exactly that.
+    4. Otherwise ``<temp dir>/planengine-jobs/<plan id[:16]>``.
+    """
+    if explicit is not None:
+        return JobRoot(explicit)
+    if jobs_dir:
+        return JobRoot(Path(jobs_dir) / plan_id[:16])
+    if os.environ.get("PLANENGINE_JOB_ROOT"):
+        return JobRoot(os.environ["PLANENGINE_JOB_ROOT"])
+    return JobRoot(Path(tempfile.gettempdir()) / "planengine-jobs" / plan_id[:16])
+
+
+def parse_run_id(run_id: str) -> datetime:
+    """The UTC second a run id was created in; a ``UserError`` for anything that is not a run id.
+
+    >>> parse_run_id("r-20261122T081500Z-00a1").isoformat()
+    '2026-11-22T08:15:00+00:00'
+    """
+    _check_id(run_id, "r", "run")
+    match = ID_PATTERN.match(run_id)
+    assert match is not None
+    return datetime.strptime(match["stamp"], _STAMP).replace(tzinfo=UTC)
 
 
 def validate_uid(uid: str) -> str:
@@ -132,6 +175,11 @@ class JobRoot:
     def lock_path(self) -> Path:
         return self.path / LOCK_FILE
 
+    @property
+    def driver_path(self) -> Path:
+        """``driver.json``: the live driver's pid, run id and status port (written once the run holds the root)."""
+        return self.path / DRIVER_FILE
+
     def snapshot_dir(self, snapshot_id: str) -> Path:
         _check_id(snapshot_id, "s", "snapshot")
         return self.snapshots_dir / snapshot_id
@@ -161,35 +209,58 @@ class JobRoot:
 
     # -- runs ----------------------------------------------------------------------------------------
     def new_run(self, from_snapshot: str | None = None) -> Run:
-        """Create a run directory; when ``from_snapshot`` is given, fork that snapshot's checkpoints.
+        """Create a run under a fresh id; when ``from_snapshot`` is given, fork that snapshot's checkpoints.
 
         ``from_snapshot`` is a snapshot id of this root or a path to a snapshot directory (possibly in
         another root). The run marker is written last, so a crash while forking leaves a directory
         that ``runs()`` ignores instead of a run with half its checkpoints.
         """
-        # Imported here: snapshots depends on this module for the layout.
-        from planengine.runtime.snapshots import fork_snapshot, read_snapshot
-
-        source = None
-        if from_snapshot is not None:
-            source = read_snapshot(self._resolve_snapshot(from_snapshot))
-            if not source.complete:
-                raise UserError(
-                    f"snapshot {from_snapshot} is incomplete and cannot be restored: {source.problem}",
-                    hint="pick another snapshot (`planengine snapshot --job-root DIR` lists them)",
-                )
+        source = self._restorable_snapshot(from_snapshot)
         run_id, path = self._reserve_id("r", self.runs_dir)
-        run = Run(run_id, path)
-        if source is not None:
+        return self._create_run(Run(run_id, path), source, overwrite_marker=False)
+
+    def open_run(self, run_id: str | None, from_snapshot: str | None = None) -> Run:
+        """The run to write into: a new one when ``run_id`` is None, else the run named ``run_id`` (the operator
+        names the runs it launches, ``PLANENGINE_RUN_ID``): resumed when it is complete, else created under that
+        name exactly as ``new_run`` creates one (a crash before its marker is redone from the start)."""
+        if run_id is None:
+            return self.new_run(from_snapshot)
+        path = self.runs_dir / validate_uid(run_id)  # ids of older operators are not ID_PATTERN-shaped
+        if self.is_complete_run(run_id):
+            return Run(run_id, path)
+        source = self._restorable_snapshot(from_snapshot)
+        path.mkdir(parents=True, exist_ok=True)
+        return self._create_run(Run(run_id, path), source, overwrite_marker=True)
+
+    def is_complete_run(self, run_id: str) -> bool:
+        return (self.runs_dir / validate_uid(run_id) / RUN_MARKER).is_file()
+
+    def _restorable_snapshot(self, ref: str | None) -> SnapshotInfo | None:
+        # Imported here: snapshots depends on this module for the layout.
+        from planengine.runtime.snapshots import read_snapshot
+
+        if ref is None:
+            return None
+        source = read_snapshot(self._resolve_snapshot(ref))
+        if not source.complete:
+            raise UserError(
+                f"snapshot {ref} is incomplete and cannot be restored: {source.problem}",
+                hint="pick another snapshot (`planengine snapshot --job-root DIR` lists them)",
+            )
+        return source
+
+    def _create_run(self, run: Run, source: SnapshotInfo | None, *, overwrite_marker: bool) -> Run:
+        from planengine.runtime.snapshots import fork_snapshot
+
+        if source is not None and not run.checkpoints_dir.exists():
             fork_snapshot(source.path, run.checkpoints_dir)
-        else:
-            run.checkpoints_dir.mkdir()
+        run.checkpoints_dir.mkdir(exist_ok=True)
         marker = {
-            "runId": run_id,
+            "runId": run.run_id,
             "createdAt": utc_now_iso(),
             "fromSnapshot": source.snapshot_id if source is not None else None,
         }
-        atomic_write_text(path / RUN_MARKER, json.dumps(marker, indent=2) + "\n", overwrite=False)
+        atomic_write_text(run.path / RUN_MARKER, json.dumps(marker, indent=2) + "\n", overwrite=overwrite_marker)
         return run
 
     def runs(self) -> list[Run]:
@@ -199,6 +270,24 @@ class JobRoot:
     def latest_run(self) -> Run | None:
         runs = self.runs()
         return runs[-1] if runs else None
+
+    def newest_run(self) -> Run | None:
+        """The most recently created complete run by its marker's ``createdAt``, whatever its id looks like (runs
+        named by operators before the shared id format do not match ``ID_PATTERN``, so ``runs()`` skips them)."""
+        if not self.runs_dir.is_dir():
+            return None
+        runs = [Run(p.name, p) for p in self.runs_dir.iterdir() if (p / RUN_MARKER).is_file()]
+        return max(runs, key=lambda r: (r.info().get("createdAt", ""), r.run_id)) if runs else None
+
+    def live_run(self) -> Run | None:
+        """The run the live driver writes (``driver.json``), else ``newest_run``."""
+        try:
+            run_id = json.loads(self.driver_path.read_text(encoding="utf-8")).get("runId")
+        except (OSError, ValueError):
+            run_id = None
+        if run_id and (self.runs_dir / validate_uid(run_id)).is_dir():
+            return Run(run_id, self.runs_dir / run_id)
+        return self.newest_run()
 
     def run(self, run_id: str) -> Run:
         _check_id(run_id, "r", "run")
@@ -236,7 +325,7 @@ class JobRoot:
 
     # -- helpers -------------------------------------------------------------------------------------
     def _resolve_snapshot(self, ref: str) -> Path:
-        if _ID_RE.match(ref) and ref.startswith("s-"):
+        if ID_PATTERN.match(ref) and ref.startswith("s-"):
             return self.snapshot_dir(ref)
         path = Path(ref)
         if path.is_dir():
@@ -248,17 +337,18 @@ class JobRoot:
 
     def _reserve_id(self, prefix: str, parent: Path) -> tuple[str, Path]:
         parent.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        stamp = datetime.now(UTC).strftime(_STAMP)
         seq = 0
         existing = [p.name for p in _id_dirs(parent, prefix)]
         if existing:
-            last = _ID_RE.match(existing[-1])
+            last = ID_PATTERN.match(existing[-1])
             assert last is not None
             if last["stamp"] >= stamp:  # same second, or the clock stepped back: stay monotonic
                 stamp, seq = last["stamp"], int(last["seq"], 16) + 1
         while True:
-            if seq > 0xFFFF:
-                raise UserError(f"more than 65536 ids created in one second under {parent}")
+            if seq > 0xFFFF:  # the second is used up (or an operator-named run took ffff): borrow the next one
+                stamp = (datetime.strptime(stamp, _STAMP) + timedelta(seconds=1)).strftime(_STAMP)
+                seq = 0
             new_id = f"{prefix}-{stamp}-{seq:04x}"
             try:
                 (parent / new_id).mkdir()
@@ -268,7 +358,7 @@ class JobRoot:
 
 
 def _check_id(value: str, prefix: str, what: str) -> None:
-    match = _ID_RE.match(value) if isinstance(value, str) else None
+    match = ID_PATTERN.match(value) if isinstance(value, str) else None
     if match is None or match["prefix"] != prefix:
         raise UserError(
             f"{value!r} is not a {what} id",
@@ -279,5 +369,5 @@ def _check_id(value: str, prefix: str, what: str) -> None:
 def _id_dirs(parent: Path, prefix: str) -> list[Path]:
     if not parent.is_dir():
         return []
-    found = [p for p in parent.iterdir() if p.is_dir() and (m := _ID_RE.match(p.name)) and m["prefix"] == prefix]
+    found = [p for p in parent.iterdir() if p.is_dir() and (m := ID_PATTERN.match(p.name)) and m["prefix"] == prefix]
     return sorted(found, key=lambda p: p.name)

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         except ImportError:
             report.add("incompatible", "this engine cannot inspect snapshots (the Spark runtime is not installed)")
         else:
-            check_snapshot_state(plan.data, args.snapshot, report)
+            check_snapshot_state(plan.data, args.snapshot, report, session=plan.session)  # the probe restores too
     print(json.dumps(report.to_json(), indent=2) if args.json else report.summary())
     return report.exit_code
 

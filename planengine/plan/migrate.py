@@ -4,6 +4,10 @@ A node version that must stay restorable keeps its class registered. When an eng
 registers a migration from that version to a newer one (``planengine.plan.migrations``): a pure function on
 the node's JSON. Migrating a plan applies them node by node (logging each decision), stamps this engine's
 version and recomputes the plan id. Migration never re-plans: the topology, uids and state names are kept.
+
+It also applies the engine's state moves (``planengine.plan.state_moves``): registered nodes on the Python
+``transformWithState`` operator move to the JVM version of their node, and their state is converted when the
+migrated plan first starts from a snapshot of the old one (``planengine.runtime.jvm.state_move``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from planengine.exec import base as B
 from planengine.plan.migrations import migration_step
 from planengine.plan.restore import INCOMPATIBLE, check_plan
 from planengine.plan.serde import compute_plan_id
+from planengine.plan.state_moves import apply_state_move, restored_strategies, state_move
 from planengine.version import ENGINE_VERSION
 
 log = logging.getLogger("planengine.migrate")
@@ -40,6 +45,7 @@ def migrate_plan(plan: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                                hint="see the reasons above; a plan is migrated by an engine that can read it")
     new = copy.deepcopy(plan)
     decisions: list[str] = []
+    strategies = restored_strategies(plan)
     for node in new.get("nodes", []):
         name, version = B.split_type_name(node["type"])
         while B.lookup(name, version) is None:
@@ -60,6 +66,17 @@ def migrate_plan(plan: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             log.info(message)
             decisions.append(message)
             version = target
+        move = state_move(node, strategies.get(int(node["id"])))
+        if move is not None:
+            before = copy.deepcopy(node)
+            apply_state_move(node, strategies.get(int(node["id"])))
+            if _invariants(node) != _invariants(before):
+                raise InternalError(f"node {node['id']}: the state move changed the node's id, uids, state names "
+                                    "or output")
+            message = (f"{move.describe()}: the state moves from the Python operator to the JVM processor when "
+                       "the migrated plan first starts from a snapshot of the old one (uids kept)")
+            log.info(message)
+            decisions.append(message)
         if not decisions or not decisions[-1].startswith(f"node {node['id']}:"):
             message = f"node {node['id']}: {name} version {version} kept (registered)"
             log.info(message)

@@ -37,6 +37,7 @@ from planengine.plan.compiled_plan import CompiledPlan
 from planengine.runtime import fencing
 from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.context import DrainControl, TranslationContext
+from planengine.runtime.jvm.state_move import move_pending_state
 from planengine.runtime.python_functions import register_user_functions
 from planengine.runtime.snapshots import take_snapshot
 from planengine.runtime.status_server import CAPABILITIES
@@ -149,6 +150,7 @@ class Job:
         self.drain_controls: list[DrainControl] = []
         self.progress = os.environ.get("PLANENGINE_PROGRESS") == "1"
         self._lock_lost = False
+        self._state_moves: tuple[Any, list[Any]] = (None, [])
 
     # -- translation ------------------------------------------------------------------------------------
     def translate(self) -> None:
@@ -165,6 +167,7 @@ class Job:
         # The plan's queries: its recorded shared topology, or one per sink (runtime/topology.py).
         translate_plan(sinks, self.plan.data, ctx, lambda query, stream: self._specs.append(query))
         self.drain_controls = list(ctx.drain_controls)
+        self._state_moves = (ctx, list(ctx.state_move_candidates))
 
     def _cut(self, stream: Stream, name: str, ctx: TranslationContext) -> Stream:
         from planengine.runtime.channels import cut
@@ -177,6 +180,8 @@ class Job:
 
         fencing.acquire_run_lock(self.job_root, self.run.run_id)
         use_plan_partitions(self.spark, dict(self.plan.data.get("config") or {}))
+        # Under the run lock, before any query reads its checkpoint: state moved by a plan migration.
+        move_pending_state(self.spark, self.plan.data, self.run.path, *self._state_moves)
         self._listener = _ProgressListener(self)
         self.spark.streams.addListener(self._listener)
         for spec in self._specs:  # channel producers were registered before their consumers' sinks

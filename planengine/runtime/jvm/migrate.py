@@ -9,8 +9,8 @@ accumulator into the JVM's typed layout, and start the JVM processor from it thr
 
 Spark applies initial state in a query's first batch only (batch id 0), so the converted state starts a
 query without a checkpoint. ``initial_state`` and ``group_aggregate_with_initial_state`` are the two steps;
-wiring them into ``planengine migrate`` for a running job also needs the query's sources to start where the
-old checkpoint stopped and its sinks to keep their batch bookkeeping (docs/jvm-operators.md, "Migration").
+``state_move`` runs them in a scratch checkpoint and puts the result into a job's restored checkpoint
+(docs/jvm-operators.md, "Migration").
 
 The conversion is exact: each Python accumulator holds the same facts as its JVM counterpart (``SUM``: sum and
 count, ``AVG``: sum and count, ``MIN``/``MAX``: the extreme, with the value multiset in ``distinctValues``...).
@@ -110,7 +110,8 @@ def initial_state(spark: Any, checkpoint: str, operator_id: int, node: Any, stre
         key = tuple(r["key"]) if node.grouping else ()  # a global aggregate's constant key is implied
         accs = [_accumulator(c, a, in_types[c.args[0]] if c.args else None, retraction)
                 for c, a in zip(node.aggregates, state["a"], strict=True)]
-        value = [(int(state["n"]), 0, *accs)]
+        written = r["value"]["ts"] if "ts" in r["value"].asDict() else None  # wall-clock ms on both sides (TTL)
+        value = [(int(state["n"]), int(written or 0), *accs)]
         if bagged:
             value.append(bags.get(key, []))
         rows.append((*key, tuple(value)))

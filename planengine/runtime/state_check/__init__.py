@@ -28,6 +28,7 @@ from typing import Any
 
 from planengine.plan.catalog_objects import PlanSession
 from planengine.plan.restore import COMPATIBLE, INCOMPATIBLE, CheckReport
+from planengine.plan.state_moves import JVM_OPERATOR, PYTHON_OPERATOR, StateMove, moved_between, restored_strategies
 from planengine.plan.topology import Dag, Topology, legacy_topology
 from planengine.runtime.state_check.compare import ADVICE, compare_layouts
 from planengine.runtime.state_check.layout import LayoutError, read_layout
@@ -66,8 +67,9 @@ def check_snapshot_state(plan_json: dict[str, Any], snapshot_dir: str, report: C
                    hint="restore from another snapshot")
         return
     old_plan = json.loads(Path(info.plan_path).read_text(encoding="utf-8"))
+    moves = state_moves_between(old_plan, plan_json)
     lineage_ok = old_plan.get("planId") == plan_json.get("planId") or _check_lineage(old_plan, plan_json, info,
-                                                                                       report)
+                                                                                       report, moves)
     stored = _stored_layouts(info, report)
     if stored is None or not lineage_ok or unsupported_nodes(plan_json) or report.status != COMPATIBLE:
         # Already incompatible: a probe would only repeat it, at the cost of a Spark batch per query. A plan
@@ -75,12 +77,35 @@ def check_snapshot_state(plan_json: dict[str, Any], snapshot_dir: str, report: C
         return
     if not any(layout["operators"] for layout in stored.values()) and not _declares_state(plan_json):
         return
-    _compare_with_probe(plan_json, stored, info, report, session or PlanSession(), spark)
+    _compare_with_probe(plan_json, stored, info, report, session or PlanSession(), spark, moves)
 
 
-def _check_lineage(old_plan: dict[str, Any], plan_json: dict[str, Any], info: Any, report: CheckReport) -> bool:
+def state_moves_between(old_plan: dict[str, Any], plan_json: dict[str, Any]) -> dict[int, StateMove]:
+    """Node id -> the state move (``planengine.plan.state_moves``) that turned the snapshot's node into the
+    plan's: such a node changed its type and Spark operator on purpose, and its state is converted at start."""
+    if old_plan.get("planId") == plan_json.get("planId"):
+        return {}
+    old_nodes = {n.get("id"): n for n in old_plan.get("nodes", [])}
+    try:
+        strategies = restored_strategies(old_plan)
+    except Exception:  # an unreadable old plan has no moves; the lineage check says what differs
+        strategies = {}
+    out = {}
+    for node in plan_json.get("nodes", []):
+        old = old_nodes.get(node.get("id"))
+        move = moved_between(old, node, strategies.get(int(node["id"]))) if old is not None else None
+        if move is not None:
+            out[move.node_id] = move
+    return out
+
+
+def _check_lineage(old_plan: dict[str, Any], plan_json: dict[str, Any], info: Any, report: CheckReport,
+                   moves: dict[int, StateMove] | None = None) -> bool:
     before = len(report.reasons)
     old, new = stateful_lineage(old_plan), stateful_lineage(plan_json)
+    new_types = {n["id"]: str(n["type"]) for n in plan_json.get("nodes", [])}
+    for uid, operators in old.items():  # a moved node is the same stateful node under its new type
+        old[uid] = [(i, new_types[i] if moves and i in moves else t, s) for i, t, s in operators]
     snapshot_queries = set(info.last_batch_ids)
     for uid in sorted(snapshot_queries - set(new)):
         if old.get(uid):
@@ -126,7 +151,8 @@ def _declares_state(plan_json: dict[str, Any]) -> bool:
 
 
 def _compare_with_probe(plan_json: dict[str, Any], stored: dict[str, dict[str, Any]], info: Any,
-                        report: CheckReport, session: PlanSession, spark: Any) -> None:
+                        report: CheckReport, session: PlanSession, spark: Any,
+                        moves: dict[int, StateMove] | None = None) -> None:
     from planengine.plan.compiled_plan import CompiledPlan
     from planengine.runtime.state_check.probe import expected_layouts, stored_session_conf
 
@@ -147,8 +173,12 @@ def _compare_with_probe(plan_json: dict[str, Any], stored: dict[str, dict[str, A
     log.info("state layout probe of %d queries took %.1f s", len(probe.layouts), time.monotonic() - began)
     for note in probe.notes:
         report.add(COMPATIBLE, note)
+    lineage = stateful_lineage(plan_json)
     for uid, layout in stored.items():
         expected = probe.layouts.get(uid)
+        query_moves = [moves[i] for i, _, _ in lineage.get(uid, []) if moves and i in moves]
+        if expected is not None and query_moves:
+            layout, expected = _explain_moves(uid, query_moves, layout, expected, info, report, spark)
         if expected is None:
             if layout["operators"]:
                 report.add(INCOMPATIBLE, f"query {uid} holds state in the snapshot but this plan does not run it",
@@ -156,6 +186,37 @@ def _compare_with_probe(plan_json: dict[str, Any], stored: dict[str, dict[str, A
             continue
         for finding in compare_layouts(uid, layout, expected):
             report.add(finding.status, finding.message, hint=finding.hint)
+
+
+def _explain_moves(uid: str, moves: list[StateMove], stored: dict[str, Any], expected: dict[str, Any], info: Any,
+                   report: CheckReport, spark: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Report what each state move converts (node, versions, Spark operator, state rows) and take the moved
+    operators out of the layout comparison: their Python layout is replaced by the JVM one at start."""
+    old_ops, new_ops = dict(stored.get("operators", {})), dict(expected.get("operators", {}))
+    python_ops = [op for op, meta in sorted(old_ops.items(), key=lambda kv: int(kv[0]))
+                  if meta.get("name") == PYTHON_OPERATOR and (new_ops.get(op) or {}).get("name") == JVM_OPERATOR]
+    if len(python_ops) != len(moves):
+        report.add(INCOMPATIBLE, f"query {uid}: {len(moves)} node(s) move their state to the JVM processor "
+                                 f"({', '.join(str(m.node_id) for m in moves)}) but the snapshot has "
+                                 f"{len(python_ops)} Python operator(s) at positions the JVM processor takes",
+                   hint="restore the snapshot with the plan that wrote it")
+        return stored, expected
+    checkpoint = info.checkpoint_dir(uid)
+    for move, op in zip(moves, python_ops, strict=True):
+        counts = []
+        for variable in move.state:
+            try:
+                rows = (spark.read.format("statestore").option("operatorId", int(op))
+                        .option("stateVarName", variable).load(str(checkpoint)).count())
+            except Exception:  # a variable the Python operator never created
+                continue
+            counts.append(f"{rows} rows in {variable}")
+        report.add(COMPATIBLE, f"query {uid}, Spark operator {op}: state migration of {move.describe()}: "
+                               f"{'; '.join(counts) or 'no rows'} move from {PYTHON_OPERATOR} to {JVM_OPERATOR} "
+                               "when the run starts")
+        old_ops.pop(op)
+        new_ops.pop(op)
+    return {**stored, "operators": old_ops}, {**expected, "operators": new_ops}
 
 
 def _describe(ops: list[tuple[int, str, tuple[str, ...]]]) -> str:

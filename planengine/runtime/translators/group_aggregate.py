@@ -68,6 +68,9 @@ def translate_group_aggregate_v3(node: Any, inputs: list[Stream], ctx: Any) -> S
         return native_group_aggregate(stream, node, library_forms=True)  # integer sums wrap like Flink's
     if node.strategy == JVM:
         log.info("node %d (group aggregate): JVM processor", node_id)
+        # A node moved here from the Python operator may find that operator's state in its restored
+        # checkpoint: the executor converts it before the query starts (runtime/jvm/state_move.py).
+        ctx.state_move_candidates.append((node, stream))
         return jvm_group_aggregate(stream, node, ctx)
     if node.strategy == TRANSFORM_WITH_STATE:
         log.info("node %d (group aggregate): transformWithState (Python)", node_id)

@@ -1,0 +1,204 @@
+"""Carry a moved node's state from the Python operator to the JVM processor inside a run's checkpoint.
+
+``planengine migrate`` / ``COMPILE PLAN 'new' FROM 'old'`` move a group aggregate from the Python
+``transformWithState`` operator to the JVM processor (``planengine.plan.state_moves``). When the migrated plan
+starts from a snapshot of the old one, the forked checkpoint of the node's query still holds the Python
+operator's state. This step replaces it, before the query starts, by the same state in the JVM processor's
+layout, **at the same state version**, so everything else in the checkpoint stays as it was: source offsets,
+the sinks' batch ids, the watermark, the other operators' state. (Spark applies ``transformWithState``'s
+initial state only in a query's batch 0, i.e. in a new checkpoint, where a file source would re-read every
+file and a file sink would skip the batches it already holds: see docs/jvm-operators.md.)
+
+How, for a query whose last committed batch is ``N`` (its operators' state version ``N + 1``):
+
+1. read the Python operator's state with Spark's state data source and convert it (``migrate.initial_state``);
+2. run a *seed* query once in a scratch checkpoint: the JVM processor started from that initial state over
+   an empty input (a one-line text file filtered out, so batch 0 runs), with the query's partition count;
+3. replace the operator's directory in the run's checkpoint (never in place: files may be hard links into
+   the snapshot) by the seed's: each partition's RocksDB snapshot ``1.zip`` becomes ``<N + 1>.zip`` (the
+   file holds no version), the operator metadata is renumbered to the operator's id and batch ``N`` and
+   points at the copied state schema.
+
+The step is level-based: a checkpoint whose operator already is the JVM processor is left alone, so a
+restarted run does not repeat it. Each move is logged at INFO and recorded in ``<run>/state-moves.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from planengine.errors import InternalError, PlanIncompatible
+from planengine.plan.state_moves import JVM_OPERATOR, PYTHON_OPERATOR
+from planengine.runtime.snapshots import last_committed_batch_id
+from planengine.runtime.stream import Stream
+
+log = logging.getLogger("planengine.runtime.state_move")
+
+RECORD = "state-moves.json"
+
+
+@dataclass(frozen=True)
+class MovedState:
+    node: int
+    query: str
+    operator: int
+    batch: int
+    groups: int
+    partitions: int
+
+
+@dataclass(frozen=True)
+class OperatorMetadata:
+    operator_id: int
+    name: str
+    partitions: int
+    variables: tuple[str, ...]
+
+
+def operator_metadata(checkpoint: Path) -> list[OperatorMetadata]:
+    """The stateful operators of a query checkpoint as their newest ``_metadata/v2/<batch>`` files say."""
+    out = []
+    for op_dir in sorted((checkpoint / "state").glob("*"), key=lambda p: p.name):
+        files = [p for p in (op_dir / "_metadata" / "v2").glob("*") if p.name.isdigit()]
+        if not op_dir.name.isdigit() or not files:
+            continue
+        newest = max(files, key=lambda p: int(p.name))
+        data = json.loads(newest.read_text(encoding="utf-8").partition("\n")[2])
+        props = json.loads(data.get("operatorPropertiesJson") or "{}")
+        stores = data.get("stateStoreInfo") or [{}]
+        out.append(OperatorMetadata(int(op_dir.name), str(data["operatorInfo"]["operatorName"]),
+                                    int(stores[0].get("numPartitions", 0)),
+                                    tuple(str(v["stateName"]) for v in props.get("stateVariables", []))))
+    return out
+
+
+def python_operator_of(checkpoint: Path, node_id: int, state_names: tuple[str, ...]) -> OperatorMetadata | None:
+    """The Python operator holding the node's state, None when the checkpoint has none (already moved, or
+    a fresh query). Raises when several could be it: the operator ids do not name their nodes."""
+    found = [op for op in operator_metadata(checkpoint)
+             if op.name == PYTHON_OPERATOR and op.variables and set(op.variables) <= set(state_names)]
+    if len(found) > 1:
+        raise PlanIncompatible(f"node {node_id}: the checkpoint {checkpoint} holds {len(found)} Python operators "
+                               f"with its state variables ({', '.join(state_names)}); which one is the node's is "
+                               "ambiguous", hint="run the old plan's version of the node (migrate it one query at "
+                                                 "a time), or start the migrated plan without state")
+    return found[0] if found else None
+
+
+def move_pending_state(spark: Any, plan_json: dict[str, Any], run_dir: Path, ctx: Any,
+                       candidates: list[tuple[Any, Stream]]) -> list[MovedState]:
+    """Move the state of every candidate ``(node, input stream)`` (``ctx.state_move_candidates``: JVM group
+    aggregates) whose query's checkpoint still holds the Python operator's state; the others are left alone.
+    Called before any query of the run starts."""
+    from planengine.runtime.state_check import stateful_lineage
+
+    if not candidates:
+        return []
+    query_of = {nid: uid for uid, ops in stateful_lineage(plan_json).items() for nid, _, _ in ops}
+    moved = []
+    for node, stream in candidates:
+        node_id = ctx.node_id(node)
+        uid = query_of.get(node_id)
+        checkpoint = run_dir / "checkpoints" / uid if uid else None
+        if checkpoint is None or not (checkpoint / "state").is_dir():
+            continue
+        op = python_operator_of(checkpoint, node_id, tuple(type(node).STATE_NAMES))
+        if op is None:
+            continue
+        moved.append(_move(spark, checkpoint, uid, op, node, stream, ctx))
+    if moved:
+        record = run_dir / RECORD
+        previous = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else []
+        record.write_text(json.dumps(previous + [asdict(m) for m in moved], indent=2) + "\n", encoding="utf-8")
+    return moved
+
+
+def _move(spark: Any, checkpoint: Path, uid: str, op: OperatorMetadata, node: Any, stream: Stream, ctx: Any
+          ) -> MovedState:
+    from planengine.runtime.jvm.migrate import initial_state
+
+    node_id = ctx.node_id(node)
+    batch = last_committed_batch_id(checkpoint)
+    if batch < 0:
+        raise InternalError(f"node {node_id}: query {uid} holds state but no committed batch")
+    with tempfile.TemporaryDirectory(prefix="planengine-state-move-") as scratch:
+        seed_input = _empty_input(spark, stream, Path(scratch) / "input")
+        initial = initial_state(spark, str(checkpoint), op.operator_id, node, seed_input, ctx)
+        groups = initial.count()
+        seed = Path(scratch) / "seed"
+        _run_seed(spark, node, seed_input, ctx, initial, seed, op.partitions)
+        _replace_operator(seed / "state" / "0", checkpoint / "state" / str(op.operator_id), op.operator_id, batch)
+    result = MovedState(node_id, uid, op.operator_id, batch, groups, op.partitions)
+    log.info("state move: node %d (query %s, Spark operator %d): %d groups moved from %s to %s at batch %d",
+             node_id, uid, op.operator_id, groups, PYTHON_OPERATOR, JVM_OPERATOR, batch)
+    return result
+
+
+def _empty_input(spark: Any, stream: Stream, inbox: Path) -> Stream:
+    """A streaming input with the columns of ``stream`` and no rows, whose first batch does run: one text
+    file, filtered out. (Nullable columns: a seed stores nullable key schemas, which Spark accepts when the
+    real query's are NOT NULL.)"""
+    from pyspark.sql import functions as F
+
+    inbox.mkdir(parents=True)
+    (inbox / "seed.txt").write_text("seed\n", encoding="utf-8")
+    lines = spark.readStream.format("text").load(str(inbox)).where(F.lit(False))
+    columns = [F.lit(None).cast(f.dataType).alias(f.name) for f in stream.df.schema.fields]
+    return stream.with_df(lines.select(*columns))
+
+
+def _run_seed(spark: Any, node: Any, stream: Stream, ctx: Any, initial: Any, checkpoint: Path, partitions: int
+              ) -> None:
+    from planengine.runtime.jvm.migrate import group_aggregate_with_initial_state
+
+    key = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(partitions))  # the seed's state partitions must be the query's
+    try:
+        out = group_aggregate_with_initial_state(stream, node, ctx, initial).df
+        query = (out.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).queryName(f"state-move-seed-{os.getpid()}").start())
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise InternalError(f"the state move's seed query failed: {query.exception()}")
+    finally:
+        spark.conf.set(key, before)
+    if last_committed_batch_id(checkpoint) != 0:
+        raise InternalError(f"the state move's seed query committed no batch in {checkpoint}")
+
+
+def _replace_operator(seed_op: Path, target: Path, operator_id: int, batch: int) -> None:
+    """Put the seed's operator directory at ``target``, renumbered to ``operator_id`` and state version
+    ``batch + 1``. The old directory is removed first (unlinking never touches a snapshot's hard links)."""
+    zips = sorted(seed_op.glob("*/1.zip"))
+    if not zips:
+        raise InternalError(f"the state move's seed wrote no RocksDB snapshot under {seed_op} (changelog "
+                            "checkpointing on?)")
+    staged = target.with_name(f".{target.name}.moving")
+    shutil.rmtree(staged, ignore_errors=True)
+    shutil.copytree(seed_op, staged, ignore=shutil.ignore_patterns("*.crc"))
+    for zipped in staged.glob("*/1.zip"):
+        zipped.rename(zipped.with_name(f"{batch + 1}.zip"))
+    schema_files = [p for p in (staged / "_stateSchema").rglob("*") if p.is_file()]
+    meta_dir = staged / "_metadata" / "v2"
+    metas = [p for p in meta_dir.glob("*") if p.name.isdigit()]
+    if len(metas) != 1 or len(schema_files) != 1:
+        raise InternalError(f"the state move's seed wrote {len(metas)} operator metadata and {len(schema_files)} "
+                            "state schema files; expected one of each")
+    header, _, body = metas[0].read_text(encoding="utf-8").partition("\n")
+    data = json.loads(body)
+    data["operatorInfo"]["operatorId"] = operator_id
+    final_schema = target / schema_files[0].relative_to(staged)
+    for store in data.get("stateStoreInfo", []):
+        store["stateSchemaFilePaths"] = ["file:" + str(final_schema.absolute())]
+    metas[0].unlink()
+    (meta_dir / str(batch)).write_text(header + "\n" + json.dumps(data, separators=(",", ":")), encoding="utf-8")
+    shutil.rmtree(target, ignore_errors=True)
+    staged.rename(target)

@@ -3,9 +3,9 @@
 The planner talks to connectors only through these classes: it asks a source for its changelog mode and
 abilities (``planengine.connectors.abilities``), records the abilities it applied as specs
 (``planengine.exec.specs``), and asks for a *runtime provider*. Providers are the seam between
-planning and Spark: the planner-side object carries every typed option, and the Spark runtime implements
-``create_stream`` / ``write`` / ``create_lookup_function`` (dispatching on ``provider.connector``) without
-ever re-parsing option strings. Until then those methods raise ``NotImplementedError`` saying so.
+planning and Spark: they are data (the connector identifier and the planner-side object carrying every typed
+option); the Spark runtime reads and writes through the reader/writer registered for
+``provider.connector`` (``planengine.runtime.connectors``), never re-parsing option strings.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planengine.ir.changelog import ChangelogMode
-
-_RUNTIME_NOTE = "is implemented by the Spark runtime (planengine.runtime); this planner-side provider only declares it"
 
 
 class DynamicTableSource(ABC):
@@ -40,10 +38,6 @@ class ScanRuntimeProvider:
     connector: str
     source: ScanTableSource
     is_bounded: bool
-
-    def create_stream(self, spark: Any, ctx: Any) -> Any:
-        """Return a (streaming) DataFrame for the source. Spark-side; not available in the planner."""
-        raise NotImplementedError(f"reading from connector '{self.connector}' {_RUNTIME_NOTE}")
 
 
 class ScanTableSource(DynamicTableSource):
@@ -85,9 +79,6 @@ class LookupRuntimeProvider:
     key_names: tuple[str, ...]
     options: Mapping[str, Any] = field(default_factory=dict)  # typed cache / retry options
 
-    def create_lookup_function(self, spark: Any, ctx: Any) -> Any:
-        raise NotImplementedError(f"lookups on connector '{self.connector}' {_RUNTIME_NOTE}")
-
 
 class LookupTableSource(DynamicTableSource):
     """A source that can fetch rows by key (the right side of ``JOIN … FOR SYSTEM_TIME AS OF``)."""
@@ -110,10 +101,6 @@ class SinkRuntimeProvider:
 
     connector: str
     sink: DynamicTableSink
-
-    def write(self, df: Any, ctx: Any) -> Any:
-        """Start writing ``df`` (carrying ``_rowkind`` on updating inputs). Spark-side only."""
-        raise NotImplementedError(f"writing to connector '{self.connector}' {_RUNTIME_NOTE}")
 
 
 class DynamicTableSink(ABC):

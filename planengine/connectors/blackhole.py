@@ -10,19 +10,10 @@ Its write is trivially known, so unlike other connectors the provider implements
 
 from __future__ import annotations
 
-from typing import Any
-
 from planengine.connectors.base import DynamicTableSink, SinkContext, SinkRuntimeProvider
 from planengine.connectors.factories import DynamicTableSinkFactory, FactoryContext
 from planengine.connectors.helper import TableFactoryHelper
 from planengine.ir.changelog import ChangelogMode, RowKind
-
-
-class BlackHoleRuntimeProvider(SinkRuntimeProvider):
-    def write(self, df: Any, ctx: Any) -> Any:
-        """A ``DataStreamWriter`` (streaming ``df``) or ``DataFrameWriter`` (batch) on Spark's noop sink."""
-        writer = df.writeStream if getattr(df, "isStreaming", False) else df.write.mode("append")
-        return writer.format("noop")
 
 
 class BlackHoleTableSink(DynamicTableSink):
@@ -39,7 +30,7 @@ class BlackHoleTableSink(DynamicTableSink):
         return True  # planengine.runtime.connectors: a batch writer next to the streaming one
 
     def sink_runtime_provider(self, ctx: SinkContext) -> SinkRuntimeProvider:
-        return BlackHoleRuntimeProvider("blackhole", self)
+        return SinkRuntimeProvider("blackhole", self)
 
     def as_summary_string(self) -> str:
         return "blackhole()"

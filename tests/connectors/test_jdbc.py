@@ -107,8 +107,6 @@ def test_lookup_provider_names_keys_and_carries_cache_options():
                                 "expire_after_access_ms": None, "cache_missing_key": True, "max_retries": 3}
     assert source.lookup_query(provider.key_names) == (
         'SELECT "id", "name", "price", "ts" FROM "public"."items" WHERE "id" = %s AND "name" = %s')
-    with pytest.raises(NotImplementedError, match="lookups on connector 'jdbc'"):
-        provider.create_lookup_function(None, None)
 
 
 def test_sink_upserts_with_a_primary_key_and_only_inserts_without():

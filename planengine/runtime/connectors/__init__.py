@@ -1,9 +1,13 @@
 """Connectors at run time: how a planner-side source or sink object becomes Spark reads and writes.
 
-Dispatch is by the runtime provider's connector identifier (``filesystem``, ``datagen``, ``print``,
-``blackhole`` here; ``jdbc``, ``kafka``, … by their owners). A connector module registers itself with
-``@source_reader("id")`` / ``@sink_writer("id")``; modules are found by name
-(``planengine.runtime.connectors.<id with '-' → '_'>``), so adding a connector never edits this file.
+Dispatch is by the runtime provider's connector identifier. A connector's run-time module registers itself
+with ``@source_reader("id")`` / ``@sink_writer("id")`` / ``@batch_sink_writer("id")``; it is found
+
+* for ours, by name: ``planengine.runtime.connectors.<id with '-' → '_'>`` (``print`` → ``print_sink``,
+  ``upsert-kafka`` → ``kafka``), so adding one never edits this file;
+* for a connector in another distribution, through the entry-point group ``planengine.runtime_connectors``:
+  ``<id> = "<module>"`` names the module to import (its plan-time factory is in ``planengine.factories``), so
+  a third-party connector plugs in both halves without living in this package.
 
 Contracts:
 
@@ -24,12 +28,16 @@ Contracts:
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from planengine.errors import ValidationError
+
+GROUP = "planengine.runtime_connectors"
 
 SourceReader = Callable[[Any, Any, Any], "SourceFrame"]
 SinkWriter = Callable[[Any, Any, Any, Any, "QueryOptions"], Any]
@@ -81,7 +89,7 @@ def batch_sink_writer(identifier: str) -> Callable[[BatchWriterFactory], BatchWr
 
 def get_batch_sink_writer(identifier: str) -> BatchWriterFactory:
     if identifier not in _BATCH_WRITERS:
-        _load(_BUILTIN.get(identifier, identifier))
+        _load(identifier)
     if identifier not in _BATCH_WRITERS:
         raise ValidationError(f"connector '{identifier}' says it writes micro-batches, but its Spark side has no "
                               "batch writer", hint="add a @batch_sink_writer to the connector's runtime module, or "
@@ -105,33 +113,65 @@ def sink_writer(identifier: str) -> Callable[[SinkWriter], SinkWriter]:
     return register
 
 
+@functools.cache
+def _entry_points() -> dict[str, EntryPoint]:
+    return {ep.name: ep for ep in entry_points(group=GROUP)}
+
+
 def _load(identifier: str) -> None:
-    module = f"{__name__}.{identifier.replace('-', '_')}"
+    """Import the run-time module of ``identifier``: ours by name, else the one its entry point names."""
+    module = f"{__name__}.{_BUILTIN.get(identifier, identifier).replace('-', '_')}"
     try:
         importlib.import_module(module)
+        return
     except ModuleNotFoundError as error:
         if error.name != module:
             raise
+    entry = _entry_points().get(identifier)
+    if entry is None:
+        return
+    try:
+        entry.load()
+    except ImportError as error:
+        raise ValidationError(f"connector '{identifier}': its Spark side {entry.value} (entry point of {GROUP}) "
+                              f"cannot be imported: {error}",
+                              hint="install the plug-in (and its dependencies) where the driver and executors "
+                                   "run") from error
 
 
-_BUILTIN = {"filesystem": "filesystem", "datagen": "datagen", "print": "print_sink", "blackhole": "blackhole",
-            "upsert-kafka": "kafka"}
+def _plugin_hint(identifier: str) -> str:
+    entry = _entry_points().get(identifier)
+    if entry is None:
+        return f"a plug-in connector declares its Spark module in the entry-point group {GROUP}"
+    return f"{entry.value} (its {GROUP} entry point) was imported but registered nothing for '{identifier}'"
+
+
+def forget(identifier: str) -> None:
+    """Drop ``identifier``'s registrations and the cached entry points (after installing a plug-in; tests)."""
+    for registry in (_READERS, _WRITERS, _BATCH_WRITERS):
+        registry.pop(identifier, None)
+    _entry_points.cache_clear()
+
+
+_BUILTIN = {"print": "print_sink", "upsert-kafka": "kafka"}
 
 
 def get_source_reader(identifier: str) -> SourceReader:
     if identifier not in _READERS:
-        _load(_BUILTIN.get(identifier, identifier))
+        _load(identifier)
     if identifier not in _READERS:
-        raise ValidationError(f"connector '{identifier}' cannot be read by this engine's Spark runtime",
+        raise ValidationError(f"connector '{identifier}' cannot be read by this engine's Spark runtime; "
+                              + _plugin_hint(identifier),
                               hint="use a connector with a runtime reader: " + ", ".join(sorted(_READERS) or ["-"]))
     return _READERS[identifier]
 
 
 def get_sink_writer(identifier: str) -> SinkWriter:
     if identifier not in _WRITERS:
-        _load(_BUILTIN.get(identifier, identifier))
+        _load(identifier)
     if identifier not in _WRITERS:
-        raise ValidationError(f"connector '{identifier}' cannot be written by this engine's Spark runtime",
+        raise ValidationError(f"connector '{identifier}' cannot be written by this engine's Spark runtime; "
+                              + _plugin_hint(identifier),
                               hint="use a connector with a runtime writer: " + ", ".join(sorted(_WRITERS) or ["-"]))
     return _WRITERS[identifier]
 

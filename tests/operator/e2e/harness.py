@@ -85,6 +85,7 @@ def engine_command(version: str, kind: str = "contract") -> list[str]:
 # at the image's VIRTUAL_ENV; the test's engine command (the contract double, the wrapper around the real
 # CLI) is that image's ENTRYPOINT, run by the image's Python.
 IMAGE_PYTHON = "/opt/planengine/bin/python"
+TEST_FILES = "/opt/planengine-test"  # where a test image has the engine doubles its ENTRYPOINT runs
 CLAIM = "jobs"  # the PersistentVolumeClaim every job root of the Kubernetes worlds lives on (one subPath each)
 POD_DATA = Path("/data")  # where pods see the world's data directory (a hostPath volume of the podTemplate)
 
@@ -92,13 +93,17 @@ POD_DATA = Path("/data")  # where pods see the world's data directory (a hostPat
 def engine_image(version: str, command: list[str]) -> tuple[str, ImageSpec]:
     """(image name, its local stand-in) for an engine version whose CLI is ``command`` (a localCommand)."""
     venv = REPO / ".venv"
-    entrypoint = [IMAGE_PYTHON if arg == sys.executable else arg for arg in command]
+    # The test's engine scripts are files of the test image (at TEST_FILES), not paths of this checkout: the
+    # pod's emptyDir at /tmp would hide a checkout under /tmp, as a real image would not have it at all.
+    scripts = {str(script): f"{TEST_FILES}/{script.name}" for script in (CONTRACT_ENGINE, ENGINE_WRAPPER)}
+    entrypoint = [IMAGE_PYTHON if arg == sys.executable else scripts.get(arg, arg) for arg in command]
     if str(ENGINE_WRAPPER) in command:  # the real CLI: the image's own planengine, in that build's venv
         wrapped = Path(command[command.index("--wrapped") + 1])
         venv = wrapped.parent.parent
         entrypoint[entrypoint.index("--wrapped") + 1] = f"{Path(IMAGE_PYTHON).parent}/planengine"
     digest = hashlib.sha256(json.dumps([str(venv), entrypoint]).encode()).hexdigest()[:8]
-    return f"test.local/planengine/engine:{version}-{digest}", ImageSpec(venv, tuple(entrypoint))
+    files = tuple((Path(host), image_path) for host, image_path in scripts.items() if host in command)
+    return f"test.local/planengine/engine:{version}-{digest}", ImageSpec(venv, tuple(entrypoint), files)
 
 
 def operator_config(job_root_base: Path, kind: str = "contract", launcher: str = "local",

@@ -66,6 +66,9 @@ class ImageSpec:
 
     venv: Path
     entrypoint: tuple[str, ...] | None = None
+    # (file on this machine, its path in the image): a test image's own files, e.g. the contract double its
+    # ENTRYPOINT runs. They must be part of the image: a pod's emptyDir at /tmp hides a checkout under /tmp.
+    files: tuple[tuple[Path, str], ...] = ()
 
 
 @dataclasses.dataclass
@@ -306,6 +309,7 @@ class Kubelet:
         volumes = {v["name"]: v for v in spec.get("volumes") or []}
         mounts = [sandbox.Mount(Path(image.venv), self.image.virtual_env, read_only=True)]
         mounts += [sandbox.Mount(source, target) for target, source in self.image.installed_files.items()]
+        mounts += [sandbox.Mount(source, target, read_only=True) for source, target in image.files]
         files: dict[str, Path] = {}  # container path -> file, for the Spark checks
         for mount in container.spec.get("volumeMounts") or []:
             volume = volumes.get(mount["name"])

@@ -1,8 +1,8 @@
-"""Upgrade downtime with the real engine: real kopf + the API emulator + ``planengine`` driver processes.
+"""Upgrade downtime with the real engine: real kopf + the API emulator + ``planengine`` drivers, on either launcher.
 
-One stateless job (filesystem json -> calc -> Spark's file sink) fed one input file per 0.5 s is upgraded
-back and forth between the two engine builds of the e2e tests (``0.1`` = ``.venv``, PySpark 4.3;
-``0.2`` = ``.venv-spark42``, PySpark 4.2), ``--upgrades`` times. Each upgrade: check on the target,
+One stateless job (filesystem json -> calc -> Spark's file sink, plus a 10 s tumbling-window count) fed one input
+file per 0.5 s is upgraded back and forth between the two engine builds of the e2e tests (``0.1`` = ``.venv``,
+PySpark 4.3; ``0.2`` = ``.venv-spark42``, PySpark 4.2), ``--upgrades`` times. Each upgrade: check on the target,
 the target started as a warm standby (``run --standby``: JVM, session, plan, warm-up) while the old driver
 still commits, ``POST /v1/stop`` with a snapshot on the old driver, ``POST /v1/start`` with the snapshot on
 the standby, stability gate. Downtime is the old run's last ``commits/<id>`` file -> the new run's first one
@@ -11,10 +11,18 @@ after the snapshot, split into: stop (last commit -> snapshot manifest ``created
 forked; on the cold path this includes the JVM start) and first batch (``run.json`` -> first commit:
 translation, query start, the replayed batch). "standby lead" is how long before the snapshot the
 target's process was started (the JVM start the standby hides). Every input row is checked to be in the
-output exactly once at the end. The section "Upgrade downtime with the real engine" of
-``benchmarks/results/operator_reconcile.md`` is replaced (the rest of that file is left alone).
+output exactly once at the end.
 
-    .venv/bin/python -m benchmarks.operator_upgrade_real [--upgrades 5]
+``--launcher local`` runs the drivers as processes of this machine (the local launcher). ``--launcher
+kubernetes`` takes the path a cluster takes: the Kubernetes launcher's pods run by the test kubelet
+(``tests/operator/kubelet``, needs root for its sandbox; executors in-process): the target is a standby *pod*
+reached through its own Service, the old driver's pod is stopped through ``POST /v1/stop``, deleted and awaited
+(Terminating until the kubelet confirmed it dead), the snapshot's manifest is read through a ``planengine
+snapshots list`` tool pod, the standby is started and relabelled ``active``. Each launcher replaces its own
+section of ``benchmarks/results/operator_reconcile.md`` (the rest of the file is left alone). One benchmark for
+both, so the two paths' numbers are measured the same way.
+
+    .venv/bin/python -m benchmarks.operator_upgrade_real [--launcher local|kubernetes] [--upgrades 5]
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import argparse
 import contextlib
 import json
 import os
-import signal
+import re
 import statistics
 import sys
 import tempfile
@@ -36,6 +44,7 @@ os.environ.setdefault("PLANENGINE_OPERATOR_TICK", "0.3")  # fixed at handler imp
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [p for p in (str(REPO), str(REPO / "operator")) if p not in sys.path]
 
+from planengine_operator.launchers.kubernetes import DRIVER_URL_ENV  # noqa: E402
 from tests.operator.e2e.harness import (  # noqa: E402
     REAL_TARGET,
     World,
@@ -47,10 +56,20 @@ from tests.operator.e2e.harness import (  # noqa: E402
     wait_for,
 )
 from tests.operator.kapi.server import run_in_thread  # noqa: E402
+from tests.operator.kubelet import sandbox  # noqa: E402
 
 CRD = REPO / "crds" / "sparkplanjobs.planengine.io.yaml"
 RESULTS = REPO / "benchmarks" / "results" / "operator_reconcile.md"
-SECTION = "## Upgrade downtime with the real engine"
+# One section per launcher (the local one keeps its historical title, which earlier results are filed under).
+SECTIONS = {"local": "## Upgrade downtime with the real engine",
+            "kubernetes": "## Upgrade downtime with the real engine on the Kubernetes launcher"}
+SETUPS = {
+    "local": "Real kopf + the emulator + the local launcher + the real `planengine` CLI (through "
+             "`tests/operator/e2e/engine_wrapper.py`, which records and `exec`s).",
+    "kubernetes": "Real kopf + the emulator + the **Kubernetes launcher**, its pods run by the test kubelet (driver, "
+                  "standby and tool pods; executors in-process, `local[1]`) with the real `planengine` CLI as the "
+                  "images' entrypoint (through `tests/operator/e2e/engine_wrapper.py`).",
+}
 
 
 def _iso_seconds(text: str) -> float:
@@ -61,13 +80,15 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-def upgrades(count: int) -> list[dict[str, Any]]:
+def upgrades(count: int, launcher: str = "local") -> list[dict[str, Any]]:
     api = run_in_thread([CRD])
     measured: list[dict[str, Any]] = []
+    if launcher == "kubernetes":
+        os.environ[DRIVER_URL_ENV] = "http://{endpoint}:{port}"  # the kubelet's pod IPs; no cluster DNS here
     with tempfile.TemporaryDirectory() as tmp:
-        world = World(Path(tmp), api, "real")
+        world = World(Path(tmp), api, "real", launcher)
         os.environ["KUBECONFIG"] = str(world.kubeconfig)
-        root = Path(tmp) / "root"
+        root = world.storage_root(Path(tmp) / "root")  # on Kubernetes: the subPath "root" of the jobs claim
         world.start_operator()
         name = "bench"
         try:
@@ -106,18 +127,11 @@ def upgrades(count: int) -> list[dict[str, Any]]:
                 print(measured[-1], flush=True)
             rows, missing, duplicates = exactly_once(world, name)
         finally:
-            _kill_standby(root)
-            world.close()
+            world.close()  # kills drivers and standbys (their records under tmp; on Kubernetes: the kubelet)
     api.stop()
     for m in measured:
         m.update(rows=rows, missing=missing, duplicates=duplicates)
     return measured
-
-
-def _kill_standby(root: Path) -> None:
-    """A standby left by an interrupted upgrade (the harness stops only drivers): its process group."""
-    with contextlib.suppress(OSError, ValueError, KeyError):
-        os.killpg(int(json.loads((root / ".operator" / "standby.json").read_text())["pid"]), signal.SIGKILL)
 
 
 def exactly_once(world: World, name: str, settle: float = 300) -> tuple[int, int, int]:
@@ -130,15 +144,14 @@ def exactly_once(world: World, name: str, settle: float = 300) -> tuple[int, int
     return len(wanted), len(set(wanted) - set(got)), len(got) - len(set(got))
 
 
-def render(measured: list[dict[str, Any]], command: str) -> str:
+def render(measured: list[dict[str, Any]], command: str, launcher: str = "local") -> str:
     downtimes = [m["downtime"] for m in measured]
     lines = [
-        SECTION,
+        SECTIONS[launcher],
         "",
         f"- Command: `{command}`; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} cores; engine builds: "
         f"`.venv` (PySpark 4.3) and `.venv-spark42` ({'PySpark 4.2' if spark42_available() else 'missing: .venv'})",
-        "- Real kopf + the emulator + the local launcher + the real `planengine` CLI (through "
-        "`tests/operator/e2e/engine_wrapper.py`, which records and `exec`s). The harness job (json -> calc -> "
+        f"- {SETUPS[launcher]} The harness job (json -> calc -> "
         "file sink, plus a 10 s tumbling-window count), one input file per "
         f"0.5 s; {measured[0]['rows'] if measured else 0} input rows; at the end "
         f"{measured[0]['missing'] if measured else 0} missing and {measured[0]['duplicates'] if measured else 0} "
@@ -162,10 +175,13 @@ def render(measured: list[dict[str, Any]], command: str) -> str:
 
 
 def write_section(text: str, path: Path = RESULTS) -> None:
-    """Replace (or append) this benchmark's section, keeping everything else in the results file."""
+    """Replace (or append) the section whose heading is ``text``'s first line, keeping everything else in the
+    results file (headings are matched as whole lines: one launcher's title is a prefix of the other's)."""
+    heading = text.splitlines()[0]
     old = path.read_text() if path.exists() else ""
-    if SECTION in old:
-        head, _, tail = old.partition(SECTION)
+    found = re.search(rf"^{re.escape(heading)}$", old, flags=re.MULTILINE)
+    if found:
+        head, tail = old[:found.start()], old[found.end():]
         rest = tail.split("\n## ", 1)
         old = head.rstrip("\n") + "\n\n" + ("## " + rest[1] if len(rest) > 1 else "")
     path.write_text(old.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n")
@@ -174,12 +190,17 @@ def write_section(text: str, path: Path = RESULTS) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--upgrades", type=int, default=5)
+    parser.add_argument("--launcher", choices=sorted(SECTIONS), default="local",
+                        help="local: driver processes on this machine; kubernetes: pods run by the test kubelet")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     started = time.monotonic()
-    measured = upgrades(args.upgrades)
+    if args.launcher == "kubernetes" and (why := sandbox.available()) is not None:
+        print(f"operator_upgrade_real --launcher kubernetes: {why}", file=sys.stderr)
+        return 2
+    measured = upgrades(args.upgrades, args.launcher)
     command = "python -m benchmarks.operator_upgrade_real" + (f" {' '.join(argv)}" if argv else "")
-    text = render(measured, command) + f"- Wall time {time.monotonic() - started:.0f} s.\n"
+    text = render(measured, command, args.launcher) + f"- Wall time {time.monotonic() - started:.0f} s.\n"
     write_section(text, Path(args.out))
     print(text)
     return 0

@@ -32,6 +32,7 @@ class DriverObservation:
     exception: str | None = None
     exit_code: int | None = None
     standby_run_id: str | None = None  # run id of a live standby driver (``run --standby``), if any
+    problem: str | None = None  # why the driver's pod cannot start (image pull, missing claim): not a silent Pending
 
     @classmethod
     def gone(cls, exit_code: int | None = None) -> DriverObservation:

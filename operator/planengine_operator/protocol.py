@@ -98,8 +98,12 @@ def retry(view: JobView, op: Operation, result: Result) -> Decision:
     message = f"{op.type} step {op.step} failed: {result.error}"
     attempt = int(op.attempt or 0) + 1
     again = op.model_copy(update={"attempt": attempt, "message": message})
-    return Decision(status=view.next_status(operation=again, error=message), events=[Event("Warning", reason, message)],
-                    delay=backoff_seconds(attempt, view.config))
+    # The failing step is the job's known problem while it is retried (e.g. a tool pod whose image cannot be
+    # pulled: reason ErrImagePull), not only a line in status.error; the operation's end recomputes it.
+    degraded = conditions(view, view.status.phase, progressing=True, upgrading=op.type == "Upgrade",
+                          degraded=(reason, message))
+    return Decision(status=view.next_status(operation=again, error=message, conditions=degraded),
+                    events=[Event("Warning", reason, message)], delay=backoff_seconds(attempt, view.config))
 
 
 def refuse(view: JobView, op: Operation, reason: str, *, condition: str = "UpgradeRefused") -> Decision:
@@ -396,6 +400,8 @@ def _stabilize(view: JobView, op: Operation, observed: DriverObservation) -> Dec
     """The stability gate: N committed batches, no query exception, driver alive, within the window."""
     min_batches, window = _gate(view)
     baseline = (view.status.driver.baselineBatches if view.status.driver else None) or 0
+    if observed.problem:  # its pod will not start by itself: roll back now rather than at the window's end
+        return gate_failed(view, op, f"the new driver cannot start: {observed.problem}")
     if not observed.running or observed.run_id not in (None, op.runId):
         return gate_failed(view, op, f"the new driver exited (exit code {observed.exit_code})")
     if observed.exception:

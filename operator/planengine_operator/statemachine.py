@@ -190,6 +190,8 @@ def _steady(view: JobView, observed: DriverObservation, waiting: str | None = No
 
 def _driver_failure(view: JobView, observed: DriverObservation) -> str | None:
     run_id = view.status.runId
+    if observed.problem:
+        return f"driver of run {run_id} cannot start: {observed.problem}"
     if not observed.running or (observed.run_id and observed.run_id != run_id):
         code = "" if observed.exit_code is None else f" (exit code {observed.exit_code})"
         return f"driver of run {run_id} is gone{code}"

@@ -223,6 +223,7 @@ def test_incompatible_target_is_refused_and_the_old_job_keeps_running(result):
 @pytest.mark.parametrize("observed,cause", [
     (DriverObservation.gone(exit_code=1), "exited"),
     (DriverObservation(running=True, run_id=None, healthy=True, batches=10, exception="boom"), "boom"),
+    (DriverObservation(running=True, run_id="r3", problem="pod j-r3: ErrImagePull: no such image"), "ErrImagePull"),
 ])
 def test_gate_failure_rolls_back_to_the_old_engine_from_the_same_snapshot(observed, cause):
     """The target committed nothing beyond S: stop it, the fork shows nothing new, the old engine from S."""
@@ -605,6 +606,27 @@ def test_dead_driver_restarts_from_a_fork_with_backoff():
     assert decide(view(crashed), DriverObservation.gone()).action is None
     assert "operation" not in written(decide(view(crashed), DriverObservation.gone()))
     assert backoff_seconds(3, CONFIG) == 40.0
+
+
+def test_a_driver_pod_that_cannot_start_is_a_failing_driver_with_its_reason():
+    """A pod Pending in ErrImagePull is "running" to the launcher (it exists) but will not run by itself."""
+    stuck = DriverObservation(running=True, run_id="r1", problem="pod j-r1: ErrImagePull: image x not found")
+    status, decision = begin(running(), observed=stuck)
+    assert status["operation"]["type"] == "Restart" and "cannot start" in status["restarts"]["reason"]
+    assert "ErrImagePull" in decision.events[0].message
+    degraded = {c["type"]: c for c in status["conditions"]}["Degraded"]
+    assert degraded["reason"] == "DriverFailed" and "ErrImagePull" in degraded["message"]
+
+
+def test_a_retried_step_shows_its_reason_as_the_degraded_condition():
+    status, _ = begin(running(), observed=DriverObservation.gone(exit_code=137))
+    stop = decide(view(status), DriverObservation.gone()).action
+    apply(status, advance(view(status), stop, Result(False, {}, "tool pod j-snapshot cannot start: ErrImagePull: x",
+                                                     "ErrImagePull")))
+    assert status["operation"]["step"] == "Stop" and status["operation"]["attempt"] == 1
+    degraded = {c["type"]: c for c in status["conditions"]}["Degraded"]
+    assert (degraded["status"], degraded["reason"]) == ("True", "ErrImagePull")
+    assert "cannot start" in degraded["message"]
 
 
 def test_snapshot_nonce_takes_a_snapshot_and_records_the_nonce():

@@ -62,6 +62,48 @@ def _exit_code(pod: dict[str, Any]) -> int:
     return int(code) if code is not None else (0 if _phase(pod) == "Succeeded" else 1)
 
 
+# Container waiting reasons that a kubelet repeats until someone changes something (the image, the pod's config):
+# a pod stuck with one never runs, so the operator reports the reason instead of waiting for a timeout.
+NOT_STARTING = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
+                "CreateContainerConfigError", "CreateContainerError")
+
+
+def not_starting(pod: dict[str, Any]) -> tuple[str, str] | None:
+    """(reason, message) when ``pod`` cannot start as it is: a container waiting for one of ``NOT_STARTING``,
+    or the scheduler's ``Unschedulable`` because a PersistentVolumeClaim it mounts does not exist. Other
+    unschedulable pods (not enough CPU, say) may yet be placed when the cluster grows: those are waited for.
+
+    >>> not_starting({"status": {"containerStatuses": [{"state": {"waiting": {"reason": "ErrImagePull",
+    ...     "message": "not found"}}}]}})
+    ('ErrImagePull', 'not found')
+    >>> not_starting({"status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+    ...     "reason": "Unschedulable", "message": "0/3 nodes are available: 3 Insufficient cpu."}]}}) is None
+    True
+    """
+    status = pod.get("status") or {}
+    for container in status.get("containerStatuses") or []:
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in NOT_STARTING:
+            return str(waiting["reason"]), str(waiting.get("message") or "")
+    for condition in status.get("conditions") or []:
+        message = str(condition.get("message") or "")
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False" and \
+                condition.get("reason") == "Unschedulable" and "persistentvolumeclaim" in message and \
+                "not found" in message:
+            return "Unschedulable", message
+    return None
+
+
+def _cannot_start(pod: dict[str, Any], what: str) -> LaunchError | None:
+    """The error that says why ``pod`` will not start (its reason becomes the condition's), or None."""
+    stuck = not_starting(pod)
+    if stuck is None:
+        return None
+    reason, message = stuck
+    return LaunchError(f"{what} {pod['metadata']['name']} cannot start: {reason}: {message.strip()[:400]}",
+                       reason=reason)
+
+
 def _run_of(pod: dict[str, Any]) -> str | None:
     md = pod["metadata"]
     return (md.get("annotations") or {}).get(builders.LABEL_RUN) or (md.get("labels") or {}).get(builders.LABEL_RUN)
@@ -236,6 +278,10 @@ class KubernetesLauncher:
         run_id = _run_of(pod)
         if _phase(pod) in TERMINATED:
             return DriverObservation(exit_code=_exit_code(pod), standby_run_id=standby)
+        stuck = not_starting(pod)
+        if stuck is not None:
+            return DriverObservation(running=True, run_id=run_id, standby_run_id=standby,
+                                     problem=f"pod {pod['metadata']['name']}: {stuck[0]}: {stuck[1].strip()[:300]}")
         url = await self.driver_url(job)
         status = await driverapi.get_status(url, timeout=2.0) if url else None
         if status is None:
@@ -289,6 +335,9 @@ class KubernetesLauncher:
                 return "unsupported"
             raise LaunchError(f"the standby pod {name} of engine {engine} exited (code {_exit_code(mine)}) before "
                               f"it was ready: {logs.strip()[-400:]}", reason="StandbyFailed")
+        if (error := _cannot_start(mine, f"the standby pod of engine {engine}")) is not None:
+            await self._delete_pod(job, mine, KILL_GRACE)
+            raise error
         url = await self._run_url(job, run_id)
         status = await driverapi.get_status(url, timeout=2.0) if url else None
         phase = (status or {}).get("phase")
@@ -357,13 +406,17 @@ class KubernetesLauncher:
                                       job_root=job.job_root)
         return await self._adopt_apply(job, "pods", pod)
 
-    async def _finish_tool(self, job: JobRef, pod: dict[str, Any], has_input: bool, *, raw: bool = False) -> ToolRun:
-        """Exit code and log of a finished tool pod (the JSON answer apart unless ``raw``); pod and input go."""
+    async def _delete_tool(self, job: JobRef, pod: dict[str, Any], has_input: bool) -> None:
+        """A tool pod and its input ConfigMap go (finished, or never to start: the next attempt makes new ones)."""
         name = pod["metadata"]["name"]
-        logs = await kube.pod_logs(job.namespace, name)
         await kube.delete(job.namespace, "pods", name)
         if has_input:
             await kube.delete(job.namespace, "configmaps", builders._dns(f"{name}-input", 253))
+
+    async def _finish_tool(self, job: JobRef, pod: dict[str, Any], has_input: bool, *, raw: bool = False) -> ToolRun:
+        """Exit code and log of a finished tool pod (the JSON answer apart unless ``raw``); pod and input go."""
+        logs = await kube.pod_logs(job.namespace, pod["metadata"]["name"])
+        await self._delete_tool(job, pod, has_input)
         out, err = (logs, "") if raw else split_report(logs)
         return ToolRun(_exit_code(pod), out, err)
 
@@ -378,6 +431,9 @@ class KubernetesLauncher:
         if existing is None:
             raise ToolPending(f"tool pod {name} started")
         if _phase(pod) not in TERMINATED:
+            if (error := _cannot_start(pod, "tool pod")) is not None:
+                await self._delete_tool(job, pod, bool(files))
+                raise error
             if time.time() - _created(pod) > self.config.timing.toolTimeout:
                 await kube.delete(job.namespace, "pods", name, grace_period=KILL_GRACE)
                 raise LaunchError(f"tool pod {name} did not finish within {self.config.timing.toolTimeout:g}s",
@@ -397,6 +453,9 @@ class KubernetesLauncher:
         pod = await self._tool_pod(job, self._current_engine(job), key, argv, command=command, files=files)
         name = pod["metadata"]["name"]
         while _phase(pod) not in TERMINATED:
+            if (error := _cannot_start(pod, "tool pod")) is not None:
+                await self._delete_tool(job, pod, bool(files))
+                raise error
             if time.monotonic() > deadline:
                 await kube.delete(job.namespace, "pods", name, grace_period=KILL_GRACE)
                 raise LaunchError(f"tool pod {name} did not finish within {self.config.timing.toolTimeout:g}s",

@@ -25,13 +25,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from planengine_operator.cli import build_launcher
 from planengine_operator.config import OperatorConfig
 from tests.operator.kapi.server import RunningApi
 from tests.operator.kubelet.gc import GarbageCollector
-from tests.operator.kubelet.kubelet import ImageSpec, Kubelet
+from tests.operator.kubelet.kubelet import ImageSpec, Kubelet, create_claim
 
 REPO = Path(__file__).resolve().parents[3]
 CONTRACT_ENGINE = Path(__file__).with_name("contract_engine.py")
@@ -65,6 +66,15 @@ REAL_ENGINE_KNOBS: dict[str, tuple[Path, list[str]]] = {
     "0.4": (SPARK42_ENGINE, ["--crash-run", "3"]),  # the driver dies 3 s after its start
     "0.5": (SPARK42_ENGINE, ["--crash-after-commits", "1"]),  # dies after its first commit
 }
+
+
+# Which launcher a scenario runs on (the ``launcher`` fixture, both by default). A scenario whose logic does not
+# depend on the launcher (admission, status-only rules, the fleet's gating, printer columns, sourceHash) runs
+# once, on the local launcher (no pods, the cheapest); its docstring says why. Pod-specific ones run on
+# Kubernetes only (``ON_KUBERNETES``). Everything else runs on both: the two launchers implement the protocol's
+# side effects (processes vs pods, tool runs, standby, fork, retention, adoption after a restart) differently.
+LAUNCHER_INDEPENDENT = pytest.mark.parametrize("launcher", ["local"], indirect=True)
+ON_KUBERNETES = pytest.mark.parametrize("launcher", ["kubernetes"], indirect=True)
 
 
 def spark42_available() -> bool:
@@ -363,6 +373,7 @@ class World:
         if launcher == "kubernetes":  # a node runs the pods; the collector, not the API, deletes dependents
             api.api.garbage_collection = False
             self.kubelet = Kubelet(api, tmp / "node", {}).start()
+            create_claim(api.url, NS, CLAIM)
             self.gc = GarbageCollector(api.url).start()
 
     # -------------------------------------------------------------------- operator

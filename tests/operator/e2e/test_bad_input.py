@@ -8,12 +8,14 @@ rule's reason, a Warning event, and nothing is started.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 
 import pytest
 import yaml
 
-from tests.operator.e2e.harness import GROUP, KUBECTL, NS, PLURAL, wait_for
+from tests.operator.e2e.harness import GROUP, KUBECTL, LAUNCHER_INDEPENDENT, NS, ON_KUBERNETES, PLURAL, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -34,7 +36,10 @@ def apply_fails(world, manifest) -> str:
      ['spec.upgradeMode: Unsupported value: "sometimes"', "spec.driver.memory"]),
     ({"plan": {"sql": "INSERT INTO s SELECT 1", "configMapRef": {"name": "x"}}}, ["set exactly one of plan.sql"]),
 ])
+@LAUNCHER_INDEPENDENT
 def test_the_api_server_refuses_what_the_crd_forbids(world, spec, words):
+    """Launcher-independent, so it runs once (local launcher): the emulated API server refuses the spec at admission;
+    no launcher acts."""
     world.start_operator()
     manifest = world.job_manifest("b1", "0.1")
     manifest["spec"].update(spec)
@@ -45,8 +50,12 @@ def test_the_api_server_refuses_what_the_crd_forbids(world, spec, words):
     assert world.api.get(GROUP, PLURAL, NS, "b1") is None
 
 
+@LAUNCHER_INDEPENDENT
 def test_a_spec_that_got_in_anyway_is_reported_not_run(world):
-    """An object-store URI stored before the CRD refused it: the operator shows why and starts nothing."""
+    """An object-store URI stored before the CRD refused it: the operator shows why and starts nothing.
+
+    Launcher-independent, so it runs once (local launcher): the spec check runs before any launcher call.
+    """
     world.start_operator()
     manifest = world.job_manifest("b2", "0.1")
     manifest["spec"]["storage"] = {"uri": "s3a://bucket/jobs/b2"}
@@ -64,3 +73,71 @@ def test_a_spec_that_got_in_anyway_is_reported_not_run(world):
     wait_for(lambda: "StorageUnsupported" in world.event_reasons("b2"), 10, "a StorageUnsupported event")
     assert status.get("phase") == "Pending" and "operation" not in status and not status.get("runId")
     assert not (world.jobs_root / NS / "b2").exists() and world.calls(world.job_root("b2")) == []
+
+
+# ------------------------------------------------------------------------- pods that cannot start (Kubernetes)
+# A cluster accepts these specs; what fails is the pod: its image cannot be pulled, or the claim it mounts does
+# not exist. The kubelet (or scheduler) says why in the pod's status and keeps it Pending; the operator must
+# show that reason on the job at once, not wait out a timeout behind a silent Pending.
+def _failed_with(world, name: str, reason: str) -> dict:
+    status = world.wait_status(name, lambda s: s.get("phase") == "Failed", f"Failed ({reason})", timeout=30)
+    degraded = world.condition(name, "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", reason), degraded
+    assert degraded["message"] == status["error"], (degraded, status["error"])
+    wait_for(lambda: reason in world.event_reasons(name), 10, f"a {reason} event")
+    assert not status.get("runId") and world.driver_pods(name) == []
+    return status
+
+
+@ON_KUBERNETES
+def test_an_image_that_cannot_be_pulled_fails_the_start_with_the_kubelets_reason(world):
+    world.start_operator()
+    manifest = world.job_manifest("b3", "0.1")
+    manifest["spec"]["image"] = "test.local/planengine/engine:gone"
+    world.apply(manifest)
+    status = _failed_with(world, "b3", "ErrImagePull")
+    assert "test.local/planengine/engine:gone" in status["error"] and "cannot start" in status["error"], status
+    wait_for(lambda: world.api.list("", "pods", NS) == [], 10, "the tool pod deleted", lambda: world.api.list(
+        "", "pods", NS))
+
+
+@ON_KUBERNETES
+def test_a_claim_that_does_not_exist_fails_the_start_with_the_schedulers_reason(world):
+    world.start_operator()
+    manifest = world.job_manifest("b4", "0.1")
+    manifest["spec"]["storage"]["pvc"]["claimName"] = "no-such-claim"
+    world.apply(manifest)
+    status = _failed_with(world, "b4", "Unschedulable")
+    assert 'persistentvolumeclaim "no-such-claim" not found' in status["error"], status
+
+
+@ON_KUBERNETES
+def test_a_driver_pod_that_cannot_start_is_reported_and_the_job_recovers_once_it_can(world):
+    """The image disappears while the job runs (a registry clean-up) and the driver dies: the restart's pods
+    (the snapshot tool pod first, then the driver) wait in ErrImagePull. The job says so (Degraded with the
+    pod's reason, the image named), retries with its back-off, and runs again, exactly once, when the image is
+    back."""
+    world.start_operator()
+    world.add_input("b5", 2)
+    world.apply(world.job_manifest("b5", "0.1"))
+    running = world.wait_status("b5", lambda s: s.get("phase") == "Running", "Running")
+    world.assert_exactly_once("b5")
+    assert world.kubelet is not None
+    image = next(name for name in world.kubelet.images if ":0.1-" in name)
+    kept = world.kubelet.images.pop(image)
+    pid = world.kubelet.process(NS, running["driver"]["name"])
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: "ErrImagePull" in world.condition("b5", "Degraded").get("message", ""), 30,
+             "the pod's ErrImagePull on the job", lambda: world.condition("b5", "Degraded"))
+    degraded = world.condition("b5", "Degraded")
+    assert degraded["status"] == "True" and degraded["reason"] in ("ErrImagePull", "DriverFailed"), degraded
+    assert image in degraded["message"] and "cannot start" in degraded["message"], degraded
+    assert "ErrImagePull" in world.event_reasons("b5") or degraded["reason"] == "DriverFailed"
+    world.kubelet.images[image] = kept
+    world.wait_status("b5", lambda s: s.get("phase") == "Running" and s.get("runId") != running["runId"]
+                      and not s.get("operation"), "Running on a new run", timeout=60)
+    world.add_input("b5", 2)
+    world.assert_exactly_once("b5")
+    wait_for(lambda: world.condition("b5", "Degraded").get("status") != "True", 30, "Degraded cleared",
+             lambda: world.condition("b5", "Degraded"))

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from planengine_operator import metrics
-from tests.operator.e2e.harness import GROUP, PLURAL, World, wait_for
+from tests.operator.e2e.harness import GROUP, LAUNCHER_INDEPENDENT, PLURAL, World, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -68,7 +68,10 @@ def _reconciles_after(count: int) -> bool:
     return metrics.RECONCILE_SECONDS.count >= count
 
 
+@LAUNCHER_INDEPENDENT
 def test_new_default_rolls_out_a_few_jobs_at_a_time(world: World) -> None:
+    """Launcher-independent, so it runs once (local launcher): the rollout's gating is the operator's fleet slot over
+    the jobs' status; each upgrade runs as in test_lifecycle (both launchers)."""
     names = ["f1", "f2", "f3", "f4"]
     world.start_operator()
     before = _fleet(world, names, pinned=["p1"])
@@ -98,7 +101,10 @@ def test_new_default_rolls_out_a_few_jobs_at_a_time(world: World) -> None:
     assert "planengine_rollout_paused 0" in metrics.render()
 
 
+@LAUNCHER_INDEPENDENT
 def test_rollout_pauses_at_the_first_rollback_and_resumes_with_a_new_default(world: World) -> None:
+    """Launcher-independent, so it runs once (local launcher): pausing is the fleet's rule over the rolled-back job's
+    status; the rollback itself runs on both launchers in test_lifecycle."""
     names = ["g1", "g2", "g3"]
     world.start_operator()
     before = _fleet(world, names)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.operator.e2e.harness import GROUP, KUBECTL, NS, PLURAL, World, wait_for
+from tests.operator.e2e.harness import GROUP, KUBECTL, LAUNCHER_INDEPENDENT, NS, PLURAL, World, wait_for
 from tests.operator.e2e.test_lifecycle import _running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
@@ -46,7 +46,10 @@ def _apply_fails(world: World, manifest: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- kubectl get spj
+@LAUNCHER_INDEPENDENT
 def test_kubectl_get_shows_desired_and_running_engine_and_the_upgrade_step(world: World) -> None:
+    """Launcher-independent, so it runs once (local launcher): the columns are the CRD's printer columns over the
+    status (upgrades on both launchers: test_lifecycle)."""
     world.start_operator()
     _running(world, "g1")
     (row,) = _table(world, "g1")
@@ -83,7 +86,10 @@ def _configmap_job(world: World, name: str, **spec: Any) -> dict[str, Any]:
     return manifest
 
 
+@LAUNCHER_INDEPENDENT
 def test_an_edited_script_configmap_is_refused_and_the_old_run_keeps_going(world: World) -> None:
+    """Launcher-independent, so it runs once (local launcher): the sourceHash comparison and the refusal are status
+    rules; nothing is launched."""
     world.start_operator()
     world.add_input("c1", 3)
     _script_configmap(world, "c1-script", world.sql(world.source("c1"), world.sink("c1")))
@@ -217,7 +223,10 @@ def test_a_job_has_its_own_snapshot_schedule_and_retention(world: World) -> None
     assert world.calls(world.job_root("plain"), "wrote-snapshot") == []  # the default has no schedule
 
 
+@LAUNCHER_INDEPENDENT
 def test_a_job_applied_before_its_script_configmap_waits_for_it(world: World) -> None:
+    """Launcher-independent, so it runs once (local launcher): the operator reads the ConfigMap from the API before any
+    tool runs."""
     world.start_operator()
     world.add_input("early", 2)
     world.apply(_configmap_job(world, "early"))
@@ -255,7 +264,10 @@ def _chart_job(world: World, name: str) -> dict[str, Any]:
     return {"script": world.sql(world.source(name), world.sink(name)), **({"spec": spec} if spec else {})}
 
 
+@LAUNCHER_INDEPENDENT
 def test_jobs_rendered_by_the_chart_run_and_a_script_edit_in_values_is_detected(world: World) -> None:
+    """Launcher-independent, so it runs once (local launcher): what is tested is the chart's rendering and the
+    sourceHash; the start path is the ordinary one (both launchers: test_lifecycle)."""
     if not HELM.exists():
         pytest.skip(f"{HELM} is missing: run `bash tests/setup/prepare.sh`")
     world.start_operator()
@@ -272,10 +284,15 @@ def test_jobs_rendered_by_the_chart_run_and_a_script_edit_in_values_is_detected(
     assert world.job("charted")["metadata"]["generation"] == 1
 
 
+@LAUNCHER_INDEPENDENT
 def test_a_values_edit_of_the_engine_upgrades_and_the_argocd_health_follows(world: World) -> None:
     """The GitOps loop for an upgrade: one field edited in values, ``helm template | kubectl apply``, and Argo CD's
     health (the real ``health.lua`` in Lua 5.1 on the live object) goes Healthy -> Progressing -> Healthy, and
-    Degraded for a target the check refuses, while the rows stay exactly once."""
+    Degraded for a target the check refuses, while the rows stay exactly once.
+
+    Launcher-independent, so it runs once (local launcher): health.lua reads the status; the upgrade itself runs on
+    both launchers in test_lifecycle.
+    """
     if not HELM.exists():
         pytest.skip(f"{HELM} is missing: run `bash tests/setup/prepare.sh`")
     pytest.importorskip("lupa", reason="lupa (Lua for Python) is a dev dependency: run make venv")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.operator.e2e.harness import engine_command, wait_for
+from tests.operator.e2e.harness import LAUNCHER_INDEPENDENT, engine_command, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -178,7 +178,10 @@ def test_rollback_is_blocked_when_the_old_engine_cannot_read_the_targets_state(w
     assert world.status("j9")["phase"] == "Failed"  # not retried until the spec changes
 
 
+@LAUNCHER_INDEPENDENT
 def test_second_job_on_the_same_root_is_refused(world, tmp_path):
+    """Launcher-independent, so it runs once (local launcher): one writer per root is the Lease the reconciler takes
+    through the API for either launcher."""
     shared = tmp_path / "shared-root"
     world.add_input("a", 3)
     world.start_operator()

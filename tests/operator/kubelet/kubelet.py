@@ -17,8 +17,10 @@ What a container gets, and from where:
 * ``env`` (values, ``$(VAR)`` references, ``valueFrom`` fieldRef / configMapKeyRef / secretKeyRef) and
   ``envFrom`` (ConfigMaps, Secrets with prefix) from the API, plus ``HOSTNAME`` and ``KUBERNETES_SERVICE_*``;
 * volumes: ``persistentVolumeClaim`` -> one directory per claim (``<root>/pvc/<namespace>/<claim>``, shared by
-  every pod using it, ReadWriteMany), ``configMap``/``secret`` -> files written at container start,
-  ``emptyDir`` -> a directory per pod, ``hostPath`` -> that path; ``fsGroup`` owns claim and emptyDir dirs;
+  every pod using it, ReadWriteMany; the PersistentVolumeClaim object must exist in the API, ``create_claim``,
+  else the pod stays Pending, unscheduled, as the scheduler leaves it), ``configMap``/``secret`` -> files
+  written at container start, ``emptyDir`` -> a directory per pod, ``hostPath`` -> that path; ``fsGroup`` owns
+  claim and emptyDir dirs;
 * ``readOnlyRootFilesystem``, ``runAsUser``/``runAsGroup``/``fsGroup``, ``workingDir``: enforced by the
   sandbox; ``runAsNonRoot`` refuses uid 0 (CreateContainerConfigError).
 
@@ -33,6 +35,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import json
 import os
 import random
 import re
@@ -41,6 +44,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,6 +57,18 @@ from tests.operator.kubelet.image import EngineImage, engine_image
 
 SYNC_INTERVAL = 0.2
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def create_claim(api_url: str, namespace: str, name: str) -> None:
+    """A PersistentVolumeClaim object (ReadWriteMany, bound at once: this node has one directory per claim)."""
+    body = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}},
+            "status": {"phase": "Bound"}}
+    request = urllib.request.Request(f"{api_url}/api/v1/namespaces/{namespace}/persistentvolumeclaims",
+                                     data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as rsp:
+        rsp.read()
 
 
 def now_iso() -> str:
@@ -213,6 +229,8 @@ class Kubelet:
             if md.get("deletionTimestamp"):
                 await self._delete(path, 0)  # never started here: nothing to stop
                 return
+            if await self._unschedulable(pod, path):
+                return
             run = self._admit(pod)
             await self._patch(path, {"spec": {"nodeName": self.node}})
         if md.get("deletionTimestamp"):
@@ -221,6 +239,22 @@ class Kubelet:
         for container in run.containers:
             await self._sync_container(pod, run, container)
         await self._write_status(pod, run, path)
+
+    async def _unschedulable(self, pod: dict[str, Any], path: str) -> bool:
+        """The scheduler's verdict on a pod whose claims do not exist: it stays Pending and unbound, with
+        ``PodScheduled=False, reason Unschedulable`` and the scheduler's message (checked again every sync, so
+        the pod starts once the claim is created)."""
+        namespace = pod["metadata"]["namespace"]
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim and await self._get(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim}") is None:
+                message = f'0/1 nodes are available: persistentvolumeclaim "{claim}" not found.'
+                status = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+                                                              "reason": "Unschedulable", "message": message}]}
+                if (pod.get("status") or {}).get("conditions") != status["conditions"]:
+                    await self._patch(path + "/status", {"status": status})
+                return True
+        return False
 
     def _admit(self, pod: dict[str, Any]) -> PodRun:
         md = pod["metadata"]

@@ -18,13 +18,14 @@ from planengine_operator import builders
 from tests.operator.kapi.server import run_in_thread
 from tests.operator.kubelet import sandbox
 from tests.operator.kubelet.gc import GarbageCollector
-from tests.operator.kubelet.kubelet import ImageSpec, Kubelet
+from tests.operator.kubelet.kubelet import ImageSpec, Kubelet, create_claim
 
 REPO = Path(__file__).resolve().parents[3]
 KUBECTL = REPO / ".tools" / "bin" / "kubectl"
 ENGINE = "ghcr.io/planengine/engine:0.1"
 ECHO = "test.local/echo:1"  # an image whose entrypoint prints its arguments
 NS = "default"
+CLAIMS = ("shared", "c", "probe", "data")  # the claims the pods below mount
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -36,6 +37,8 @@ class Node:
         self.api.api.garbage_collection = False
         images = {ENGINE: ImageSpec(REPO / ".venv"), ECHO: ImageSpec(REPO / ".venv", ("/bin/echo",))}
         self.kubelet = Kubelet(self.api, tmp / "node", images, backoff=(0.2, 1.0)).start()
+        for claim in CLAIMS:
+            create_claim(self.api.url, NS, claim)
         self.gc = GarbageCollector(self.api.url).start()
         self.kubeconfig = self.api.write_kubeconfig(tmp / "kubeconfig")
 
@@ -222,6 +225,23 @@ def test_run_as_non_root_refuses_uid_0(node: Node) -> None:
         "containerStatuses") or [{}])[0].get("state") or {}).get("waiting", {}).get("reason") ==
         "CreateContainerConfigError" and node.pod("as-root"))
     assert "runAsNonRoot" in waiting["status"]["containerStatuses"][0]["state"]["waiting"]["message"]
+
+
+def test_a_pod_whose_claim_does_not_exist_stays_unscheduled_with_the_reason_until_it_does(node: Node) -> None:
+    """What the scheduler does with a missing PersistentVolumeClaim: Pending, unbound, ``PodScheduled=False``
+    (Unschedulable, the claim named); created later, the pod starts."""
+    orphan = pod("orphan", command=["sh", "-c", "ls /claim"], volumeMounts=[{"name": "claim", "mountPath": "/claim"}])
+    orphan["spec"]["volumes"] = [{"name": "claim", "persistentVolumeClaim": {"claimName": "later"}}]
+    node.apply(orphan)
+    unscheduled = node.wait("the scheduler's verdict", lambda: (p := node.pod("orphan")) and any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False" for c in (p.get("status") or {}).get(
+            "conditions") or []) and p)
+    condition = unscheduled["status"]["conditions"][0]
+    assert condition["reason"] == "Unschedulable" and 'persistentvolumeclaim "later" not found' in condition["message"]
+    assert unscheduled["status"]["phase"] == "Pending" and not unscheduled["spec"].get("nodeName")
+    assert node.kubelet.process(NS, "orphan") is None
+    create_claim(node.api.url, NS, "later")
+    assert terminated(node.finished("orphan"))["exitCode"] == 0
 
 
 def test_owner_references_are_collected_after_the_owner_goes(node: Node) -> None:

@@ -228,7 +228,9 @@ class OverAggregate(ExecNode):
 
 
 # --- ranking and deduplication ----------------------------------------------------------------------------
-@exec_node(_meta("rank", consumed=(STATE_TTL,), operators=("rank",)))
+@exec_node(_meta("rank", consumed=(STATE_TTL,), operators=("rank",)),
+           # Version 2: same JSON, the JVM processor (runtime/jvm/rank.py): typed state, new layout.
+           _meta("rank", 2, consumed=(STATE_TTL,), operators=("rank",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Rank(ExecNode):
     STATE_NAMES = ("rankedRows",)

@@ -200,7 +200,8 @@ class RankProcessor(OrderedRowsProcessor):
         return out
 
 
-def _order(node: Any) -> list[tuple[int, bool, bool]]:
+def sort_order(node: Any) -> list[tuple[int, bool, bool]]:
+    """``(field, ascending, nulls_first)`` per sort key; Flink puts NULLs first ascending, last descending."""
     return [(k.field, k.ascending, k.ascending if k.nulls_first is None else k.nulls_first) for k in node.order_keys]
 
 
@@ -209,7 +210,7 @@ def rank(stream: Any, node: Any, ctx: Any) -> Any:
     in_types = node.inputs[0].field_types
     processor = RankProcessor(
         in_columns=stream.columns, in_types=in_types, in_updating=stream.updating, out_types=node.field_types,
-        order=_order(node), rank_type=node.rank_type, rank_start=node.rank_start, rank_end=node.rank_end,
+        order=sort_order(node), rank_type=node.rank_type, rank_start=node.rank_start, rank_end=node.rank_end,
         output_rank_number=node.output_rank_number, generate_update_before=node.generate_update_before,
         ttl_ms=ctx.state_ttl_ms(node), state_name=type(node).STATE_NAMES[0])
     keys = [stream.columns[i] for i in node.partition_keys]
@@ -222,7 +223,7 @@ def sort_limit(stream: Any, node: Any, ctx: Any) -> Any:
     types = node.field_types
     processor = RankProcessor(
         in_columns=stream.columns, in_types=types, in_updating=stream.updating, out_types=types,
-        order=_order(node), rank_type="ROW_NUMBER", rank_start=node.offset + 1, rank_end=node.offset + node.limit,
+        order=sort_order(node), rank_type="ROW_NUMBER", rank_start=node.offset + 1, rank_end=node.offset + node.limit,
         output_rank_number=False, generate_update_before=node.generate_update_before,
         ttl_ms=ctx.state_ttl_ms(node), state_name=type(node).STATE_NAMES[0])
     return run_keyed(stream, stream.df, [], processor, node.field_names, types,
@@ -297,7 +298,7 @@ def full_sort(stream: Any, df: Any, end_of_input_column: str, node: Any, ctx: An
     types = node.field_types
     processor = FullSortProcessor(
         in_columns=[*stream.columns, end_of_input_column], in_types=[*types, BOOLEAN], in_updating=stream.updating,
-        out_types=types, order=_order(node), offset=node.offset, ttl_ms=ctx.state_ttl_ms(node),
+        out_types=types, order=sort_order(node), offset=node.offset, ttl_ms=ctx.state_ttl_ms(node),
         state_name=type(node).STATE_NAMES[0])
     return run_keyed(stream, df, [], processor, node.field_names, types)
 

@@ -1,4 +1,5 @@
-"""``stream-exec-rank`` → the Top-N TWS operator (``planengine.runtime.operators.rank``)."""
+"""``stream-exec-rank``: version 1 on the Python Top-N TWS operator (``planengine.runtime.operators.rank``),
+version 2 on the JVM processor (``runtime/jvm/rank.py``; same rules, typed state)."""
 
 from __future__ import annotations
 
@@ -13,3 +14,11 @@ from planengine.runtime.translators import translator
 def translate_rank(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     (stream,) = inputs
     return rank(stream, node, ctx)
+
+
+@translator("stream-exec-rank", 2)
+def translate_rank_v2(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    from planengine.runtime.jvm.rank import jvm_rank
+
+    (stream,) = inputs
+    return jvm_rank(stream, node, ctx)

@@ -1,4 +1,8 @@
-"""Rank (Top-N): Flink's per-position updates with the row number, retraction, RANK ties."""
+"""Rank (Top-N): Flink's per-position updates with the row number, retraction, RANK ties.
+
+One case table for both strategies: ``stream-exec-rank_1`` on the Python TWS operator and ``_2`` on the JVM
+processor (``runtime/jvm/rank.py``) must emit the same changelog for the same input.
+"""
 
 from __future__ import annotations
 
@@ -8,22 +12,29 @@ from planengine.exec import nodes as X
 from planengine.ir.changelog import ALL
 from planengine.ir.sorting import SortKey
 from planengine.ir.types import parse_type
-from planengine.runtime.operators.rank import rank
+from planengine.runtime.jvm.rank import jvm_rank
+from planengine.runtime.operators.rank import rank as python_rank
 from tests.runtime.operators.test_aggregate import batches, flink, input_node, materialized, node_ctx
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
+
+@pytest.fixture(params=["python", "jvm"])
+def rank(request):
+    """The Top-N translation under test: version 1 (Python operator) or version 2 (JVM processor)."""
+    return python_rank if request.param == "python" else jvm_rank
+
 ROW = "ROW<a INT, b STRING, c INT>"
 
 
-def _node(end: int, *, number: bool = True, rank_type: str = "ROW_NUMBER") -> X.Rank:
+def _node(end: int, *, number: bool = True, rank_type: str = "ROW_NUMBER", order: tuple = (SortKey(2, True),),
+          start: int = 1) -> X.Rank:
     out = "ROW<a INT, b STRING, c INT, rn BIGINT NOT NULL>" if number else ROW
     return X.Rank(inputs=(input_node(ROW),), output_type=parse_type(out), changelog_mode=ALL, rank_type=rank_type,
-                  partition_keys=(1,), order_keys=(SortKey(2, True),), rank_start=1, rank_end=end,
-                  output_rank_number=number)
+                  partition_keys=(1,), order_keys=order, rank_start=start, rank_end=end, output_rank_number=number)
 
 
-def test_append_fast_top1_with_row_number_and_restore(spark, feed, runner, tmp_path):
+def test_append_fast_top1_with_row_number_and_restore(spark, feed, runner, tmp_path, rank):
     """rank-test-append-fast-strategy (the row number replaces c in the sink)."""
     f = feed("a INT, b STRING, c INT")
     node = _node(1)
@@ -41,7 +52,7 @@ def test_append_fast_top1_with_row_number_and_restore(spark, feed, runner, tmp_p
     assert sorted(flink([(a, b, rn, k) for a, b, _, rn, k in r2.take()])) == ["+I[3, e, 1]", "+I[4, d, 1]"]
 
 
-def test_top2_shift_and_retraction(spark, feed, runner):
+def test_top2_shift_and_retraction(spark, feed, runner, rank):
     """A new best row shifts rank 1 → 2 (per-position -U/+U); retracting the best promotes the next one."""
     f = feed("a INT, b STRING, c INT, _rowkind STRING", changelog=True)
     node = _node(2)
@@ -54,10 +65,35 @@ def test_top2_shift_and_retraction(spark, feed, runner):
     assert flink(got[2]) == ["-U[0, x, 5, 1]", "+U[1, x, 10, 1]", "-U[1, x, 10, 2]", "+U[2, x, 20, 2]"]
 
 
-def test_rank_with_ties_materializes(spark, feed, runner):
+def test_rank_with_ties_materializes(spark, feed, runner, rank):
     f = feed("a INT, b STRING, c INT")
     node = _node(2, rank_type="RANK")
     got = batches(runner, f, rank(f.stream(), node, node_ctx(spark, node)).df, [
         [(1, "x", 10), (2, "x", 10), (3, "x", 20)], [(4, "x", 5)]])
     assert materialized(got[0]) == {(1, "x", 10, 1): 1, (2, "x", 10, 1): 1}
     assert materialized(got[0] + got[1]) == {(4, "x", 5, 1): 1, (1, "x", 10, 2): 1, (2, "x", 10, 2): 1}
+
+
+def test_dense_rank_descending_nulls_last_and_retraction_of_an_unknown_row(spark, feed, runner, rank):
+    """DENSE_RANK over c DESC (NULLs last, Flink's default descending); ties share a rank; a retraction of a row
+    the operator never saw changes nothing."""
+    f = feed("a INT, b STRING, c INT, _rowkind STRING", changelog=True)
+    node = _node(2, rank_type="DENSE_RANK", order=(SortKey(2, False),))
+    got = batches(runner, f, rank(f.stream(), node, node_ctx(spark, node)).df, [
+        [(1, "x", None, "+I"), (2, "x", 10, "+I"), (3, "x", 10, "+I"), (4, "x", 7, "+I")],
+        [(9, "x", 99, "-D"), (2, "x", 10, "-D")]])
+    assert materialized(got[0]) == {(2, "x", 10, 1): 1, (3, "x", 10, 1): 1, (4, "x", 7, 2): 1}
+    assert materialized(got[0] + got[1]) == {(3, "x", 10, 1): 1, (4, "x", 7, 2): 1}
+
+
+def test_top_n_without_rank_number_emits_leaving_and_entering_rows(spark, feed, runner, rank):
+    """Without the rank number a shift inside the top-N emits nothing; a row entering pushes the last one out."""
+    f = feed("a INT, b STRING, c INT, _rowkind STRING", changelog=True)
+    node = _node(2, number=False, start=1)
+    got = batches(runner, f, rank(f.stream(), node, node_ctx(spark, node)).df, [
+        [(1, "x", 10, "+I"), (2, "x", 20, "+I"), (3, "x", 30, "+I")],
+        [(0, "x", 5, "+I")],
+        [(0, "x", 5, "-D"), (1, "x", 10, "-U"), (1, "x", 40, "+U")]])
+    assert flink(got[0]) == ["+I[1, x, 10]", "+I[2, x, 20]"]
+    assert flink(got[1]) == ["-D[2, x, 20]", "+I[0, x, 5]"]
+    assert flink(got[2]) == ["-D[0, x, 5]", "+I[2, x, 20]", "-D[1, x, 10]", "+I[3, x, 30]"]

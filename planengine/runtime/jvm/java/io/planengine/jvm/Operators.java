@@ -4,6 +4,7 @@ import io.planengine.jvm.ops.aggregate.GroupAggregate;
 import io.planengine.jvm.ops.dedup.Deduplicate;
 import io.planengine.jvm.ops.join.Join;
 import io.planengine.jvm.ops.materialize.UpsertMaterializer;
+import io.planengine.jvm.ops.rank.Rank;
 import io.planengine.jvm.ops.normalize.ChangelogNormalize;
 import io.planengine.jvm.ops.probe.KeyedRowCount;
 import java.io.IOException;
@@ -54,6 +55,10 @@ public final class Operators {
 
   public static Dataset<Row> join(Dataset<Row> input, String spec) {
     return Join.apply(input, spec);
+  }
+
+  public static Dataset<Row> rank(Dataset<Row> input, String spec) {
+    return Rank.apply(input, spec);
   }
 
   public static Dataset<Row> upsertMaterialize(Dataset<Row> input, String spec) {

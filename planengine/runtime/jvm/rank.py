@@ -1,0 +1,42 @@
+"""Top-N (``stream-exec-rank`` version 2) on the JVM (``io.planengine.jvm.ops.rank.Rank``).
+
+The spec is the node's plan facts: partition keys, sort keys with Flink's null ordering, rank function and
+range, whether the rank number is output, the input's and output's changelog kinds, TTL and state name. The
+rules are those of the Python operator (``runtime/operators/rank.py``), which version-1 plans keep; the
+state is typed (``rankedRows``: the partition's rows in sort order with their arrival numbers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from planengine.runtime.jvm import run_operator
+from planengine.runtime.jvm.typed import typed_input
+from planengine.runtime.operators.rank import sort_order
+from planengine.runtime.stream import Stream
+
+
+def spec(node: Any, stream: Stream, ctx: Any) -> dict[str, Any]:
+    """The JSON spec ``Rank.apply`` reads (see its Javadoc)."""
+    return {
+        "partitionKeys": list(node.partition_keys),
+        "order": [{"field": f, "ascending": asc, "nullsFirst": first} for f, asc, first in sort_order(node)],
+        "rankType": str(node.rank_type).upper(),
+        "rankStart": int(node.rank_start),
+        "rankEnd": int(node.rank_end),
+        "outputRankNumber": bool(node.output_rank_number),
+        "generateUpdateBefore": bool(node.generate_update_before),
+        "inputUpdating": bool(stream.updating),
+        "insertOnly": node.changelog_mode.contains_only_inserts(),
+        "stateTtlMs": int(ctx.state_ttl_ms(node)),
+        "stateNames": list(type(node).STATE_NAMES),
+    }
+
+
+def jvm_rank(stream: Stream, node: Any, ctx: Any) -> Stream:
+    """The node on the JVM processor: the input's columns (then the rank number) and ``_rowkind``."""
+    s = spec(node, stream, ctx)
+    df = run_operator(typed_input(stream, node.inputs[0].field_types), "rank", s)
+    return Stream(df=df, fields=tuple(node.field_names), updating=not s["insertOnly"], rowtime=None,
+                  facts=replace(stream.facts, stateful=True))

@@ -1,4 +1,8 @@
-"""Deduplicate: keep-first / keep-last on proctime and rowtime (Flink's changelogs)."""
+"""Deduplicate: keep-first / keep-last on proctime and rowtime (Flink's changelogs).
+
+One case table for both strategies: ``deduplicate_1`` on the Python TWS operator and ``_2`` on the JVM processor
+(``runtime/jvm/changelog.py``); the JVM's typed state and TTL are in ``test_changelog_jvm.py``.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,17 @@ import pytest
 from planengine.exec import nodes as X
 from planengine.ir.changelog import ALL, INSERT_ONLY
 from planengine.ir.types import parse_type
-from planengine.runtime.operators.deduplicate import deduplicate
+from planengine.runtime.jvm.changelog import jvm_deduplicate
+from planengine.runtime.operators.deduplicate import deduplicate as python_deduplicate
 from tests.runtime.operators.test_aggregate import batches, flink, input_node, node_ctx
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+@pytest.fixture(params=["python", "jvm"])
+def deduplicate(request):
+    """The translation under test: version 1 (Python operator) or version 2 (JVM processor)."""
+    return python_deduplicate if request.param == "python" else jvm_deduplicate
 
 ROW = "ROW<order_id BIGINT, `user` STRING, product STRING, order_time BIGINT>"
 SCHEMA = "order_id BIGINT, user STRING, product STRING, order_time BIGINT"
@@ -23,7 +34,7 @@ def _node(*, last: bool, rowtime: bool, mode=ALL) -> X.Deduplicate:
                          unique_keys=(2,), is_rowtime=rowtime, keep_last_row=last, order_field=3)
 
 
-def test_proctime_keep_first_is_insert_only(spark, feed, runner):
+def test_proctime_keep_first_is_insert_only(spark, feed, runner, deduplicate):
     f = feed(SCHEMA)
     node = _node(last=False, rowtime=False, mode=INSERT_ONLY)
     out = deduplicate(f.stream(), node, node_ctx(spark, node))
@@ -35,7 +46,7 @@ def test_proctime_keep_first_is_insert_only(spark, feed, runner):
     assert got[1] == [(8, "bill", "banana", 8000)]
 
 
-def test_proctime_keep_last_updates(spark, feed, runner):
+def test_proctime_keep_last_updates(spark, feed, runner, deduplicate):
     f = feed(SCHEMA)
     node = _node(last=True, rowtime=False)
     got = batches(runner, f, deduplicate(f.stream(), node, node_ctx(spark, node)).df, [
@@ -44,7 +55,7 @@ def test_proctime_keep_last_updates(spark, feed, runner):
     assert flink(got[1]) == ["-U[2, alice, pen, 2000]", "+U[3, bob, pen, 500]"]
 
 
-def test_rowtime_keep_first_and_last(spark, feed, runner):
+def test_rowtime_keep_first_and_last(spark, feed, runner, deduplicate):
     """Rowtime keep-first: a smaller rowtime arriving later replaces the kept row; keep-last: a larger or equal
     one does, a smaller one does not."""
     f = feed(SCHEMA, name="first")

@@ -1,5 +1,10 @@
 """Regular joins on one TWS over the unioned sides: inner with a non-equi condition, outer padding and its
-retraction, semi/anti, updating inputs."""
+retraction, semi/anti, updating inputs.
+
+The equi-join cases are one case table for both strategies: ``join_1`` on the Python TWS operator and ``_2`` on
+the JVM processor (``runtime/jvm/join.py``; a non-equi condition stays on Python, so those cases run there only).
+``test_join_jvm.py`` keeps what only the JVM has (its refusal rule, insert-only output).
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,17 @@ from planengine.ir import types as T
 from planengine.ir.changelog import ALL, INSERT_ONLY
 from planengine.ir.expressions import Call, FunctionRef, InputRef
 from planengine.ir.types import parse_type
+from planengine.runtime.jvm.join import jvm_join
 from planengine.runtime.operators.join import join
 from tests.runtime.operators.test_aggregate import flink, input_node, materialized, node_ctx
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+@pytest.fixture(params=["python", "jvm"])
+def strategy(request):
+    """``(name, join translation)``: version 1 (Python operator) or version 2 (JVM processor)."""
+    return request.param, (join if request.param == "python" else jvm_join)
 
 L = "ROW<a INT, b BIGINT, c STRING>"
 R = "ROW<a INT, b BIGINT, c STRING>"
@@ -67,32 +79,39 @@ def test_inner_join_second_batch(spark, feed, runner):
     assert [(x[3], x[5], x[2]) for x in r.take()] == [(2, "PostRestoreRight", "Baker5")]
 
 
-def test_left_join_padding_retracted_when_match_arrives(spark, feed, runner, tmp_path):
+def test_left_join_padding_retracted_when_match_arrives(spark, feed, runner, tmp_path, strategy):
     """Key 2 and the NULL key share a shuffle partition (with any partition count), so key 2's padded row
     must be kept under key 2 although its batch also holds a NULL key."""
+    kind, join_ = strategy
     lf, rf = _feeds(feed)
     node = _node("LEFT", OUT)
     ctx = node_ctx(spark, node)
-    r = runner(join(lf.stream(), rf.stream(), node, ctx).df)
+    r = runner(join_(lf.stream(), rf.stream(), node, ctx).df)
     lf.put([(2, 10, "x"), (None, 11, "n")])
     first = flink(r.take())
     assert sorted(first) == ["+I[2, 10, x, null, null, null]", "+I[null, 11, n, null, null, null]"]
     r.stop()
-    r2 = runner(join(lf.stream(), rf.stream(), node, ctx).df)  # restore
+    r2 = runner(join_(lf.stream(), rf.stream(), node, ctx).df)  # restore
     rf.put([(2, 20, "y"), (2, 21, "z")])
     second = flink(r2.take())
     assert second == ["-D[2, 10, x, null, null, null]", "+I[2, 10, x, 2, 20, y]", "+I[2, 10, x, 2, 21, z]"]
     left = spark.read.format("statestore").option("stateVarName", "leftRows").load(str(tmp_path / "ck"))
-    assert [(row["key"][0], row["user_map_value"]["assoc"]) for row in left.collect()] == [(2, 2)]
+    if kind == "python":
+        assert [(row["key"][0], row["user_map_value"]["assoc"]) for row in left.collect()] == [(2, 2)]
+    else:  # typed: the row, its multiplicity and Flink's numOfAssociations
+        (entry,) = left.collect()
+        assert entry["user_map_key"]["row"].asDict() == {"l0": 2, "l1": 10, "l2": "x"}
+        assert (entry["user_map_value"]["count"], entry["user_map_value"]["associations"]) == (1, 2)
     assert spark.read.format("statestore").option("stateVarName", "rightRows").load(
         str(tmp_path / "ck")).count() == 2
 
 
-def test_full_join_with_updating_inputs(spark, feed, runner):
+def test_full_join_with_updating_inputs(spark, feed, runner, strategy):
     """Retracting the only match re-emits the padded row; materialized result equals the batch join."""
+    _, join_ = strategy
     lf, rf = _feeds(feed, changelog=True)
     node = _node("FULL", OUT)
-    r = runner(join(lf.stream(), rf.stream(), node, node_ctx(spark, node)).df)
+    r = runner(join_(lf.stream(), rf.stream(), node, node_ctx(spark, node)).df)
     lf.put([(1, 10, "x", "+I")])
     rf.put([(1, 20, "y", "+I"), (2, 30, "w", "+I")])
     out = r.take()
@@ -102,27 +121,29 @@ def test_full_join_with_updating_inputs(spark, feed, runner):
     assert materialized(out + out2) == {(1, 10, "x", None, None, None): 1, (None, None, None, 2, 30, "w"): 1}
 
 
-def test_semi_and_anti(spark, feed, runner):
+def test_semi_and_anti(spark, feed, runner, strategy):
+    _, join_ = strategy
     for jt, expect_first, expect_second in (
             ("SEMI", [], ["+I[1, 10, x]"]),
             ("ANTI", ["+I[1, 10, x]", "+I[2, 5, q]"], ["-D[1, 10, x]"])):
         lf = feed("a INT, b BIGINT, c STRING", name=f"l{jt}")
         rf = feed("a INT, b BIGINT, c STRING", name=f"r{jt}")
         node = _node(jt, L)
-        r = runner(join(lf.stream(), rf.stream(), node, node_ctx(spark, node)).df, name=f"ck{jt}")
+        r = runner(join_(lf.stream(), rf.stream(), node, node_ctx(spark, node)).df, name=f"ck{jt}")
         lf.put([(1, 10, "x"), (2, 5, "q")])
         assert sorted(flink(r.take())) == expect_first, jt
         rf.put([(1, 0, "r"), (1, 1, "s")])
         assert flink(r.take()) == expect_second, jt
 
 
-def test_semi_join_forwards_the_right_row_kind_on_both_transitions(spark, feed, runner):
+def test_semi_join_forwards_the_right_row_kind_on_both_transitions(spark, feed, runner, strategy):
     """StreamingSemiAntiJoinOperator: a right-side update that takes a left row's matches 1 -> 0 -> 1 emits the
     left row with the right row's kinds (-U then +U), not a delete and an insert."""
+    _, join_ = strategy
     lf = feed("a INT, b BIGINT, c STRING", name="left")
     rf = feed("a INT, b BIGINT, c STRING, _rowkind STRING", name="right", changelog=True)
     node = _node("SEMI", L)
-    r = runner(join(lf.stream(), rf.stream(), node, node_ctx(spark, node)).df)
+    r = runner(join_(lf.stream(), rf.stream(), node, node_ctx(spark, node)).df)
     lf.put([(1, 10, "x")])
     assert flink(r.take()) == []
     rf.put([(1, 0, "r", "+I")])

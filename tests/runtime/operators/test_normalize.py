@@ -1,4 +1,8 @@
-"""Changelog normalize: upsert input → full changelog with before-images (Flink's expectations)."""
+"""Changelog normalize: upsert input → full changelog with before-images (Flink's expectations).
+
+One case table for both strategies: ``changelog-normalize_1`` on the Python TWS operator and ``_2`` on the JVM
+processor (``runtime/jvm/changelog.py``); the JVM's typed state and TTL are in ``test_changelog_jvm.py``.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,17 @@ import pytest
 from planengine.exec import nodes as X
 from planengine.ir.changelog import ALL
 from planengine.ir.types import parse_type
-from planengine.runtime.operators.changelog_normalize import changelog_normalize
+from planengine.runtime.jvm.changelog import jvm_changelog_normalize
+from planengine.runtime.operators.changelog_normalize import changelog_normalize as python_changelog_normalize
 from tests.runtime.operators.test_aggregate import batches, flink, input_node, node_ctx
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+@pytest.fixture(params=["python", "jvm"])
+def changelog_normalize(request):
+    """The translation under test: version 1 (Python operator) or version 2 (JVM processor)."""
+    return python_changelog_normalize if request.param == "python" else jvm_changelog_normalize
 
 ROW = "ROW<a STRING, b INT, c STRING>"
 
@@ -20,7 +31,7 @@ def _node(ub: bool = True) -> X.ChangelogNormalize:
                                 unique_keys=(0,), generate_update_before=ub)
 
 
-def test_upsert_and_key_only_deletes(spark, feed, runner, tmp_path):
+def test_upsert_and_key_only_deletes(spark, feed, runner, tmp_path, changelog_normalize):
     """kafka-with-non-key-filter's input: identical +U dropped, key-only -D emits the stored row, unknown -D
     dropped; state survives a restart and is readable as ``latestRow``."""
     f = feed("a STRING, b INT, c STRING, _rowkind STRING", changelog=True)
@@ -40,7 +51,7 @@ def test_upsert_and_key_only_deletes(spark, feed, runner, tmp_path):
     assert state.count() == 2  # one, two
 
 
-def test_retract_source_with_duplicates_and_restore(spark, feed, runner):
+def test_retract_source_with_duplicates_and_restore(spark, feed, runner, changelog_normalize):
     """changelog-normalize-source: -U dropped (the +U brings the before-image from state); after a restart
     the stored rows still drive -U/+U and -D."""
     f = feed("a STRING, b INT, c STRING, _rowkind STRING", changelog=True)

@@ -1,7 +1,7 @@
 """Per operator family: the JVM processor vs the Python transformWithState operator, same plan, same input.
 
     python benchmarks/jvm_families.py [--rows 1000000] [--keys 10000] [--rounds 2]
-        [--families aggregate-retract,dedup,normalize,materialize,join]
+        [--families aggregate-retract,dedup,normalize,materialize,join,rank]
 
 Each family is one statement compiled once by today's engine (its stateful node runs on the JVM: the newest
 node versions); the ``tws`` variant is the same plan with that node relabelled to version 1, which always runs
@@ -16,7 +16,9 @@ files. Families (``--rows`` input rows over ``--keys`` keys, JSON-lines or chang
 * ``materialize``: a per-key sum into a sink keyed by another column (the sink's upsert materializer,
   ``sink_2`` vs ``_1``; the aggregate runs on the JVM in both variants);
 * ``join``: the input LEFT JOIN a table of one row per key (``join_2`` vs ``_1``; ``--keys`` right rows, so
-  every left row finds its match once the right side is in state).
+  every left row finds its match once the right side is in state);
+* ``rank``: the top 3 per key by value with the row number (``rank_2`` vs ``_1``, append-fast strategy: rows
+  that can no longer rank are dropped).
 
 Timed is ``process_available()`` over the whole input in one SparkSession (no JVM start, no snapshot), the
 variants alternating so both see the same load. Reported: seconds, rows/s, the ratio JVM ÷ TWS and the bytes
@@ -83,6 +85,12 @@ FAMILIES = {
         "WITH ('connector' = 'blackhole')",
         "INSERT INTO out SELECT s.k, s.v, d.name FROM src s LEFT JOIN dim d ON s.k = d.k",
         ("join",), dim=True),
+    "rank": Family(
+        "CREATE TABLE src (k STRING, v BIGINT) WITH ('connector' = 'filesystem', 'path' = '{src}', "
+        "'format' = 'json'); CREATE TABLE out (k STRING, v BIGINT, rn BIGINT) WITH ('connector' = 'blackhole')",
+        "INSERT INTO out SELECT k, v, rn FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) "
+        "AS rn FROM src) WHERE rn <= 3",
+        ("rank",)),
 }
 
 

@@ -1,5 +1,8 @@
-"""``spec.initialSnapshot`` with the real engine: a new job continues another job's state (3 JVM starts per
-launcher; on Kubernetes the check and the drivers are pods of the test kubelet reading the shared claim).
+"""``spec.initialSnapshot`` with the real engine: a new job continues another job's state (3 JVM starts; the
+Kubernetes launcher only: the check and the drivers are pods of the test kubelet reading the other job's
+snapshot on the shared claim, the path a cluster takes. What the engine does with the snapshot does not depend
+on the launcher, and the local launcher's initialSnapshot path (check and fork by processes) is covered by
+``test_gitops.py::test_a_new_job_starts_from_another_jobs_snapshot_which_stays_untouched[local]``).
 
 The source job runs the real statement set (stateless calc into one file sink, a native 10 s tumbling-window
 count into another) and is suspended, which stops it with a snapshot. A second job (another name, another job
@@ -17,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.operator.e2e.harness import (
+    ON_KUBERNETES,
     WINDOW_SECONDS,
     World,
     commit_times,
@@ -35,6 +39,7 @@ def _tree_digest(directory: Path) -> dict[str, tuple[str, float]]:
             for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
+@ON_KUBERNETES
 def test_a_job_started_from_another_jobs_snapshot_continues_its_state(real_world: World) -> None:
     world = real_world
     world.start_operator()

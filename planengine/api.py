@@ -262,7 +262,7 @@ class TableEnvironment(CatalogStatements):
 
         The plan layer never runs anything itself: the runtime sits above it and is called from here."""
         try:
-            from planengine.runtime.executor import execute_compiled_plan  # deferred: pyspark is optional
+            from planengine.runtime.executor import execute_compiled_plan  # noqa: PLC0415 — deferred: pyspark is optional
         except ImportError as error:
             raise PlanError(
                 f"executing plans needs the Spark runtime ({error})",

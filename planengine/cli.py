@@ -12,6 +12,7 @@ import logging
 import sys
 from importlib import metadata
 
+from planengine.commands import register
 from planengine.errors import PlanEngineError
 from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION
 
@@ -37,7 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the engine version, its plan format and Spark version, and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log restore and planning decisions")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
-    from planengine.commands import register
 
     register(subparsers)
     return parser

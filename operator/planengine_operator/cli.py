@@ -14,10 +14,10 @@ from planengine_operator.launchers.base import Launcher
 
 def build_launcher(config: OperatorConfig) -> Launcher:
     if config.launcher == "local":
-        from planengine_operator.launchers.local import LocalLauncher
+        from planengine_operator.launchers.local import LocalLauncher  # noqa: PLC0415 — kopf/aiohttp load only for the subcommand that needs them
 
         return LocalLauncher(config)
-    from planengine_operator.launchers.kubernetes import KubernetesLauncher
+    from planengine_operator.launchers.kubernetes import KubernetesLauncher  # noqa: PLC0415 — kopf/aiohttp load only for the subcommand that needs them
 
     return KubernetesLauncher(config)
 
@@ -46,9 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     os.environ["PLANENGINE_OPERATOR_TICK"] = str(config.timing.interval)
-    import kopf
+    import kopf  # noqa: PLC0415 — kopf loads only where the operator runs
 
-    from planengine_operator import main as handlers  # registers the handlers with kopf
+    from planengine_operator import main as handlers  # noqa: PLC0415 — registers the handlers with kopf
 
     handlers.configure(config, build_launcher(config))
     namespaces = args.namespace or config.watchNamespaces

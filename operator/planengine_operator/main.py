@@ -16,9 +16,10 @@ import kopf
 from aiohttp import web
 
 from planengine_operator import kube, metrics, sources, webhook
+from planengine_operator.cli import build_launcher
 from planengine_operator.config import OperatorConfig
 from planengine_operator.fleet import Fleet
-from planengine_operator.launchers.base import Launcher
+from planengine_operator.launchers.base import JobRef, Launcher
 from planengine_operator.models import JobStatus
 from planengine_operator.reconciler import Reconciler
 
@@ -56,8 +57,6 @@ async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.watching.server_timeout = 300
     settings.networking.request_timeout = 60
     if Runtime.reconciler is None:
-        from planengine_operator.cli import build_launcher
-
         configure(Runtime.config, build_launcher(Runtime.config))
     if WEBHOOK is not None:
         settings.admission.server = webhook.server(WEBHOOK)
@@ -167,7 +166,6 @@ async def deleted(body: kopf.Body, **_: Any) -> None:
     references are garbage-collected by Kubernetes). The standby goes first: it holds no lock and wrote
     nothing, and a driver stop that times out must not leave it behind as an orphan JVM nobody observes."""
     assert Runtime.launcher is not None and Runtime.fleet is not None
-    from planengine_operator.launchers.base import JobRef
 
     status = JobStatus.read(body.get("status"))
     md = body["metadata"]

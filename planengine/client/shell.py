@@ -121,7 +121,7 @@ class Shell:
 def enable_history(path: Path | None = None) -> Path | None:
     """Line editing and a history file, when Python has ``readline``; returns the history file."""
     try:
-        import readline  # optional: not on every platform; the prompt works without it
+        import readline  # noqa: PLC0415 — optional: not on every platform; the prompt works without it
     except ImportError:
         return None
     history = path or Path(os.environ.get("PLANENGINE_HISTORY") or Path.home() / ".planengine_history")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from planengine.api import TableEnvironment
 from planengine.errors import UserError
+from planengine.runtime.session import FIXED_CONF, set_cli_conf
 
 
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +35,6 @@ def spark_conf_from_args(args: argparse.Namespace) -> dict[str, str]:
             raise UserError(f"--conf {item!r} is not a Spark setting KEY=VALUE with a spark.* key",
                             hint="e.g. --conf spark.executor.instances=4 (plan options go to -D KEY=VALUE)")
         conf[key] = value.strip()
-    from planengine.runtime.session import FIXED_CONF, set_cli_conf
 
     fixed = sorted(k for k in conf if k in FIXED_CONF and conf[k] != FIXED_CONF[k])
     if fixed:

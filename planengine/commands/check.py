@@ -22,6 +22,7 @@ from planengine.commands._env import (
     session,
     spark_conf_from_args,
 )
+from planengine.exec.base import lookup, split_type_name
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.restorable import check_restorable
 
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     check_restorable(plan, report)  # with the catalog and options `run --plan` would get
     if args.snapshot:
         try:
-            from planengine.runtime.state_check import check_snapshot_state
+            from planengine.runtime.state_check import check_snapshot_state  # noqa: PLC0415 — optional: the Spark runtime may not be installed where plans are checked
         except ImportError:
             report.add("incompatible", "this engine cannot inspect snapshots (the Spark runtime is not installed)")
         else:
@@ -59,11 +60,10 @@ def run(args: argparse.Namespace) -> int:
 def _check_runtime_support(plan_json: dict, report) -> None:  # type: ignore[no-untyped-def,type-arg]
     """Every node must have a Spark translation in this engine, or the plan cannot run here (exit 4)."""
     try:
-        from planengine.runtime.executor import unsupported_nodes
+        from planengine.runtime.executor import unsupported_nodes  # noqa: PLC0415 — optional: the Spark runtime may not be installed where plans are checked
     except ImportError:
         report.add("incompatible", "this engine has no Spark runtime installed", hint="pip install planengine[spark]")
         return
-    from planengine.exec.base import lookup, split_type_name
 
     for missing in unsupported_nodes(plan_json):
         try:

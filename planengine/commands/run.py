@@ -26,9 +26,13 @@ from planengine.commands._env import (
     session,
     spark_conf_from_args,
 )
+from planengine.commands.compile import split_program
 from planengine.errors import UserError
+from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.serde import MAX_PARALLELISM
-from planengine.runtime.session import SHUFFLE_PARTITIONS_KEY
+from planengine.runtime.session import SHUFFLE_PARTITIONS_KEY, cli_conf, plan_shuffle_partitions
+from planengine.runtime.standby import run_standby as serve
+from planengine.runtime.storage import JobRoot
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -56,9 +60,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def load_or_compile(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from planengine.commands.compile import split_program
-    from planengine.plan.compiled_plan import CompiledPlan
-    from planengine.runtime.storage import JobRoot
 
     env = session(args)
     partitions = spark_conf_from_args(args).get(SHUFFLE_PARTITIONS_KEY)
@@ -89,7 +90,6 @@ def load_or_compile(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def warn_ignored_partitions(args: argparse.Namespace, plan_config: dict[str, str]) -> None:
     """A ``--conf spark.sql.shuffle.partitions`` the plan in force overrides is said, not silently dropped."""
-    from planengine.runtime.session import cli_conf, plan_shuffle_partitions
 
     asked = cli_conf().get(SHUFFLE_PARTITIONS_KEY)
     kept = plan_shuffle_partitions(plan_config)
@@ -119,8 +119,6 @@ def run_standby(args: argparse.Namespace) -> int:
         raise UserError("--standby needs --plan and --status-port, and takes the snapshot from POST /v1/start",
                         hint="planengine run --plan P --job-root D --standby --status-port N; then "
                              'POST /v1/start {"fromSnapshot": "<snapshot dir>"}')
-    from planengine.plan.compiled_plan import CompiledPlan
-    from planengine.runtime.standby import run_standby as serve
 
     env = session(args)
     spark_conf_from_args(args)

@@ -11,6 +11,10 @@ import argparse
 import json
 
 from planengine.errors import UserError
+from planengine.runtime.executor import SPARK_VERSION
+from planengine.runtime.snapshots import take_snapshot
+from planengine.runtime.storage import JobRoot
+from planengine.version import ENGINE_VERSION
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -25,11 +29,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
-    from planengine.runtime.executor import SPARK_VERSION
-    from planengine.runtime.snapshots import take_snapshot
-    from planengine.runtime.storage import JobRoot
-    from planengine.version import ENGINE_VERSION
-
     root = JobRoot(args.job_root)
     run_ = root.live_run()
     if run_ is None:

@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 
 from planengine.errors import UserError
+from planengine.runtime.session import get_spark
+from planengine.runtime.snapshots import inspect_snapshot, list_snapshots
+from planengine.runtime.state_check import state_operators
+from planengine.runtime.storage import JobRoot
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -29,9 +34,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
-    from planengine.runtime.snapshots import inspect_snapshot, list_snapshots
-    from planengine.runtime.storage import JobRoot
-
     root = JobRoot(args.job_root)
     if not root.path.is_dir():
         raise UserError(f"job root {args.job_root} does not exist",
@@ -55,7 +57,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _delete(root, snapshot_id: str | None) -> int:  # type: ignore[no-untyped-def]
-    import shutil
 
     if not snapshot_id:
         raise UserError("snapshots delete needs the snapshot id", hint="planengine snapshots delete ID --job-root D")
@@ -68,8 +69,6 @@ def _delete(root, snapshot_id: str | None) -> int:  # type: ignore[no-untyped-de
 
 
 def _state(snap) -> dict:  # type: ignore[no-untyped-def]
-    from planengine.runtime.session import get_spark
-    from planengine.runtime.state_check import state_operators
 
     spark = get_spark()
     out: dict = {}

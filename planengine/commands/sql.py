@@ -16,6 +16,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from planengine.client.shell import Shell, enable_history
 from planengine.commands._env import add_session_arguments, read_text, session
 
 
@@ -36,8 +37,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
-    from planengine.client.shell import Shell, enable_history
-
     env = session(args)
     if args.job_root:
         env.config["planengine.job-root"] = args.job_root

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from importlib.metadata import version
 from typing import Any
 
 from planengine.config import REGISTRY
@@ -28,8 +29,6 @@ from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION
 def _spark_version() -> str:
     """The Spark this engine runs on (plans and snapshot manifests record it); 4.3.0 without pyspark."""
     try:
-        from importlib.metadata import version
-
         return version("pyspark")
     except Exception:  # no pyspark installed: a planning-only engine
         return "4.3.0"

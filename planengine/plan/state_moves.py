@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from planengine.exec import base as B
-from planengine.plan.strategies import JVM, JVM_AGGREGATES, TRANSFORM_WITH_STATE
+from planengine.plan import serde
+from planengine.plan.strategies import JVM, JVM_AGGREGATES, TRANSFORM_WITH_STATE, record_strategies
 
 GROUP_AGGREGATE = "stream-exec-group-aggregate"
 # (name, version) -> (target version, target strategy) for nodes running on the Python TWS operator.
@@ -86,8 +87,6 @@ def restored_strategies(plan: dict[str, Any]) -> dict[int, str]:
     were recorded: engine 0.1's version-2 group aggregates), by the same rule restore applies."""
     if all("strategy" in n for n in plan.get("nodes", []) if str(n.get("type")).startswith(GROUP_AGGREGATE + "_2")):
         return {}
-    from planengine.plan import serde
-    from planengine.plan.strategies import record_strategies
 
     sinks = record_strategies(serde.read_plan(plan))
     ids = serde.node_ids(sinks)

@@ -19,7 +19,7 @@ from planengine.errors import InternalError
 from planengine.ir.aggregates import AggregateCall
 from planengine.ir.expressions import Expr, InputRef
 from planengine.ir.sorting import SortKey
-from planengine.ir.types import DataType, RowField, row
+from planengine.ir.types import INT, DataType, Kind, RowField, TimeAttribute, common_type, row, timestamp, timestamp_ltz
 from planengine.ir.windows import GroupWindow, OverFrame, WindowSpec
 
 
@@ -169,7 +169,6 @@ class LogicalCalc(UnaryNode):
         if len(self.projection) != len(self.names):
             raise InternalError("projection and names differ in length")
 
-
     @cached_property
     def row_type(self) -> DataType:  # type: ignore[override]
         return row(*(RowField(n, e.type) for n, e in zip(self.names, self.projection)))
@@ -203,7 +202,6 @@ class LogicalAggregate(UnaryNode):
     # Legacy group window (GROUP BY TUMBLE(ts, …)) and its properties, when present.
     group_window: GroupWindow | None = None
     state_ttl_ms: int | None = None
-
 
     @cached_property
     def row_type(self) -> DataType:  # type: ignore[override]
@@ -255,10 +253,8 @@ class LogicalWindowTableFunction(UnaryNode):
     input: LogicalNode
     window: WindowSpec
 
-
     @cached_property
     def row_type(self) -> DataType:  # type: ignore[override]
-        from planengine.ir.types import TimeAttribute, timestamp, timestamp_ltz
 
         time_type = self.input.row_type.fields[self.window.time_field].type
         plain = timestamp_ltz(3) if time_type.kind.value == "TIMESTAMP_LTZ" else timestamp(3)
@@ -338,7 +334,6 @@ class LogicalCorrelate(UnaryNode):
 
     def element_fields(self) -> list[RowField]:
         t = self.unnest.type
-        from planengine.ir.types import Kind
 
         if self.table_function:
             types = [f.type for f in t.fields] if t.kind is Kind.ROW else [t]
@@ -349,8 +344,6 @@ class LogicalCorrelate(UnaryNode):
         else:
             types = [t.element]
         if self.with_ordinality:
-            from planengine.ir.types import INT
-
             types.append(INT.with_nullable(False))
         out = []
         for name, typ in zip(self.names, types):
@@ -381,8 +374,6 @@ class LogicalUnion(LogicalNode):
 
     @property
     def row_type(self) -> DataType:
-        from planengine.ir.types import common_type
-
         first = self.union_inputs[0].row_type
         out = []
         for i, f in enumerate(first.fields):
@@ -409,7 +400,6 @@ class LogicalOver(UnaryNode):
     order_keys: tuple[SortKey, ...]
     frame: OverFrame
     calls: tuple[AggregateCall, ...]
-
 
     @cached_property
     def row_type(self) -> DataType:  # type: ignore[override]

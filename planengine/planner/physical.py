@@ -15,6 +15,7 @@ import datetime as dt
 from dataclasses import dataclass, field, replace
 
 from planengine.connectors import base as conn
+from planengine.connectors.options import parse_duration_ms
 from planengine.errors import UnsupportedQueryError, ValidationError
 from planengine.exec import nodes as X
 from planengine.exec.base import ExecNode, InputProperty, StateDeclaration
@@ -23,6 +24,7 @@ from planengine.ir.aggregates import AggregateCall
 from planengine.ir.expressions import (
     Call,
     Expr,
+    FunctionRef,
     InputRef,
     Literal,
     conjunctions,
@@ -35,6 +37,7 @@ from planengine.planner import logical as L
 from planengine.planner.connectors import ConnectorMap, create_sink, create_source
 from planengine.planner.join_keys import push_key_expressions
 from planengine.planner.rex_converter import convert_expression
+from planengine.sql import parse_expression
 
 _RANK_FUNCTIONS = ("ROW_NUMBER", "RANK", "DENSE_RANK")
 
@@ -47,7 +50,6 @@ class PhysicalContext:
     def state_ttl_ms(self, override: int | None = None) -> int:
         if override is not None:
             return override
-        from planengine.connectors.options import parse_duration_ms
 
         return parse_duration_ms(self.config.get("table.exec.state.ttl", "0 ms"))
 
@@ -565,7 +567,6 @@ class _FieldScope:
 
 
 def _parse(sql: str):  # type: ignore[no-untyped-def]
-    from planengine.sql import parse_expression
 
     return parse_expression(sql)
 
@@ -643,15 +644,12 @@ def _rank_bounds(condition: Expr, rank_field: int) -> tuple[int, int, Expr | Non
         return None
     remaining = None
     if rest:
-        from planengine.ir.types import BOOLEAN
-
         remaining = rest[0] if len(rest) == 1 else Call(
             rest_fn("AND"), tuple(rest), BOOLEAN.with_nullable(any(r.type.nullable for r in rest)))
     return start, end, remaining
 
 
 def rest_fn(name: str):  # type: ignore[no-untyped-def]
-    from planengine.ir.expressions import FunctionRef
 
     return FunctionRef(name, 1)
 
@@ -701,8 +699,6 @@ def _split_equi(condition: Expr | None, nl: int) -> tuple[tuple[int, ...], tuple
         rest.append(c)
     remaining = None
     if rest:
-        from planengine.ir.types import BOOLEAN
-
         remaining = rest[0] if len(rest) == 1 else Call(rest_fn("AND"), tuple(rest),
                                                          BOOLEAN.with_nullable(any(r.type.nullable for r in rest)))
     return tuple(left_keys), tuple(right_keys), remaining
@@ -774,8 +770,6 @@ def _interval_bounds(condition: Expr | None, left: L.LogicalNode, right: L.Logic
         return None
     remaining = None
     if rest:
-        from planengine.ir.types import BOOLEAN
-
         remaining = rest[0] if len(rest) == 1 else Call(rest_fn("AND"), tuple(rest),
                                                          BOOLEAN.with_nullable(any(r.type.nullable for r in rest)))
     return lt, rt, lower, upper, remaining, lt_type.is_rowtime

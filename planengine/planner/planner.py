@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from planengine.catalog.objects import CatalogTable, TableRef
-from planengine.errors import UnsupportedQueryError, UserError, ValidationError
+from planengine.errors import SourceLocation, UnsupportedQueryError, UserError, ValidationError
 from planengine.exec import nodes as X
 from planengine.functions.registry import FunctionRegistry
 from planengine.ir.expressions import Expr, InputRef, Literal
-from planengine.ir.types import common_type
+from planengine.ir.types import STRING, common_type
 from planengine.plan.strategies import record_strategies
 from planengine.planner import logical as L
 from planengine.planner.changelog import infer_changelog
@@ -146,14 +146,12 @@ def rebase(location, base):  # type: ignore[no-untyped-def]
         return base
     if base is None or (location.statement is not None and location.source is not None):
         return location
-    from planengine.errors import SourceLocation
 
     return SourceLocation(location.statement if location.statement is not None else base.statement,
                           location.line, location.column, location.source or base.source)
 
 
 def _string_type():  # type: ignore[no-untyped-def]
-    from planengine.ir.types import STRING
 
     return STRING.with_nullable(False)
 

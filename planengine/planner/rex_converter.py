@@ -46,6 +46,7 @@ from planengine.ir.types import (
 from planengine.ir.types import (
     decimal as decimal_type,
 )
+from planengine.sql import render_type
 
 __all__ = ["ExprScope", "convert_expression", "fold_constant", "literal_type"]
 
@@ -168,12 +169,7 @@ def _number_literal(text: str) -> Literal:
 
 
 def _type_text(node: exp.DataType) -> DataType:
-    try:
-        from planengine.sql import render_type
-
-        return parse_type(render_type(node))
-    except ImportError:  # pragma: no cover - the dialect ships with the engine
-        return parse_type(node.sql())
+    return parse_type(render_type(node))
 
 
 def _location(node: exp.Expression) -> SourceLocation | None:

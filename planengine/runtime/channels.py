@@ -20,6 +20,7 @@ from typing import Any
 from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.storage import validate_uid
 from planengine.runtime.stream import Stream
+from planengine.runtime.translators.sink import SinkQuery
 
 CHANNEL_DIR = "channel"
 
@@ -30,7 +31,6 @@ def channel_path(run_dir: Path, name: str) -> Path:
 
 def cut(stream: Stream, name: str, ctx: Any, register: Any) -> Stream:
     """Write ``stream`` to the channel ``name`` (a producer query registered via ``register``) and read it back."""
-    from planengine.runtime.translators.sink import SinkQuery
 
     path = channel_path(ctx.run_dir, name)
     path.mkdir(parents=True, exist_ok=True)

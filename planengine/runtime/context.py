@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planengine.connectors.options import parse_duration_ms
 from planengine.runtime.stream import Stream
 
 
@@ -73,6 +74,5 @@ class TranslationContext:
         """TTL of the node's state in ms (0 = never expires): STATE_TTL hint or table.exec.state.ttl."""
         if node.state:
             return max(s.ttl_ms for s in node.state)
-        from planengine.connectors.options import parse_duration_ms
 
         return parse_duration_ms(self.option(node, "table.exec.state.ttl", "0 ms") or "0 ms")

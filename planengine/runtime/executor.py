@@ -35,16 +35,19 @@ from planengine.exec import base as B
 from planengine.plan import serde
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.runtime import fencing
+from planengine.runtime.channels import cut
 from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.context import DrainControl, TranslationContext
 from planengine.runtime.jvm.state_move import move_pending_state
 from planengine.runtime.python_functions import register_user_functions
-from planengine.runtime.snapshots import take_snapshot
-from planengine.runtime.status_server import CAPABILITIES
+from planengine.runtime.session import get_spark, use_plan_partitions
+from planengine.runtime.snapshots import last_committed_batch_id, take_snapshot
+from planengine.runtime.status_server import CAPABILITIES, StatusServer
 from planengine.runtime.storage import JobRoot, Run, atomic_write_text, resolve_job_root
 from planengine.runtime.stream import Stream
 from planengine.runtime.topology import translate_plan
 from planengine.runtime.translators import get_translator
+from planengine.runtime.translators.watermark import write_end_of_input
 from planengine.version import ENGINE_VERSION
 
 log = logging.getLogger("planengine.runtime")
@@ -170,14 +173,10 @@ class Job:
         self._state_moves = (ctx, list(ctx.state_move_candidates))
 
     def _cut(self, stream: Stream, name: str, ctx: TranslationContext) -> Stream:
-        from planengine.runtime.channels import cut
-
         return cut(stream, name, ctx, self._specs.append)
 
     # -- lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:
-        from planengine.runtime.session import use_plan_partitions
-
         fencing.acquire_run_lock(self.job_root, self.run.run_id)
         use_plan_partitions(self.spark, dict(self.plan.data.get("config") or {}))
         # Under the run lock, before any query reads its checkpoint: state moved by a plan migration.
@@ -242,7 +241,6 @@ class Job:
 
     def drain(self) -> None:
         """Advance event time to the end: every watermark assigner gets its end-of-input marker."""
-        from planengine.runtime.translators.watermark import write_end_of_input
 
         for control in self.drain_controls:
             write_end_of_input(self.spark, control.directory, control.schema, control.time_column)
@@ -298,8 +296,6 @@ class Job:
             self._listener = None
 
     def result(self) -> JobResult:
-        from planengine.runtime.snapshots import last_committed_batch_id
-
         return JobResult(self.run.run_id, self.snapshot_id,
                          {q.uid: last_committed_batch_id(self.run.checkpoint_dir(q.uid)) for q in self.queries})
 
@@ -392,7 +388,7 @@ class _ProgressListener:
     """Counts committed batches and rows per query (the status API and the progress display read them)."""
 
     def __new__(cls, job: Job) -> Any:
-        from pyspark.sql.streaming import StreamingQueryListener
+        from pyspark.sql.streaming import StreamingQueryListener  # noqa: PLC0415 — pyspark is an optional extra
 
         class Listener(StreamingQueryListener):
             def onQueryStarted(self, event: Any) -> None:
@@ -432,7 +428,6 @@ def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str
     """Run a plan. With ``until_idle`` (or ``block``) it returns a ``JobResult`` after stopping; else the
     running ``Job`` (stop it with ``job.stop()``). ``paced`` (default: unless ``until_idle``) starts micro-batches
     at the plan's ``pipeline.trigger-interval``."""
-    from planengine.runtime.session import get_spark
 
     root = resolve_job_root(plan.plan_id, job_root, jobs_dir=plan.session.config.get("planengine.job-root"))
     _install_plan(root, plan)
@@ -442,8 +437,6 @@ def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str
     server = None
     try:
         if status_port is not None:
-            from planengine.runtime.status_server import StatusServer
-
             server = StatusServer(job, host=status_host(), port=status_port).start()
             write_driver_file(root, run.run_id, server.port, server.url)
         if until_idle:

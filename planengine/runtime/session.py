@@ -30,6 +30,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from planengine.runtime.jvm import session_conf
+
 # The shuffle partitions of a plan that records no max parallelism (every plan compiled before it was recorded).
 LEGACY_SHUFFLE_PARTITIONS = 2
 # The plan option (Flink's name) that fixes the shuffle partitions, i.e. the number of state partitions.
@@ -117,9 +119,7 @@ def get_spark() -> Any:
             return _spark
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        from pyspark.sql import SparkSession
-
-        from planengine.runtime.jvm import session_conf
+        from pyspark.sql import SparkSession  # noqa: PLC0415 — pyspark is an optional extra
 
         master = os.environ.get("PLANENGINE_SPARK_MASTER", "local[2]")
         settings = session_conf(spark_conf())  # + the JVM operator library's jar
@@ -140,8 +140,8 @@ def _launch_jvm_logging_to(path: str, settings: dict[str, str]) -> None:
     """Start the JVM with its stdout and stderr appended to ``path``: Spark's own log lines, its start-up notes
     and the Python workers' chatter (which Spark copies to the JVM's stderr) go there instead of the
     terminal. Used by ``make run`` and the interactive SQL client, where they would bury the results."""
-    from pyspark import SparkConf, SparkContext
-    from pyspark.java_gateway import launch_gateway
+    from pyspark import SparkConf, SparkContext  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.java_gateway import launch_gateway  # noqa: PLC0415 — pyspark is an optional extra
 
     if SparkContext._gateway is not None:  # the JVM is already up (its output goes where it went)
         return

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote, unquote
 
 from planengine.errors import InternalError, UserError
+from planengine.runtime.state_check.layout import LayoutError, read_layout
 from planengine.runtime.storage import PLAN_FILE, atomic_write_text, utc_now_iso, validate_uid
 
 if TYPE_CHECKING:
@@ -192,7 +193,6 @@ def _recorded_layout(checkpoint: Path, last: int) -> dict[str, Any]:
     ``snapshots inspect`` (read from the files in milliseconds, no Spark). Best effort: a layout this engine
     cannot parse is left out rather than failing the snapshot; the check reads the files again anyway. A
     query that never committed has no state to restore, so nothing is recorded."""
-    from planengine.runtime.state_check.layout import LayoutError, read_layout
 
     if last < 0:
         return {}

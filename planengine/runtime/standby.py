@@ -30,7 +30,8 @@ from typing import Any
 
 from planengine.errors import UserError
 from planengine.runtime import executor
-from planengine.runtime.status_server import CAPABILITIES
+from planengine.runtime.session import get_spark
+from planengine.runtime.status_server import CAPABILITIES, StatusServer
 from planengine.runtime.storage import JobRoot, Run
 
 log = logging.getLogger("planengine.runtime")
@@ -124,7 +125,6 @@ def run_standby(plan: Any, *, job_root: str, status_port: int, drain: bool = Fal
     """Serve the status API, warm up, wait for ``POST /v1/start``, then run like a cold-started driver.
 
     Returns the run's result after it stopped, or None when the standby was cancelled before its start."""
-    from planengine.runtime.status_server import StatusServer
 
     root = JobRoot(job_root)
     executor.check_plan_in_force(root, plan)  # read only: a wrong plan fails now, before any handover
@@ -133,8 +133,6 @@ def run_standby(plan: Any, *, job_root: str, status_port: int, drain: bool = Fal
     server = StatusServer(standby, host=executor.status_host(), port=status_port).start()
     _install_signal_handlers(standby, drain)
     try:
-        from planengine.runtime.session import get_spark
-
         standby.spark = get_spark()
         if warm_up and standby.phase == STARTING:
             began = time.monotonic()
@@ -216,7 +214,7 @@ def warm_up_engine(spark: Any, plan: Any) -> None:
 
 
 def _warm_up_streaming(spark: Any, tmp: Path) -> None:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     source = tmp / "in"
     source.mkdir()

@@ -35,6 +35,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+from planengine.errors import UserError
+
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024
@@ -239,7 +241,6 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(control, StartableControl):
             raise BadRequest(HTTPStatus.CONFLICT, "this driver is not a standby (it was started with its snapshot); "
                              "start a standby with `planengine run --standby`")
-        from planengine.errors import UserError
 
         try:
             answer = control.request_start(from_snapshot)

@@ -237,7 +237,7 @@ class JobRoot:
 
     def _restorable_snapshot(self, ref: str | None) -> SnapshotInfo | None:
         # Imported here: snapshots depends on this module for the layout.
-        from planengine.runtime.snapshots import read_snapshot
+        from planengine.runtime.snapshots import read_snapshot  # noqa: PLC0415 — cycle: snapshots builds on this module's layout
 
         if ref is None:
             return None
@@ -250,7 +250,7 @@ class JobRoot:
         return source
 
     def _create_run(self, run: Run, source: SnapshotInfo | None, *, overwrite_marker: bool) -> Run:
-        from planengine.runtime.snapshots import fork_snapshot
+        from planengine.runtime.snapshots import fork_snapshot  # noqa: PLC0415 — cycle: snapshots builds on this module's layout
 
         if source is not None and not run.checkpoints_dir.exists():
             fork_snapshot(source.path, run.checkpoints_dir)
@@ -300,14 +300,14 @@ class JobRoot:
     # -- snapshots -----------------------------------------------------------------------------------
     def snapshots(self, include_incomplete: bool = False) -> list[SnapshotInfo]:
         """Snapshots oldest first; incomplete ones (no valid manifest) only when asked for."""
-        from planengine.runtime.snapshots import read_snapshot
+        from planengine.runtime.snapshots import read_snapshot  # noqa: PLC0415 — cycle: snapshots builds on this module's layout
 
         infos = [read_snapshot(p) for p in _id_dirs(self.snapshots_dir, "s")]
         return infos if include_incomplete else [i for i in infos if i.complete]
 
     def snapshot(self, snapshot_id: str) -> SnapshotInfo:
         """One snapshot by id, complete or not (check ``.complete`` before restoring from it)."""
-        from planengine.runtime.snapshots import read_snapshot
+        from planengine.runtime.snapshots import read_snapshot  # noqa: PLC0415 — cycle: snapshots builds on this module's layout
 
         path = self.snapshot_dir(snapshot_id)
         if not path.is_dir():

@@ -26,13 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from planengine.catalog.objects import ObjectIdentifier
+from planengine.connectors.base import SinkContext
 from planengine.exec import base as B
 from planengine.plan.topology import Dag, Query, Topology
 from planengine.runtime.channels import channel_path
 from planengine.runtime.connectors import BatchOptions, QueryOptions, get_batch_sink_writer
+from planengine.runtime.connectors.filesystem import file_stream_sink
 from planengine.runtime.stream import Stream
 from planengine.runtime.translators import get_translator
 from planengine.runtime.translators.sink import SinkQuery, runtime_sink, sink_label, table_rows
+from planengine.runtime.translators.watermark import with_drainable_watermark
 
 log = logging.getLogger("planengine.runtime")
 
@@ -124,8 +127,6 @@ def read_channel_files(head: Stream, uid: str, path: Path, consumer: Any, ctx: A
     path.mkdir(parents=True, exist_ok=True)
     df = ctx.spark.readStream.schema(head.df.schema).parquet(str(path))
     if head.rowtime is not None:
-        from planengine.runtime.translators.watermark import with_drainable_watermark
-
         delay = head.facts.watermark_delay_ms
         control = f"{uid}-read-{ctx.node_id(consumer)}"
         df = with_drainable_watermark(df, head.rowtime, delay, ctx, control)
@@ -160,8 +161,6 @@ class FanOutQuery:
                 self.writers[nid] = opener(sink, node, ctx, BatchOptions(ctx.uid(node, "sink"), options.fence))
         channel = None
         if self.query.channel:
-            from planengine.runtime.connectors.filesystem import file_stream_sink
-
             path = channel_path(ctx.run_dir, self.query.uid)
             path.mkdir(parents=True, exist_ok=True)
             channel = file_stream_sink(ctx.spark, str(path), "parquet", {}, [])
@@ -192,6 +191,4 @@ class FanOutQuery:
 
 
 def _sink_context(node: Any, ctx: Any) -> Any:
-    from planengine.connectors.base import SinkContext
-
     return SinkContext(node_id=ctx.node_id(node))

@@ -30,6 +30,7 @@ import json
 import os
 import time
 import uuid
+from datetime import datetime
 from typing import Any
 
 import kopf
@@ -546,8 +547,6 @@ def _created(pod: dict[str, Any]) -> float:
 
 
 def _epoch(stamp: Any) -> float:
-    from datetime import datetime
-
     if not isinstance(stamp, str):
         return 0.0
     try:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from planengine.connectors.options import parse_duration_ms
 from planengine.errors import UnsupportedQueryError, ValidationError
 from planengine.functions.registry import NO_LITERAL, CallContext, FunctionKind
 from planengine.ir.aggregates import AggregateCall
@@ -295,7 +296,6 @@ class AggregateConversion:
     def _state_ttl(self, hint: dict[str, str] | None, relation: Relation) -> int | None:
         if not hint:
             return None
-        from planengine.connectors.options import parse_duration_ms
 
         qualifiers = {f.qualifier for f in relation.fields}
         for key, value in hint.items():

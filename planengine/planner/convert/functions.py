@@ -9,6 +9,7 @@ from typing import Any
 from sqlglot import exp
 
 from planengine.errors import UnsupportedQueryError, ValidationError
+from planengine.functions import python_udf
 from planengine.ir.expressions import Call, Expr, FunctionRef
 from planengine.ir.types import Kind
 from planengine.planner import logical as L
@@ -27,7 +28,6 @@ class FunctionConversion:
         found = resolve((name,)) if resolve is not None else None
         if found is None:
             return None
-        from planengine.functions import python_udf
 
         kind, ident, function = found
         try:

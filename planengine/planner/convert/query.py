@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from planengine.catalog.objects import CatalogTable, CatalogView, ObjectIdentifier, TableRef
 from planengine.errors import SourceLocation, UnsupportedQueryError, ValidationError
-from planengine.ir.expressions import Call, Expr, InputRef, Literal
+from planengine.ir.expressions import Call, Expr, InputRef, Literal, input_refs
 from planengine.ir.sorting import SortKey
 from planengine.ir.types import BIGINT, Kind, RowField, common_type, row
 from planengine.planner import logical as L
@@ -27,8 +27,8 @@ from planengine.planner.convert.support import (
     token_start_column,
 )
 from planengine.planner.convert.windows import WindowConversion
-from planengine.planner.rex_converter import convert_expression
-from planengine.sql import accessors
+from planengine.planner.rex_converter import convert_expression, fold_constant
+from planengine.sql import accessors, parse_query
 from planengine.sql.ast import WindowTableFunction
 
 
@@ -114,8 +114,6 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
         alias = node.args.get("alias")
         names = [c.name for c in alias.columns] if alias is not None and alias.columns else \
             [f"EXPR${i}" for i in range(width)]
-        from planengine.ir.expressions import input_refs
-        from planengine.planner.rex_converter import fold_constant
 
         out_rows = []
         for r in rows:
@@ -359,7 +357,6 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
         if isinstance(obj, CatalogView):
             if identifier in self.view_stack:
                 raise ValidationError(f"view {identifier} refers to itself", location=self.location(table))
-            from planengine.sql import parse_query
 
             self.view_stack.append(identifier)
             try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from typing import Any
 
 from sqlglot import exp
@@ -89,7 +90,6 @@ class _Scope:
                         return expr
         available = ", ".join(sorted({(f"{f.qualifier}." if f.qualifier else "") + f.name
                                       for f in self.relation.fields}))
-        from difflib import get_close_matches
 
         close = get_close_matches(name, [f.name for f in self.relation.fields], n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""

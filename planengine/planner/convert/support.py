@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 from typing import Any
 
 from sqlglot import exp
@@ -153,8 +154,6 @@ def _cast_literal(value: Expr, target: DataType) -> Literal:
         return value
     v = value.value
     if v is not None and target.is_numeric and not isinstance(v, bool):
-        import decimal
-
         if target.kind is Kind.DECIMAL:
             v = decimal.Decimal(str(v))
         elif target.kind in (Kind.FLOAT, Kind.DOUBLE):

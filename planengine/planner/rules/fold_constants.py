@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from planengine.ir.expressions import Call, Expr, FieldAccess, Literal
 from planengine.planner import logical as L
+from planengine.planner.rex_converter import fold_constant
 from planengine.planner.rules.context import RuleContext
 
 
@@ -24,8 +25,6 @@ def fold_constants(node: L.LogicalNode, ctx: RuleContext) -> L.LogicalNode:
 
 
 def _fold(expr: Expr, ctx: RuleContext) -> Expr:
-    from planengine.planner.rex_converter import fold_constant
-
     if isinstance(expr, FieldAccess):
         return FieldAccess(_fold(expr.expr, ctx), expr.name, expr.type)
     if not isinstance(expr, Call):

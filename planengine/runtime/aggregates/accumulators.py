@@ -21,14 +21,17 @@ only when its count goes 0 → 1 (accumulate) or 1 → 0 (retract).
 
 from __future__ import annotations
 
+import base64
 import decimal
 import math
+import pickle
 import struct
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from planengine.errors import ValidationError
+from planengine.functions import python_udf
 from planengine.ir.types import DataType, Kind
 from planengine.runtime.operators._codec import FLOATING, INTEGRAL, coerce
 
@@ -433,23 +436,15 @@ class UserAggregate(Aggregator):
     @property
     def fn(self) -> Any:
         if self._fn is None:
-            from planengine.functions import python_udf
-
             self._fn = python_udf.load(self.class_name).instance
         return self._fn
 
     @staticmethod
     def _load(acc: str) -> Any:
-        import base64
-        import pickle
-
         return pickle.loads(base64.b64decode(acc))
 
     @staticmethod
     def _dump(value: Any) -> str:
-        import base64
-        import pickle
-
         return base64.b64encode(pickle.dumps(value)).decode("ascii")
 
     def create(self) -> Any:
@@ -579,6 +574,4 @@ def make_aggregator(call: Any, input_types: Sequence[DataType] | None, retractio
 
 
 def _first_arg_only(call: Any) -> Any:
-    from dataclasses import replace
-
     return replace(call, args=call.args[:1])

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planengine.errors import ValidationError
+from planengine.functions.spark_types import render_spark_type
 from planengine.ir.types import CHARACTER, INTEGRAL, DataType, Kind
 
 # Every built-in aggregate, version 1: the keys of the planner's registry and of the JVM library.
@@ -94,9 +95,7 @@ def native_form(index: int, call: Any, columns: Sequence[str], input_types: Sequ
     """The Spark-native form of ``call`` over input ``columns`` (by position); aliases start with ``_a<index>``.
 
     Raises ``ValidationError`` for a function without one (COLLECT, Python aggregates)."""
-    from pyspark.sql import functions as F
-
-    from planengine.functions.spark_types import render_spark_type
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     name = canonical_name(call)
     if call.user_function is not None or name == "COLLECT" or (name, 1) not in BUILTIN_AGGREGATES:
@@ -151,7 +150,7 @@ def wrap_sql(exact_sql: str, bits: int) -> str:
 def _split_long_sum(alias: str, value: Any) -> tuple[tuple[Any, ...], str]:
     """The exact sum of BIGINT ``value`` under Spark's ANSI arithmetic: sums of the low and high 32 bits (neither
     overflows before 2^31 rows), recombined as DECIMAL(38, 0) SQL over the two aliases."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     v = value.cast("bigint")
     lo, hi = f"{alias}_lo", f"{alias}_hi"
@@ -160,9 +159,7 @@ def _split_long_sum(alias: str, value: Any) -> tuple[tuple[Any, ...], str]:
 
 
 def _sum_form(name: str, alias: str, arg: Any, result: DataType) -> NativeForm:
-    from pyspark.sql import functions as F
-
-    from planengine.functions.spark_types import render_spark_type
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     target = render_spark_type(result)
     bits = _BITS.get(result.kind)
@@ -178,9 +175,7 @@ def _sum_form(name: str, alias: str, arg: Any, result: DataType) -> NativeForm:
 
 
 def _avg_form(alias: str, arg: Any, result: DataType, arg_type: DataType) -> NativeForm:
-    from pyspark.sql import functions as F
-
-    from planengine.functions.spark_types import render_spark_type
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     target = render_spark_type(result)
     count = f"{alias}_count"
@@ -194,9 +189,7 @@ def _avg_form(alias: str, arg: Any, result: DataType, arg_type: DataType) -> Nat
 
 def _distinct_form(name: str, alias: str, arg: Any, result: DataType) -> NativeForm:
     """DISTINCT through the set of values (Spark's streaming aggregation rejects distinct aggregates)."""
-    from pyspark.sql import functions as F
-
-    from planengine.functions.spark_types import render_spark_type
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     target = render_spark_type(result)
     values = F.col(alias)
@@ -230,7 +223,7 @@ def _distinct_form(name: str, alias: str, arg: Any, result: DataType) -> NativeF
 
 def _wrap_column(exact: Any, bits: int) -> Any:
     """An exact integer column folded into ``bits`` two's complement (as DECIMAL(38, 0))."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     half, full = F.lit(1 << (bits - 1)).cast("decimal(38,0)"), F.lit(1 << bits).cast("decimal(38,0)")
     return F.pmod(exact.cast("decimal(38,0)") + half, full) - half
@@ -239,7 +232,7 @@ def _wrap_column(exact: Any, bits: int) -> Any:
 def _java_div(a: Any, b: Any) -> Any:
     """Java's integer division (truncating toward zero) of integer columns, exact: the remainder is taken off
     before a DECIMAL division, so nothing rounds."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     a, b = a.cast("decimal(38,0)"), b.cast("decimal(38,0)")
     positive = (a - F.pmod(a, b)) / b
@@ -250,9 +243,7 @@ def _java_div(a: Any, b: Any) -> Any:
 def _variance_form(name: str, alias: str, arg: Any, result: DataType) -> NativeForm:
     """Calcite's reduction, in the result type: integer steps over integers (wrapping, truncating), double
     otherwise."""
-    from pyspark.sql import functions as F
-
-    from planengine.functions.spark_types import render_spark_type
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     target = render_spark_type(result)
     n, s, sq = f"{alias}_n", f"{alias}_s", f"{alias}_sq"

@@ -36,6 +36,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from planengine.errors import ValidationError
+from planengine.runtime.expressions import render_spark_type
 
 GROUP = "planengine.runtime_connectors"
 
@@ -178,6 +179,5 @@ def get_sink_writer(identifier: str) -> SinkWriter:
 
 def spark_schema_ddl(names: list[str], types: list[Any]) -> str:
     """``\\`a\\` INT, \\`b\\` STRING`` for ``DataStreamReader.schema``."""
-    from planengine.runtime.expressions import render_spark_type
 
     return ", ".join(f"`{n.replace('`', '``')}` {render_spark_type(t)}" for n, t in zip(names, types))

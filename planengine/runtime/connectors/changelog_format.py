@@ -17,13 +17,13 @@ ROW_KINDS = ("+I", "-U", "+U", "-D")
 
 
 def decode_changelog_json(df: Any, columns: list[str]) -> Any:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     return df.select(*[F.col(f"`{c}`") for c in columns], F.col(OP_FIELD).alias(ROWKIND))
 
 
 def encode_changelog_json(df: Any, columns: list[str]) -> Any:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     return df.select(*[F.col(f"`{c}`") for c in columns], F.col(ROWKIND).alias(OP_FIELD))
 
@@ -34,7 +34,7 @@ def debezium_schema(schema_ddl: str) -> str:
 
 
 def decode_debezium(df: Any, columns: list[str]) -> Any:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     def image(side: str, kind: str) -> Any:
         return F.struct(F.col(side).alias("row"), F.lit(kind).alias("kind"))
@@ -47,7 +47,7 @@ def decode_debezium(df: Any, columns: list[str]) -> Any:
 
 
 def encode_debezium(df: Any, columns: list[str]) -> Any:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     row = F.struct(*[F.col(f"`{c}`") for c in columns])
     adds = F.col(ROWKIND).isin("+I", "+U")

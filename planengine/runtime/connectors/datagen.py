@@ -20,6 +20,7 @@ from typing import Any
 
 from planengine.ir.types import Kind
 from planengine.runtime.connectors import SourceFrame, source_reader
+from planengine.runtime.expressions import render_spark_type
 
 _INTEGRAL_RANGE = {Kind.TINYINT: (-128, 127), Kind.SMALLINT: (-32768, 32767), Kind.INT: (-(2**31), 2**31 - 1),
                    Kind.BIGINT: (-(2**62), 2**62)}
@@ -27,16 +28,14 @@ _MODULUS = 2**61 - 1
 
 
 def _hash(n: Any, seed: int) -> Any:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     return F.pmod(F.xxhash64(n, F.lit(seed)), F.lit(_MODULUS))
 
 
 def column_for(gen: Any, position: int, n: Any, now: Any) -> Any:
     """The Spark column generating ``gen``'s values from row number ``n`` (and the row's time ``now``)."""
-    from pyspark.sql import functions as F
-
-    from planengine.runtime.expressions import render_spark_type
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     t = gen.type
     spark_type = render_spark_type(t.with_nullable(True) if hasattr(t, "with_nullable") else t)
@@ -81,7 +80,7 @@ def _row_count(source: Any) -> int | None:
 
 @source_reader("datagen")
 def read_datagen(source: Any, ctx: Any, node: Any) -> SourceFrame:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     spark = ctx.spark
     gens = source.generators()
@@ -100,7 +99,7 @@ def read_datagen(source: Any, ctx: Any, node: Any) -> SourceFrame:
 
 
 def _materialize(spark: Any, source: Any, ctx: Any, node: Any, count: int, rps: int) -> str:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     base = os.path.join(str(ctx.inputs_root), "inputs")
     directory = os.path.join(base, ctx.uid(node, "source"))

@@ -15,13 +15,13 @@ Insert-only formats refuse updating streams; ``changelog-json`` writes ``op`` so
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlparse
 
 from planengine.errors import ValidationError
 from planengine.formats.json import DATE_PATTERN, SQL, TIMESTAMP_FORMAT_STANDARD, timestamp_patterns
-from planengine.ir.types import TIMESTAMPS
+from planengine.ir.types import STRING, TIMESTAMPS, Kind
 from planengine.runtime.connectors import (
     BatchOptions,
     BatchWriter,
@@ -33,6 +33,7 @@ from planengine.runtime.connectors import (
     spark_schema_ddl,
 )
 from planengine.runtime.connectors import changelog_format as cf
+from planengine.runtime.expressions import render_spark_sql, render_spark_type
 from planengine.runtime.stream import APPEND, ROWKIND
 
 _SPARK_FORMAT = {"json": "json", "csv": "csv", "parquet": "parquet", "changelog-json": "json",
@@ -95,13 +96,8 @@ def _json_readable(t: Any) -> Any:
     """The type a JSON reader can parse for ``t``: a top-level MAP with a non-string key is read with STRING
     keys (JSON object keys are strings; Spark's reader would hand strings where the key type wants numbers)
     and its keys are cast afterwards. ``t`` itself when nothing changes."""
-    from dataclasses import replace
-
-    from planengine.ir.types import Kind
 
     if t.kind is Kind.MAP and t.key is not None and t.key.kind not in (Kind.CHAR, Kind.VARCHAR):
-        from planengine.ir.types import STRING
-
         return replace(t, key=STRING.with_nullable(False))
     return t
 
@@ -113,9 +109,7 @@ def _timestamps_as_declared(df: Any, names: list[str], types: list[Any]) -> Any:
     sink declares, also inside a ``ROW``; Spark's writers format the two types differently (``LTZ`` with a
     zone), so the declared type must decide. Session time zone UTC: the cast keeps the wall-clock value.
     """
-    from pyspark.sql import functions as F
-
-    from planengine.runtime.expressions import render_spark_type
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     cols = [F.col(f"`{n}`").cast(render_spark_type(t)).alias(n)
             if any(x.kind in TIMESTAMPS for x in _walk_types([t])) else F.col(f"`{n}`")
@@ -125,7 +119,7 @@ def _timestamps_as_declared(df: Any, names: list[str], types: list[Any]) -> Any:
 
 @source_reader("filesystem")
 def read_filesystem(source: Any, ctx: Any, node: Any) -> SourceFrame:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     spark = ctx.spark
     fmt = source.format.identifier
@@ -164,7 +158,6 @@ def read_filesystem(source: Any, ctx: Any, node: Any) -> SourceFrame:
         df = cf.decode_debezium(df, [n for n in names if n not in source.partition_keys])
     for name, declared, read in zip(names, types, read_types, strict=True):
         if declared is not read:  # a JSON object's keys are strings: parse them as the declared key type
-            from planengine.runtime.expressions import render_spark_type
 
             key_type = render_spark_type(declared.key)
             df = df.withColumn(name, F.expr(f"transform_keys(`{name}`, (k, v) -> CAST(k AS {key_type}))"))
@@ -184,9 +177,7 @@ def read_filesystem(source: Any, ctx: Any, node: Any) -> SourceFrame:
 
 
 def _prune_partitions(df: Any, source: Any) -> Any:
-    from pyspark.sql import functions as F
-
-    from planengine.runtime.expressions import render_spark_sql
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     if source.partitions is not None:
         keep = None
@@ -254,7 +245,7 @@ class _Files:
 
 def _files(stream: Any, sink: Any) -> _Files:
     """The sink's rows in its file format's shape, with the writer options and partition columns."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     fmt = sink.format.identifier
     if fmt not in _SPARK_FORMAT:

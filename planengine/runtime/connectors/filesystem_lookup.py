@@ -14,11 +14,11 @@ from typing import Any
 
 from planengine.errors import ValidationError
 from planengine.runtime.connectors import spark_schema_ddl
+from planengine.runtime.connectors.filesystem import _SPARK_FORMAT, _format_options, _local_dir
 
 
 def read_dimension(spark: Any, source: Any) -> Any:
     """The table's rows with columns named as its physical columns, in table order."""
-    from planengine.runtime.connectors.filesystem import _SPARK_FORMAT, _format_options, _local_dir
 
     fmt = source.format.identifier
     if fmt not in ("json", "csv", "parquet"):

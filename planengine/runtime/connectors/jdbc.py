@@ -35,6 +35,8 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from planengine.connectors.jdbc import CONNECTION_MAX_RETRY_TIMEOUT, SCAN_FETCH_SIZE, SINK_MAX_RETRIES
+from planengine.connectors.jdbc_sql import postgres_conninfo, quote_identifier, render_postgres_select
 from planengine.errors import ValidationError
 from planengine.runtime.connectors import (
     BatchOptions,
@@ -45,6 +47,7 @@ from planengine.runtime.connectors import (
     source_reader,
     spark_schema_ddl,
 )
+from planengine.runtime.connectors.lookup_cache import cache_for, cached_lookup
 from planengine.runtime.stream import ROWKIND
 
 log = logging.getLogger("planengine.runtime.jdbc")
@@ -70,9 +73,6 @@ class JdbcEndpoint:
 
     @staticmethod
     def of(table: Any) -> JdbcEndpoint:
-        from planengine.connectors.jdbc import CONNECTION_MAX_RETRY_TIMEOUT
-        from planengine.connectors.jdbc_sql import postgres_conninfo
-
         password = table.password
         if password is not None and set(password) == {"*"}:
             raise ValidationError(f"{table.identifier}: the jdbc password is masked in the plan",
@@ -84,7 +84,7 @@ class JdbcEndpoint:
 
     def connect(self, autocommit: bool = False) -> Any:
         """A psycopg connection, retried with backoff for up to ``connection.max-retry-timeout``."""
-        import psycopg
+        import psycopg  # noqa: PLC0415 — psycopg is an optional extra (jdbc)
 
         kwargs: dict[str, Any] = {"autocommit": autocommit, "connect_timeout": 10}
         if self.user is not None:
@@ -106,7 +106,7 @@ class JdbcEndpoint:
 # --- values ----------------------------------------------------------------------------------------------------
 def coercer(spark_type: Any) -> Callable[[Any], Any]:
     """A function making a psycopg value acceptable to Spark for ``spark_type`` (a pyspark DataType)."""
-    from pyspark.sql import types as T
+    from pyspark.sql import types as T  # noqa: PLC0415 — pyspark is an optional extra
 
     if isinstance(spark_type, T.BooleanType):
         return bool
@@ -168,7 +168,7 @@ def decode_params(text: str) -> list[Any]:
 
 # --- scan: a one-shot streaming data source ----------------------------------------------------------------------
 def _data_source_classes() -> tuple[type, type]:
-    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition  # noqa: PLC0415 — pyspark is an optional extra
 
     class JdbcSnapshotReader(DataSourceStreamReader):
         """Offsets ``{"read": 0}`` → ``{"read": 1}``: the table is read once, by the batch that covers 0→1."""
@@ -227,7 +227,6 @@ def register_data_source(spark: Any) -> None:
 
 def scan_options(source: Any) -> dict[str, str]:
     """The data source options of a scan: connection, statement, parameters and the Spark schema."""
-    from planengine.connectors.jdbc import SCAN_FETCH_SIZE
 
     endpoint = JdbcEndpoint.of(source)
     query, params = source.select_query()
@@ -263,7 +262,7 @@ COMMITS_DDL = (f"CREATE TABLE IF NOT EXISTS {COMMITS_TABLE} (query_uid TEXT NOT 
 
 def ensure_commits_table(conn: Any) -> None:
     """Create the progress table once; two sinks racing on CREATE are fine (the loser sees it exists)."""
-    import psycopg
+    import psycopg  # noqa: PLC0415 — psycopg is an optional extra (jdbc)
 
     for _ in range(3):
         try:
@@ -310,8 +309,6 @@ class JdbcBatchWriter:
 
     @staticmethod
     def for_sink(sink: Any, query_uid: str) -> JdbcBatchWriter:
-        from planengine.connectors.jdbc import SINK_MAX_RETRIES
-
         return JdbcBatchWriter(JdbcEndpoint.of(sink), query_uid, sink.columns, sink.key_columns,
                                sink.write_statement(), sink.delete_statement(),
                                int(sink.options.value(SINK_MAX_RETRIES) or 0))
@@ -360,7 +357,7 @@ class JdbcBatchWriter:
 
     def write_batch(self, batch_id: int, rows: list[Sequence[Any]]) -> BatchResult:
         """Apply ``rows`` (each ``(kind, *values)``) as batch ``batch_id`` exactly once; retried on errors."""
-        import psycopg
+        import psycopg  # noqa: PLC0415 — psycopg is an optional extra (jdbc)
 
         attempt = 0
         while True:
@@ -426,7 +423,6 @@ def _test_pause(phase: str, batch_id: int, query_uid: str) -> None:
 
 @sink_writer("jdbc")
 def write_jdbc(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions) -> Any:
-
     if getattr(sink, "overwrite", False):
         raise ValidationError(f"INSERT OVERWRITE {sink.identifier}: the jdbc sink cannot overwrite a table")
     apply = _batch_applier(JdbcBatchWriter.for_sink(sink, query.name), query.name, query.fence)
@@ -443,7 +439,7 @@ def jdbc_batches(sink: Any, node: Any, ctx: Any, options: BatchOptions) -> Any:
 
 
 def _kind_first(stream: Any) -> Any:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     kind = F.col(ROWKIND) if stream.updating else F.lit("+I")
     return stream.df.select(kind.alias(ROWKIND), *[F.col(c) for c in stream.columns])
@@ -476,8 +472,6 @@ class JdbcLookupFunction:
 
     def __init__(self, endpoint: JdbcEndpoint, table_name: str, columns: Sequence[str], key_names: Sequence[str],
                  cache_id: str, cache_options: dict[str, Any], max_retries: int = 3, row_schema: Any = None):
-        from planengine.connectors.jdbc_sql import quote_identifier, render_postgres_select
-
         self.endpoint = endpoint
         self.row_schema = row_schema  # pyspark StructType of a row: values are coerced to it (None: as fetched)
         self.columns = list(columns)
@@ -500,7 +494,7 @@ class JdbcLookupFunction:
         return self._select.replace("{values}", ", ".join(self._tuple for _ in range(n)))
 
     def load(self, keys: list[Hashable]) -> dict[Hashable, list[tuple]]:
-        import psycopg
+        import psycopg  # noqa: PLC0415 — psycopg is an optional extra (jdbc)
 
         coerce = row_coercer(self.row_schema) if self.row_schema is not None else tuple
         attempt = 0
@@ -522,7 +516,6 @@ class JdbcLookupFunction:
 
     def lookup(self, keys: Iterable[tuple]) -> dict[Hashable, list[tuple]]:
         """Rows per key tuple; keys holding a null match nothing (SQL equality) and are not queried."""
-        from planengine.runtime.connectors.lookup_cache import cache_for, cached_lookup
 
         wanted = [k for k in keys if not any(v is None for v in k)]
         cache = cache_for(self.cache_id, self.cache_options)

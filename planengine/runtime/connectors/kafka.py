@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from planengine.connectors.kafka_translation import to_spark_kafka_options, to_spark_kafka_sink_options
 from planengine.errors import ValidationError
 from planengine.runtime.connectors import (
     BatchOptions,
@@ -51,7 +52,7 @@ class KafkaJarsMissing(ValidationError):
 
 
 def jars_missing_error(table: Any) -> KafkaJarsMissing:
-    import pyspark
+    import pyspark  # noqa: PLC0415 — pyspark is an optional extra
 
     package = SPARK_KAFKA_PACKAGE.format(version=pyspark.__version__)
     return KafkaJarsMissing(
@@ -76,7 +77,7 @@ def _format_options(fmt: Any) -> dict[str, str]:
 
 
 def _decode(column: Any, fmt: Any, ddl: str) -> Any:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     text = column.cast("string")
     if fmt.identifier == "csv":
@@ -85,7 +86,7 @@ def _decode(column: Any, fmt: Any, ddl: str) -> Any:
 
 
 def _encode(struct: Any, fmt: Any) -> Any:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     if fmt.identifier == "csv":
         return F.to_csv(struct)
@@ -95,7 +96,6 @@ def _encode(struct: Any, fmt: Any) -> Any:
 # --- source ------------------------------------------------------------------------------------------------
 def source_dataframe(spark: Any, source: Any) -> Any:
     """The raw Kafka stream (``key``, ``value``, ``topic``, …) with the translated options."""
-    from planengine.connectors.kafka_translation import to_spark_kafka_options
 
     reader = spark.readStream.format("kafka")
     for key, value in to_spark_kafka_options(source).items():
@@ -110,7 +110,7 @@ def source_dataframe(spark: Any, source: Any) -> Any:
 
 def decode_records(raw: Any, source: Any) -> tuple[Any, bool]:
     """Kafka records → the source's produced columns (by name) and ``_rowkind`` when the format has kinds."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     fmt = source.value_format
     if fmt.identifier not in _DECODABLE:
@@ -173,7 +173,7 @@ def decode_records(raw: Any, source: Any) -> tuple[Any, bool]:
 
 
 def _metadata_columns(source: Any) -> dict[str, Any]:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     out: dict[str, Any] = {}
     for key in source.metadata_keys:
@@ -200,7 +200,7 @@ def read_kafka(source: Any, ctx: Any, node: Any) -> SourceFrame:
 # --- sink --------------------------------------------------------------------------------------------------
 def encode_records(stream: Any, sink: Any) -> Any:
     """The stream (``f0..fn`` + ``_rowkind``) as Kafka records: ``key`` (or null) and ``value``."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     names = sink.schema.persisted_row_type().field_names()  # the stream's f0..fn, in table order
     by_name = {n: F.col(c) for c, n in zip(stream.columns, names)}
@@ -237,8 +237,6 @@ def encode_records(stream: Any, sink: Any) -> Any:
 
 
 def sink_options(sink: Any) -> dict[str, str]:
-    from planengine.connectors.kafka_translation import to_spark_kafka_sink_options
-
     if sink.delivery_guarantee == "exactly-once":
         log.warning("sink %s: 'sink.delivery-guarantee' = 'exactly-once' is not available with Spark's Kafka sink; "
                     "it writes at-least-once (a batch replayed after a failure is written again)", sink.identifier)

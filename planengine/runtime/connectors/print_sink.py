@@ -6,6 +6,7 @@ Values print as Flink's ``Row.toString`` does: ``null`` for nulls, ``2020-10-10T
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -15,8 +16,6 @@ from planengine.runtime.stream import ROWKIND
 
 
 def flink_value(v: Any) -> str:
-    import datetime as dt
-
     if v is None:
         return "null"
     if isinstance(v, bool):

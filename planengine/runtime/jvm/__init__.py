@@ -52,7 +52,7 @@ def session_conf(conf: dict[str, str]) -> dict[str, str]:
 
 def operators(spark: Any) -> Any:
     """The ``Operators`` class in the session's JVM; ``JvmLibraryUnavailable`` with the remedy otherwise."""
-    from py4j.java_gateway import JavaClass
+    from py4j.java_gateway import JavaClass  # noqa: PLC0415 — pyspark is an optional extra
 
     if _unavailable is not None:
         raise _unavailable
@@ -79,7 +79,7 @@ def run_operator(df: Any, entry: str, spec: dict[str, Any]) -> Any:
     The JVM validates the spec when the operator is built (on the driver, before the query starts); a
     rejected spec is a planengine bug and surfaces as ``InternalError`` with the JVM's message.
     """
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame  # noqa: PLC0415 — pyspark is an optional extra
 
     spark = df.sparkSession
     method = getattr(operators(spark), entry)

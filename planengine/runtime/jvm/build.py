@@ -59,7 +59,7 @@ class Target:
 
 
 def current_target() -> Target:
-    import pyspark
+    import pyspark  # noqa: PLC0415 — pyspark is an optional extra
 
     return Target(pyspark.__version__, Path(pyspark.__file__).resolve().parent / "jars")
 

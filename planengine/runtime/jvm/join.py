@@ -28,7 +28,7 @@ def refusal(node: Any) -> str | None:
 
 
 def _sides(left: Stream, right: Stream, node: Any) -> Any:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     lt, rt = node.inputs[0].field_types, node.inputs[1].field_types
     key_types = [lt[i] for i in node.left_keys]

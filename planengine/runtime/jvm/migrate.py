@@ -83,7 +83,7 @@ def initial_state(spark: Any, checkpoint: str, operator_id: int, node: Any, stre
     of the JVM processor's initial state: the grouping columns, then ``state``.
 
     Collected on the driver: a migration is a one-off step, bounded by the driver's memory."""
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import StructType  # noqa: PLC0415 — pyspark is an optional extra
 
     if refusal(node) is not None:
         raise PlanIncompatible(f"node {ctx.node_id(node)} cannot move to the JVM: {refusal(node)}")
@@ -123,7 +123,7 @@ def initial_state(spark: Any, checkpoint: str, operator_id: int, node: Any, stre
 
 def group_aggregate_with_initial_state(stream: Stream, node: Any, ctx: Any, initial: Any) -> Stream:
     """The JVM group aggregate over ``stream``, starting from ``initial`` (see ``initial_state``)."""
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame  # noqa: PLC0415 — pyspark is an optional extra
 
     typed = typed_input(stream, list(node.inputs[0].field_types))
     spark = typed.sparkSession

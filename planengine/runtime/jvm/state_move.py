@@ -37,6 +37,7 @@ from typing import Any
 from planengine.errors import InternalError, PlanIncompatible
 from planengine.plan.state_moves import JVM_OPERATOR, PYTHON_OPERATOR
 from planengine.runtime.snapshots import last_committed_batch_id
+from planengine.runtime.state_check import stateful_lineage
 from planengine.runtime.stream import Stream
 
 log = logging.getLogger("planengine.runtime.state_move")
@@ -102,7 +103,6 @@ def move_pending_state(spark: Any, plan_json: dict[str, Any], run_dir: Path, ctx
     """Move the state of every candidate ``(node, input stream)`` (``ctx.state_move_candidates``: JVM group
     aggregates) whose query's checkpoint still holds the Python operator's state; the others are left alone.
     Called before any query of the run starts."""
-    from planengine.runtime.state_check import stateful_lineage
 
     if not candidates:
         return []
@@ -127,7 +127,7 @@ def move_pending_state(spark: Any, plan_json: dict[str, Any], run_dir: Path, ctx
 
 def _move(spark: Any, checkpoint: Path, uid: str, op: OperatorMetadata, node: Any, stream: Stream, ctx: Any
           ) -> MovedState:
-    from planengine.runtime.jvm.migrate import initial_state
+    from planengine.runtime.jvm.migrate import initial_state  # noqa: PLC0415 — jvm.migrate loads pandas/pyarrow/numpy; only an actual state move needs them
 
     node_id = ctx.node_id(node)
     batch = last_committed_batch_id(checkpoint)
@@ -150,7 +150,7 @@ def _empty_input(spark: Any, stream: Stream, inbox: Path) -> Stream:
     """A streaming input with the columns of ``stream`` and no rows, whose first batch does run: one text
     file, filtered out. (Nullable columns: a seed stores nullable key schemas, which Spark accepts when the
     real query's are NOT NULL.)"""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     inbox.mkdir(parents=True)
     (inbox / "seed.txt").write_text("seed\n", encoding="utf-8")
@@ -161,7 +161,7 @@ def _empty_input(spark: Any, stream: Stream, inbox: Path) -> Stream:
 
 def _run_seed(spark: Any, node: Any, stream: Stream, ctx: Any, initial: Any, checkpoint: Path, partitions: int
               ) -> None:
-    from planengine.runtime.jvm.migrate import group_aggregate_with_initial_state
+    from planengine.runtime.jvm.migrate import group_aggregate_with_initial_state  # noqa: PLC0415 — jvm.migrate loads pandas/pyarrow/numpy; only an actual state move needs them
 
     key = "spark.sql.shuffle.partitions"
     before = spark.conf.get(key)

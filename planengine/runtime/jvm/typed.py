@@ -10,21 +10,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from planengine.functions.spark_types import render_spark_type
 from planengine.ir.types import DataType
 from planengine.runtime.stream import ROWKIND, Stream
 
 
 def spark_type(t: DataType) -> str:
-    from planengine.functions.spark_types import render_spark_type
-
     return render_spark_type(t)
 
 
 def typed_input(stream: Stream, types: Sequence[DataType]) -> Any:
     """The stream's DataFrame: ``f0..fn`` cast to the Spark types of ``types`` where they differ, then
     ``_rowkind`` when the stream is updating."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import _parse_datatype_string
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.types import _parse_datatype_string  # noqa: PLC0415 — pyspark is an optional extra
 
     df = stream.df
     columns = []

@@ -29,7 +29,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
 
-from planengine.ir.types import DataType
+from planengine.functions.spark_types import render_spark_type
+from planengine.ir.types import STRING, DataType
 from planengine.runtime.operators._codec import converter, frame_rows, rows_frame
 from planengine.runtime.stream import ROWKIND, Stream, column_names
 
@@ -50,8 +51,6 @@ def now_ms() -> int:
 
 
 def spark_schema(columns: Sequence[str], types: Sequence[DataType]) -> str:
-    from planengine.functions.spark_types import render_spark_type
-
     return ", ".join(f"`{c}` {render_spark_type(t)}" for c, t in zip(columns, types, strict=True))
 
 
@@ -155,8 +154,6 @@ def run_keyed(stream: Stream, df: Any, key_columns: Sequence[str], processor: Ch
 
 
 def _string() -> DataType:
-    from planengine.ir.types import STRING
-
     return STRING
 
 

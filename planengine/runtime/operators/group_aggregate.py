@@ -31,6 +31,7 @@ from planengine.runtime.operators._tws import (
     ChangelogProcessor,
     Record,
     is_accumulate,
+    run_keyed,
 )
 
 ACC_SCHEMA = "acc STRING, ts BIGINT"
@@ -194,7 +195,6 @@ class GroupAggregateProcessor(ChangelogProcessor):
 
 def group_aggregate(stream: Any, node: Any, ctx: Any) -> Any:
     """``stream-exec-group-aggregate``: one TWS keyed by the grouping columns (a constant key if none)."""
-    from planengine.runtime.operators._tws import run_keyed
 
     in_types = node.inputs[0].field_types if node.inputs else None
     if in_types is None:

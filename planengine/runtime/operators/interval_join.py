@@ -29,7 +29,7 @@ def spark_join_type(join_type: str) -> str:
 
 
 def prefixed(stream: Stream, prefix: str) -> Any:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     return stream.df.select(*[F.col(f"`{c}`").alias(f"{prefix}{i}") for i, c in enumerate(stream.columns)])
 
@@ -42,7 +42,7 @@ def equi_condition(left_keys: Sequence[int], right_keys: Sequence[int]) -> Any:
     keys and differs between the sides (1 left, 2 right) when a key is NULL: such rows stay unmatched,
     and outer joins still pad them when they expire.
     """
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     cond = F.lit(True)
     for lk, rk in zip(left_keys, right_keys, strict=True):
@@ -57,7 +57,7 @@ def equi_condition(left_keys: Sequence[int], right_keys: Sequence[int]) -> Any:
 def interval_join(left: Stream, right: Stream, join_type: str, left_keys: Sequence[int], right_keys: Sequence[int],
                   left_time: int, right_time: int, lower_ms: int, upper_ms: int,
                   non_equi_condition: Any = None) -> Stream:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     if left.updating or right.updating:
         raise ValidationError("an interval join over an updating input is not supported on this engine",

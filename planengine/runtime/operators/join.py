@@ -23,6 +23,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
+from planengine.functions.spark_types import render_spark_type
 from planengine.ir.types import INT, DataType
 from planengine.runtime.operators._codec import decode_row, encode
 from planengine.runtime.operators._pyexpr import compile_condition
@@ -220,7 +221,6 @@ class JoinProcessor(ChangelogProcessor):
 
 def join(left: Any, right: Any, node: Any, ctx: Any) -> Any:
     """``stream-exec-join``: union both sides (tagged ``_side``) and run one TWS keyed by the join key."""
-    from planengine.functions.spark_types import render_spark_type
 
     lt, rt = node.inputs[0].field_types, node.inputs[1].field_types
     key_types = [lt[i] for i in node.left_keys]

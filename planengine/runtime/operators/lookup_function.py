@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol
 
+from planengine.runtime.connectors.jdbc import coercer
+
 
 class LookupFunction(Protocol):
     """Rows (already in the table's Spark types) per key; ``key_index``: key positions within a row."""
@@ -31,7 +33,7 @@ def field_name(i: int) -> str:
 
 def candidates_type(row_schema: Any) -> Any:
     """``ARRAY<STRUCT<t0 …, t1 …>>`` for a dimension row schema (a pyspark StructType)."""
-    from pyspark.sql import types as T
+    from pyspark.sql import types as T  # noqa: PLC0415 — pyspark is an optional extra
 
     fields = [T.StructField(field_name(i), f.dataType, True) for i, f in enumerate(row_schema.fields)]
     return T.ArrayType(T.StructType(fields), containsNull=False)
@@ -58,10 +60,8 @@ def key_builder(parts: Sequence[tuple[str, Any]], coercers: Sequence[Callable[[A
 
 def lookup_udf(fn: LookupFunction, parts: Sequence[tuple[str, Any]], row_schema: Any) -> Any:
     """The Arrow UDF; call it with ``struct(key columns…)`` (in ``parts``' ``col`` order, at least one)."""
-    import pyarrow as pa
-    from pyspark.sql.functions import arrow_udf
-
-    from planengine.runtime.connectors.jdbc import coercer
+    import pyarrow as pa  # noqa: PLC0415 — pyarrow (Spark extra) loads only on Spark
+    from pyspark.sql.functions import arrow_udf  # noqa: PLC0415 — pyspark is an optional extra
 
     result_type = candidates_type(row_schema)
     coercers = [coercer(row_schema.fields[i].dataType) for i in fn.key_index]
@@ -69,7 +69,7 @@ def lookup_udf(fn: LookupFunction, parts: Sequence[tuple[str, Any]], row_schema:
     names = [field_name(i) for i in range(len(row_schema.fields))]
 
     def run(packed: pa.Array) -> pa.Array:
-        from pyspark.sql.pandas.types import to_arrow_type
+        from pyspark.sql.pandas.types import to_arrow_type  # noqa: PLC0415 — pyspark is an optional extra
 
         columns = [packed.field(i).to_pylist() for i in range(packed.type.num_fields)]
         keys = build_keys(columns)

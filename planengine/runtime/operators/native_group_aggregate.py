@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from planengine.ir.types import Kind
+from planengine.runtime.operators.window_state import spark_type_name
 from planengine.runtime.stream import ROWKIND, UPDATE, Stream, column_name
 
 _BATCH_TIME = "_bt"
@@ -42,9 +43,7 @@ class _NativeCall:
 def _native_call(i: int, call: Any, columns: Sequence[str]) -> _NativeCall:
     """Version 2's native form of ``call`` (frozen with its state layout; version 3 takes the aggregate
     library's forms, whose integer sums wrap like Java's instead of failing on overflow)."""
-    from pyspark.sql import functions as F
-
-    from planengine.runtime.operators.window_state import spark_type_name
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     fn = str(call.function).upper()
     args = [F.col(f"`{columns[a]}`") for a in call.args]
@@ -90,15 +89,13 @@ def native_group_aggregate(stream: Stream, node: Any, library_forms: bool = Fals
 
     ``library_forms`` (version 3): the aggregate library's native forms (``runtime/aggregates/library.py``),
     whose integer sums wrap like Java's; version 2 keeps its own (a frozen state layout)."""
-    from pyspark.sql import functions as F
-
-    from planengine.runtime.operators.window_state import spark_type_name
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     # Event-time marks are dropped: the aggregation must not treat the watermark as a grouping deadline.
     df = stream.df.select(*[F.col(f"`{c}`").alias(c, metadata={}) for c in stream.columns])
     df = df.withColumn(_BATCH_TIME, F.current_timestamp())  # the micro-batch's timestamp
     if library_forms:
-        from planengine.runtime.aggregates.library import native_form
+        from planengine.runtime.aggregates.library import native_form  # noqa: PLC0415 — aggregates.library loads pandas/pyarrow/numpy
 
         in_types = node.inputs[0].field_types
         calls = [_NativeCall(*astuple_form(native_form(i, c, stream.columns, in_types)))

@@ -38,8 +38,8 @@ ACCUMULATORS = "accumulators"
 
 
 def _processor_class() -> type:
-    from pyspark.sql import Row
-    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql import Row  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.streaming import StatefulProcessor  # noqa: PLC0415 — pyspark is an optional extra
 
     class OverProcessor(StatefulProcessor):
         def __init__(self, n_fields: int, mode: str, lower: Any, aggregates: Sequence[Any], per_record: bool = False):
@@ -116,8 +116,8 @@ def _row(row_class: Any, values: Sequence[Any], aggregates: Sequence[Any]) -> An
 
 def over_aggregate(stream: Stream, partition_keys: Sequence[int], order_keys: Sequence[Any], frame: Any,
                    aggregates: Sequence[Any]) -> Stream:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.types import StructField, StructType, _parse_datatype_string  # noqa: PLC0415 — pyspark is an optional extra
 
     if stream.updating:
         raise ValidationError("an OVER aggregate over an updating input is not supported (in Flink either)")

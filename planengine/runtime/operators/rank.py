@@ -25,7 +25,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from planengine.ir.types import DataType
+from planengine.errors import ValidationError
+from planengine.ir.types import BOOLEAN, DataType
 from planengine.runtime.operators._codec import decode, encode
 from planengine.runtime.operators._tws import (
     DELETE,
@@ -93,7 +94,6 @@ class RankProcessor(OrderedRowsProcessor):
         self.output_rank_number = output_rank_number
         self.generate_update_before = generate_update_before
         self.state_name = state_name
-
 
     def _sort_key(self, entry: list[Any]) -> tuple[Any, int]:
         return (self._key(entry[1]), entry[0])
@@ -293,7 +293,6 @@ class FullSortProcessor(OrderedRowsProcessor):
 def full_sort(stream: Any, df: Any, end_of_input_column: str, node: Any, ctx: Any) -> Any:
     """``stream-exec-sort-limit`` without a fetch: ``df`` is ``stream``'s rows plus a boolean end-of-input
     column (``True`` only on the drain marker, whose data columns are NULL)."""
-    from planengine.ir.types import BOOLEAN
 
     types = node.field_types
     processor = FullSortProcessor(
@@ -331,7 +330,6 @@ class LimitProcessor(ChangelogProcessor):
 
 def limit(stream: Any, node: Any, ctx: Any) -> Any:
     """``stream-exec-limit`` over an insert-only input: the first ``limit`` rows after ``offset``."""
-    from planengine.errors import ValidationError
 
     if stream.updating:
         raise ValidationError("LIMIT without ORDER BY over an updating input is not supported",

@@ -49,7 +49,7 @@ def _emissions(running: Any, last: int, interval: int) -> tuple[Any, int]:
     emission; when every increase is an emission (timestamps further apart than the interval) it is one
     vectorised step.
     """
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 — numpy (Spark extra) loads only on Spark
 
     n = len(running)
     emitted = np.full(n, NO_WATERMARK, dtype=np.int64)
@@ -78,7 +78,7 @@ def _emissions(running: Any, last: int, interval: int) -> tuple[Any, int]:
 def _watermarks_before(candidates: Any, state: list[int], interval: int) -> Any:
     """``_record_wm`` for one Arrow batch of candidates (NO_WATERMARK for NULL rowtimes); ``state`` is
     ``[current, last emitted]`` of this partition, updated in place."""
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 — numpy (Spark extra) loads only on Spark
 
     current, last = state
     running = np.maximum.accumulate(np.concatenate(([current], candidates)))[1:]
@@ -92,7 +92,7 @@ def _watermarks_before(candidates: Any, state: list[int], interval: int) -> Any:
 
 def emitted_before(rowtimes_ms: Sequence[int | None], delay: int, interval: int) -> list[int | None]:
     """The per-record rule on plain values (one partition, one batch); ``None`` = no watermark yet."""
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 — numpy (Spark extra) loads only on Spark
 
     cand = np.array([NO_WATERMARK if t is None else t - delay for t in rowtimes_ms], dtype=np.int64)
     out = _watermarks_before(cand, [0, 0], interval)
@@ -101,9 +101,9 @@ def emitted_before(rowtimes_ms: Sequence[int | None], delay: int, interval: int)
 
 def _annotator(rowtime: str, delay: int, interval: int) -> Any:
     def annotate(batches: Iterator[Any]) -> Iterator[Any]:
-        import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        import numpy as np  # noqa: PLC0415 — numpy (Spark extra) loads only on Spark
+        import pyarrow as pa  # noqa: PLC0415 — pyarrow (Spark extra) loads only on Spark
+        import pyarrow.compute as pc  # noqa: PLC0415 — pyarrow (Spark extra) loads only on Spark
 
         state = [0, 0]  # Flink's assigner starts with current = last emitted = 0
         for batch in batches:
@@ -120,7 +120,7 @@ def _annotator(rowtime: str, delay: int, interval: int) -> Any:
 
 def with_record_watermarks(df: Any, rowtime: str, delay: int, interval: int) -> Any:
     """``df`` plus ``_record_wm``: per partition, in row order (a stateless ``mapInArrow`` pass)."""
-    from pyspark.sql.types import LongType, StructField, StructType
+    from pyspark.sql.types import LongType, StructField, StructType  # noqa: PLC0415 — pyspark is an optional extra
 
     schema = StructType([*df.schema.fields, StructField(RECORD_WATERMARK, LongType(), True)])
     return df.mapInArrow(_annotator(rowtime, delay, interval), schema)
@@ -128,7 +128,7 @@ def with_record_watermarks(df: Any, rowtime: str, delay: int, interval: int) -> 
 
 def late_filter(window_end_ms: Any) -> Any:
     """Keep a (row, window) pair unless the watermark the row met had fired the window (``end - 1 <= wm``)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     wm = F.col(RECORD_WATERMARK)
     return wm.isNull() | (window_end_ms - F.lit(1) > wm)

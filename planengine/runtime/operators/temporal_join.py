@@ -24,8 +24,8 @@ RIGHT_VERSIONS = "rightVersions"
 
 
 def _processor_class() -> type:
-    from pyspark.sql import Row
-    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql import Row  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.streaming import StatefulProcessor  # noqa: PLC0415 — pyspark is an optional extra
 
     class TemporalJoinProcessor(StatefulProcessor):
         def __init__(self, n: int, m: int, outer: bool):
@@ -96,8 +96,8 @@ def _fields(left: Sequence[Any], right: Sequence[Any]) -> dict[str, Any]:
 
 def temporal_join(left: Stream, right: Stream, join_type: str, left_keys: Sequence[int], right_keys: Sequence[int],
                   left_time: int, right_time: int | None, non_equi_condition: Any = None) -> Stream:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructField, StructType
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.types import StructField, StructType  # noqa: PLC0415 — pyspark is an optional extra
 
     outer = join_type.upper().startswith("LEFT")
     if not outer and join_type.upper() != "INNER":
@@ -134,6 +134,6 @@ def temporal_join(left: Stream, right: Stream, join_type: str, left_keys: Sequen
 
 
 def rstruct_type(stream: Stream) -> Any:
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import StructType  # noqa: PLC0415 — pyspark is an optional extra
 
     return StructType(list(stream.df.select(*stream.columns).schema.fields))

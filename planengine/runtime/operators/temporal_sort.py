@@ -41,8 +41,8 @@ def _compare(keys: Sequence[tuple[int, bool, bool]]) -> Any:
 
 
 def _processor_class() -> type:
-    from pyspark.sql import Row
-    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql import Row  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.streaming import StatefulProcessor  # noqa: PLC0415 — pyspark is an optional extra
 
     class SortProcessor(StatefulProcessor):
         def __init__(self, n: int, keys: Sequence[tuple[int, bool, bool]], per_record: bool = False):
@@ -90,8 +90,8 @@ def _processor_class() -> type:
 
 
 def temporal_sort(stream: Stream, order_keys: Sequence[Any]) -> Stream:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructField, StructType
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.types import StructField, StructType  # noqa: PLC0415 — pyspark is an optional extra
 
     if not order_keys or not order_keys[0].ascending or stream.rowtime != column_name(order_keys[0].field):
         raise ValidationError("a streaming ORDER BY must start with the rowtime attribute ascending",

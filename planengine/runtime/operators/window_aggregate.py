@@ -52,7 +52,7 @@ def window_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequen
     VAR/STDDEV as Flink reduces them); without, in version 1's ``window_aggs.native_aggregate`` (its state
     layout is frozen).
     """
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     if stream.updating:
         raise ValidationError("a window aggregate over an updating input is not supported on this engine",
@@ -65,7 +65,7 @@ def window_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequen
     meta = watermark_metadata(df, stream.rowtime or time_col)
     keys = [F.col(f"`{column_name(g)}`").alias(f"_k{i}") for i, g in enumerate(grouping)]
     if input_types is not None:
-        from planengine.runtime.aggregates.library import native_form
+        from planengine.runtime.aggregates.library import native_form  # noqa: PLC0415 — aggregates.library loads pandas/pyarrow/numpy
 
         forms = [native_form(i, call, stream.columns, input_types) for i, call in enumerate(aggregates)]
         aggs = [a for form in forms for a in form.aggregates]
@@ -99,7 +99,7 @@ def window_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequen
 def window_property_columns(properties: Sequence[str], first: int, output_types: Sequence[Any],
                             meta: dict[str, Any]) -> list[Any]:
     """Columns ``f<first>…`` for window properties over bigint ``_ws_ms``/``_we_ms`` columns."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     out = []
     for j, prop in enumerate(properties):

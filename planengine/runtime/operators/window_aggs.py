@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.errors import ValidationError
+from planengine.functions import python_udf
 from planengine.functions.spark_types import render_spark_type
 
 _NATIVE = {"COUNT", "SUM", "SUM0", "AVG", "MIN", "MAX", "FIRST_VALUE", "LAST_VALUE", "LISTAGG", "BOOL_AND",
@@ -23,7 +24,7 @@ _NATIVE = {"COUNT", "SUM", "SUM0", "AVG", "MIN", "MAX", "FIRST_VALUE", "LAST_VAL
 
 def native_aggregate(call: Any, columns: Sequence[str]) -> Any:
     """A Spark aggregate column for ``call`` over input columns ``columns`` (by position)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     fn = call.function.upper()
     if fn not in _NATIVE:
@@ -90,7 +91,7 @@ def evaluate(call: Any, rows: Sequence[Sequence[Any]], input_types: Sequence[Any
     """``call`` over ``rows`` (tuples in input field order), with Flink's null and type rules: the library's
     Python accumulators (``runtime/aggregates/accumulators.py``), the same the transformWithState group
     aggregate keeps in state; a Python aggregate function is called directly."""
-    from planengine.runtime.aggregates.accumulators import evaluate_rows
+    from planengine.runtime.aggregates.accumulators import evaluate_rows  # noqa: PLC0415 — aggregates.accumulators loads pandas/pyarrow/numpy
 
     user = getattr(call, "user_function", None)
     if user is not None:
@@ -117,7 +118,6 @@ def _lag(call: Any, rows: Sequence[Sequence[Any]]) -> Any:
 
 def _evaluate_python_aggregate(user: Any, call: Any, rows: Sequence[Sequence[Any]]) -> Any:
     """A Python aggregate function over the frame's rows: fresh accumulator, accumulate each row, value."""
-    from planengine.functions import python_udf
 
     if not user.class_name:
         raise ValidationError(f"aggregate function {call.function} was not resolved to a Python class")

@@ -74,7 +74,7 @@ def assign_windows(df: Any, spec: Any, time_column: str) -> Any:
 
     Rows whose time attribute is NULL belong to no window and are dropped, as in Flink.
     """
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     t = "_t_ms"
     out = df.filter(F.col(time_column).isNotNull()).withColumn(t, F.expr(millis_sql(f"`{time_column}`")))

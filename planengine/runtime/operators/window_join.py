@@ -14,14 +14,16 @@ from typing import Any
 
 from planengine.errors import ValidationError
 from planengine.runtime.expressions import render_spark_sql
+from planengine.runtime.operators._pyexpr import compile_condition
 from planengine.runtime.operators.interval_join import equi_condition, prefixed, spark_join_type
-from planengine.runtime.operators.window_assign import as_event_time, watermark_metadata
+from planengine.runtime.operators.window_assign import as_event_time, millis_sql, watermark_metadata
+from planengine.runtime.operators.window_state import PickledValue, run_with_state
 from planengine.runtime.stream import RECORD_WATERMARK, Stream, column_name
 
 
 def window_join(left: Stream, right: Stream, join_type: str, left_keys: Sequence[int], right_keys: Sequence[int],
                 left_window: Sequence[int], right_window: Sequence[int], non_equi_condition: Any = None) -> Stream:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     if left.updating or right.updating:
         raise ValidationError("a window join over an updating input is not supported on this engine")
@@ -57,11 +59,8 @@ def _values(struct: Any) -> tuple[Any, ...]:
 
 
 def _join_processor_class() -> type:
-    from pyspark.sql import Row
-    from pyspark.sql.streaming import StatefulProcessor
-
-    from planengine.runtime.operators._pyexpr import compile_condition
-    from planengine.runtime.operators.window_state import PickledValue
+    from pyspark.sql import Row  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.streaming import StatefulProcessor  # noqa: PLC0415 — pyspark is an optional extra
 
     class WindowJoinProcessor(StatefulProcessor):
         """One state key = (join key, window end): both sides' rows until the watermark reaches ``end - 1``."""
@@ -136,11 +135,8 @@ def window_join_at_window_end(left: Stream, right: Stream, join_type: str, left_
     reaches ``window_end - 1`` the window's rows are joined once (inner matches, outer padding, semi/anti)
     and the state is cleared. A row arriving after that is late and dropped; below a per-record watermark
     assigner the watermark a row met inside its micro-batch counts too (each side its own)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructField, StructType
-
-    from planengine.runtime.operators.window_assign import millis_sql
-    from planengine.runtime.operators.window_state import run_with_state
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.types import StructField, StructType  # noqa: PLC0415 — pyspark is an optional extra
 
     if left.updating or right.updating:
         raise ValidationError("a window join over an updating input is not supported on this engine")

@@ -40,7 +40,7 @@ def _compare_sql(keys: Sequence[Any], left: str, right: str) -> str:
 
 def window_rank(stream: Stream, rank_type: str, partition_keys: Sequence[int], order_keys: Sequence[Any],
                 rank_start: int, rank_end: int, output_rank: bool, window_start: int, window_end: int) -> Stream:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     if stream.updating:
         raise ValidationError("a window rank over an updating input is not supported on this engine")

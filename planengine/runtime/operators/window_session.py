@@ -30,8 +30,8 @@ STATE = "windowAccumulators"
 
 
 def _processor_class() -> type:
-    from pyspark.sql import Row
-    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql import Row  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.streaming import StatefulProcessor  # noqa: PLC0415 — pyspark is an optional extra
 
     class GlobalSessionProcessor(StatefulProcessor):
         def __init__(self, n_fields: int, grouping: Sequence[int], aggregates: Sequence[Any], gap: int,
@@ -103,8 +103,8 @@ def _processor_class() -> type:
 def global_session_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequence[Any], spec: Any,
                              properties: Sequence[str], output_types: Sequence[Any], uid: str) -> Stream:
     """Sessions per ``spec.partition_keys`` (over all rows without them), aggregated per grouping key."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StructField, StructType, _parse_datatype_string
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.types import LongType, StructField, StructType, _parse_datatype_string  # noqa: PLC0415 — pyspark is an optional extra
 
     df = stream.df
     time_col = column_name(spec.time_field)

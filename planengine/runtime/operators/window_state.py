@@ -16,13 +16,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from planengine.functions.spark_types import render_spark_type
 from planengine.runtime.stream import Stream
 
 TIME_MS = "_t_ms"
 
 
 def blob_schema() -> Any:
-    from pyspark.sql.types import BinaryType, StructField, StructType
+    from pyspark.sql.types import BinaryType, StructField, StructType  # noqa: PLC0415 — pyspark is an optional extra
 
     return StructType([StructField("blob", BinaryType(), True)])
 
@@ -56,7 +57,7 @@ def run_with_state(df: Any, keys: Sequence[Any], processor: Any, output_schema: 
     rows older than the watermark *before* the processor sees them, but Flink's lateness depends on the
     operator (a session still open, a frame still pending), so each processor decides itself.
     """
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     df = df.select(*[F.col(f"`{c}`").alias(c, metadata={}) for c in df.columns])
     grouped = df.groupBy(*keys)
@@ -84,6 +85,4 @@ def mark_stateful(stream: Stream, source: Stream | None = None, event_time: bool
 
 
 def spark_type_name(dtype: Any) -> str:
-    from planengine.functions.spark_types import render_spark_type
-
     return render_spark_type(dtype.without_time_attribute())

@@ -17,7 +17,7 @@ from planengine.runtime.stream import Stream, column_name, hidden_columns
 
 
 def window_table_function(stream: Stream, spec: Any, output_types: Sequence[Any]) -> Stream:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     if spec.kind == "SESSION":
         raise ValidationError("a SESSION window table function must be followed by an aggregation on this engine",

@@ -14,18 +14,19 @@ Flink's emission rule, so rows of one micro-batch see the watermark advance betw
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from planengine.runtime.operators.window_assign import as_event_time, watermark_metadata
-from planengine.runtime.operators.window_state import run_with_state
+from planengine.runtime.operators.window_state import PickledValue, run_with_state
 from planengine.runtime.stream import Stream
 
 WATERMARK_COLUMN = "_current_watermark"
 
 
 def _processor_class() -> type:
-    from pyspark.sql import Row
-    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql import Row  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.streaming import StatefulProcessor  # noqa: PLC0415 — pyspark is an optional extra
 
     class WatermarkProcessor(StatefulProcessor):
         def __init__(self, columns: list[str]):
@@ -45,8 +46,8 @@ def _processor_class() -> type:
 
 def with_current_watermark(stream: Stream, time_type: str = "TIMESTAMP") -> Stream:
     """``stream`` plus a ``_current_watermark`` column of ``time_type`` (TIMESTAMP or TIMESTAMP_NTZ)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StructField, StructType
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.types import LongType, StructField, StructType  # noqa: PLC0415 — pyspark is an optional extra
 
     meta = watermark_metadata(stream.df, stream.rowtime)
     cols = list(stream.df.columns)
@@ -65,10 +66,8 @@ ASSIGNER_STATE = "emittedWatermark"
 
 
 def _assigner_processor_class() -> type:
-    from pyspark.sql import Row
-    from pyspark.sql.streaming import StatefulProcessor
-
-    from planengine.runtime.operators.window_state import PickledValue
+    from pyspark.sql import Row  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.streaming import StatefulProcessor  # noqa: PLC0415 — pyspark is an optional extra
 
     class AssignerReplica(StatefulProcessor):
         """Replays Flink's ``WatermarkAssignerOperator`` row by row over the stream (one key): the value for a
@@ -101,8 +100,6 @@ def _assigner_processor_class() -> type:
 
 
 def _millis(t: Any) -> int:
-    import datetime as dt
-
     if t.tzinfo is None:
         t = t.replace(tzinfo=dt.UTC)
     return int((t - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) / dt.timedelta(milliseconds=1))
@@ -112,8 +109,8 @@ def with_assigner_watermark(stream: Stream, delay: int, interval: int, run_id: s
     """``stream`` plus ``_current_watermark``: Flink's CURRENT_WATERMARK for a Calc right below the assigner —
     the watermark the assigner emitted before each row, per run (a restored job starts again from NULL, as
     Flink's operators do not keep their watermark across a restore)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StructField, StructType
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql.types import LongType, StructField, StructType  # noqa: PLC0415 — pyspark is an optional extra
 
     meta = watermark_metadata(stream.df, stream.rowtime)
     cols = [c for c in stream.df.columns]

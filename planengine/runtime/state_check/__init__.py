@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from planengine.plan.catalog_objects import PlanSession
+from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.restore import COMPATIBLE, INCOMPATIBLE, CheckReport
 from planengine.plan.state_moves import JVM_OPERATOR, PYTHON_OPERATOR, StateMove, moved_between, restored_strategies
 from planengine.plan.topology import Dag, Topology, legacy_topology
+from planengine.runtime.session import get_spark
 from planengine.runtime.state_check.compare import ADVICE, compare_layouts
 from planengine.runtime.state_check.layout import LayoutError, read_layout
 
@@ -58,8 +60,9 @@ def check_snapshot_state(plan_json: dict[str, Any], snapshot_dir: str, report: C
     Runtime support of the plan's nodes is the caller's check (``commands/check.py``); a plan with a node
     this engine cannot run is not probed.
     """
-    from planengine.runtime.executor import unsupported_nodes
-    from planengine.runtime.snapshots import read_snapshot
+    # Cycles: executor (through jvm.state_move) and snapshots import this package at module level.
+    from planengine.runtime.executor import unsupported_nodes  # noqa: PLC0415 — see the comment above
+    from planengine.runtime.snapshots import read_snapshot  # noqa: PLC0415 — see the comment above
 
     info = read_snapshot(snapshot_dir)
     if not info.complete:
@@ -153,12 +156,10 @@ def _declares_state(plan_json: dict[str, Any]) -> bool:
 def _compare_with_probe(plan_json: dict[str, Any], stored: dict[str, dict[str, Any]], info: Any,
                         report: CheckReport, session: PlanSession, spark: Any,
                         moves: dict[int, StateMove] | None = None) -> None:
-    from planengine.plan.compiled_plan import CompiledPlan
-    from planengine.runtime.state_check.probe import expected_layouts, stored_session_conf
+    # Cycle: probe imports this package (its report types).
+    from planengine.runtime.state_check.probe import expected_layouts, stored_session_conf  # noqa: PLC0415 — see the comment above
 
     if spark is None:
-        from planengine.runtime.session import get_spark
-
         spark = get_spark()
     began = time.monotonic()
     committed = [uid for uid in stored if info.last_batch_ids.get(uid, -1) >= 0]

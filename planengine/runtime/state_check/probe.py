@@ -32,8 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planengine.plan import serde
+from planengine.plan.compiled_plan import CompiledPlan
+from planengine.runtime.context import TranslationContext
+from planengine.runtime.executor import TRANSIENT_FAILURES, check_runtime_support
+from planengine.runtime.python_functions import register_user_functions
 from planengine.runtime.session import use_plan_partitions
 from planengine.runtime.state_check.layout import read_layout
+from planengine.runtime.topology import translate_plan
+from planengine.runtime.translators.watermark import EOI
 
 SCAN = "stream-exec-table-source-scan"
 # Failures of Spark's Python worker plumbing on a loaded machine (the executor retries the same ones).
@@ -142,13 +149,6 @@ def _apply_restored_conf(spark: Any, stored: dict[str, str], notes: list[str]) -
 
 # --- translation ------------------------------------------------------------------------------------------
 def _translate(plan: Any, spark: Any, tmp: Path, notes: list[str]) -> list[_Query]:
-    from planengine.plan import serde
-    from planengine.plan.compiled_plan import CompiledPlan
-    from planengine.runtime.context import TranslationContext
-    from planengine.runtime.executor import check_runtime_support
-    from planengine.runtime.python_functions import register_user_functions
-    from planengine.runtime.topology import translate_plan
-
     check_runtime_support(plan.data)
     sinks = CompiledPlan(plan.data, plan.session).restore()  # as Job.translate: always from the JSON
     register_user_functions(spark, sinks, plan.session.catalog)
@@ -181,12 +181,11 @@ def _translate(plan: Any, spark: Any, tmp: Path, notes: list[str]) -> list[_Quer
 def _channel_reader(head: Any, uid: str, empty: _EmptyStreams) -> Any:
     """A shared topology's channel as the consumer reads it (``topology.read_channel_files``: the head's
     schema, its watermark, a drain control unioned in), over an empty stream."""
-    from planengine.runtime.translators.watermark import EOI
 
     read_back = empty.spark.readStream.schema(head.df.schema).parquet(str(empty.directory))
     df = empty.like(read_back, f"channel {uid}")
     if head.rowtime is not None:
-        from pyspark.sql import functions as F
+        from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
         delay = head.facts.watermark_delay_ms
         data = df.withColumn(EOI, F.lit(False))
@@ -215,7 +214,7 @@ class _EmptyStreams:
         self.spark, self.directory, self.notes = spark, directory, notes
 
     def like(self, real: Any, what: str) -> Any:
-        from pyspark.sql import functions as F
+        from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
         schema = real.schema
         raw = self.spark.readStream.schema(schema).json(str(self.directory))
@@ -238,7 +237,7 @@ def _conform(col: Any, f: Any) -> Any:
 
 
 def _has_not_null(dtype: Any, nullable: bool) -> bool:
-    from pyspark.sql import types as T
+    from pyspark.sql import types as T  # noqa: PLC0415 — pyspark is an optional extra
 
     if not nullable:
         return True
@@ -252,8 +251,8 @@ def _has_not_null(dtype: Any, nullable: bool) -> bool:
 
 
 def _shape(col: Any, dtype: Any, nullable: bool) -> Any:
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql import types as T  # noqa: PLC0415 — pyspark is an optional extra
 
     if isinstance(dtype, T.StructType):
         struct = F.struct(*[_shape(col.getField(f.name), f.dataType, f.nullable).alias(f.name, metadata=f.metadata)
@@ -276,8 +275,8 @@ _ZERO_SQL: dict[str, str] = {
 
 def _zero(dtype: Any) -> Any:
     """A non-null literal of exactly ``dtype`` (folded by Spark, so the column it feeds is non-nullable)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
+    from pyspark.sql import types as T  # noqa: PLC0415 — pyspark is an optional extra
 
     if isinstance(dtype, T.ArrayType):
         return F.array().cast(dtype)
@@ -292,7 +291,6 @@ def _zero(dtype: Any) -> Any:
 # --- running ---------------------------------------------------------------------------------------------
 def _run_once(query: _Query, checkpoint: Path) -> None:
     """One batch over the empty input; Spark's transient Python-worker failures are retried from scratch."""
-    from planengine.runtime.executor import TRANSIENT_FAILURES
 
     for attempt in range(1, TRANSIENT_ATTEMPTS + 1):
         shutil.rmtree(checkpoint, ignore_errors=True)

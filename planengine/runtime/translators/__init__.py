@@ -8,6 +8,8 @@ shared sub-plan becomes one DataFrame. An exec node version without a translator
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 from typing import Any
 
@@ -31,8 +33,6 @@ def translator(name: str, *versions: int) -> Callable[[Translator], Translator]:
 
 def load_all() -> None:
     """Import every translator module (registration happens on import)."""
-    import importlib
-    import pkgutil
 
     for info in pkgutil.iter_modules(__path__):
         if not info.name.startswith("_"):

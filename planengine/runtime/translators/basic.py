@@ -9,38 +9,39 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.ir.expressions import CorrelatedRef, FieldAccess
+from planengine.ir.expressions import Call, CorrelatedRef, FieldAccess, FunctionRef, InputRef
 from planengine.ir.types import Kind
+from planengine.runtime.connectors import spark_schema_ddl
 from planengine.runtime.expressions import render_spark_sql
+from planengine.runtime.operators.window_watermark import WATERMARK_COLUMN, with_assigner_watermark
+from planengine.runtime.python_functions import produced_row_type, table_function_udf_name
 from planengine.runtime.stream import RECORD_WATERMARK, ROWKIND, Stream, column_name, hidden_columns
 from planengine.runtime.translators import translator
 
 
 def _expr(e: Any, columns: list[str]) -> Any:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     return F.expr(render_spark_sql(e, columns))
 
 
 def _keep_hidden(stream: Stream) -> list[Any]:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     return [F.col(c) for c in hidden_columns(stream)]
 
 
 @translator("stream-exec-calc", 1)
 def translate_calc(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    from planengine.ir.expressions import InputRef
-
     inp = inputs[0]
     projection, condition, columns = list(node.projection), node.condition, inp.columns
     watermark = _current_watermark_type(node)
     if watermark is not None and _below_assigner_v2(inp):
         # CURRENT_WATERMARK(ts): Flink's value per row (operators/window_watermark.py), as one more input column
-        from planengine.runtime.operators.window_watermark import WATERMARK_COLUMN, with_assigner_watermark
 
         assert inp.facts.watermark is not None  # _below_assigner_v2
         delay, interval = inp.facts.watermark.delay_ms, inp.facts.watermark.interval_ms
@@ -63,8 +64,6 @@ def translate_calc(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
 
 
 def _calls(e: Any) -> Any:
-    from planengine.ir.expressions import Call, FieldAccess
-
     if isinstance(e, Call):
         yield e
         for o in e.operands:
@@ -92,10 +91,6 @@ def _below_assigner_v2(stream: Stream) -> bool:
 
 
 def _replace_current_watermark(e: Any, index: int) -> Any:
-    from dataclasses import replace
-
-    from planengine.ir.expressions import Call, FieldAccess, InputRef
-
     if isinstance(e, Call):
         if e.function.name.upper() == "CURRENT_WATERMARK":
             return InputRef(index, e.type)
@@ -113,7 +108,7 @@ def translate_exchange(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
 
 @translator("stream-exec-drop-update-before", 1)
 def translate_drop_update_before(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     inp = inputs[0]
     if not inp.updating:
@@ -123,7 +118,7 @@ def translate_drop_update_before(node: Any, inputs: list[Stream], ctx: Any) -> S
 
 @translator("stream-exec-union", 1)
 def translate_union(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     updating = any(s.updating for s in inputs)
     record_watermark = any(s.record_watermark for s in inputs)
@@ -152,7 +147,7 @@ def translate_values(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     Written once and never rewritten, so a restored run's file source recognises the file it already read
     and the rows are not produced twice.
     """
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     spark = ctx.spark
     n = len(node.field_names)
@@ -167,7 +162,6 @@ def translate_values(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
             for other in frames[1:]:
                 df = df.unionByName(other)
         else:
-            from planengine.runtime.connectors import spark_schema_ddl
 
             df = spark.createDataFrame([], spark_schema_ddl([column_name(i) for i in range(n)], node.field_types))
         write_once(df.coalesce(1), directory)
@@ -194,15 +188,13 @@ def write_once(df: Any, directory: str) -> None:
 @translator("stream-exec-correlate", 1)
 def translate_correlate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     """``CROSS JOIN UNNEST`` / ``LEFT JOIN UNNEST ... ON TRUE``: explode (or explode_outer for LEFT)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     inp = inputs[0]
     n_in = len(inp.fields)
     invocation = _uncorrelate(node.invocation)
     if getattr(node, "table_function", False):
         # LATERAL TABLE(f(args)): the registered UDF returns the array of produced rows; explode it like UNNEST.
-        from planengine.ir.expressions import Call, FunctionRef
-        from planengine.runtime.python_functions import produced_row_type, table_function_udf_name
 
         invocation = Call(FunctionRef(table_function_udf_name(invocation.function), None, system=True),
                           invocation.operands, produced_row_type(invocation.type))
@@ -241,7 +233,6 @@ def translate_correlate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
 
 def _uncorrelate(expr: Any) -> Any:
     """UNNEST operands reference the outer row through CORRELATED_REF; here that row is the input itself."""
-    from planengine.ir.expressions import InputRef
 
     if isinstance(expr, FieldAccess) and isinstance(expr.expr, CorrelatedRef):
         names = expr.expr.type.field_names()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planengine.runtime.jvm.changelog import jvm_changelog_normalize
 from planengine.runtime.operators.changelog_normalize import changelog_normalize
 from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
@@ -18,7 +19,5 @@ def translate_changelog_normalize(node: Any, inputs: list[Stream], ctx: Any) -> 
 
 @translator("stream-exec-changelog-normalize", 2)
 def translate_changelog_normalize_v2(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    from planengine.runtime.jvm.changelog import jvm_changelog_normalize
-
     (stream,) = inputs
     return jvm_changelog_normalize(stream, node, ctx)

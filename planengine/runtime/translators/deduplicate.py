@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planengine.runtime.jvm.changelog import jvm_deduplicate
 from planengine.runtime.operators.deduplicate import deduplicate
 from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
@@ -18,7 +19,5 @@ def translate_deduplicate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
 
 @translator("stream-exec-deduplicate", 2)
 def translate_deduplicate_v2(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    from planengine.runtime.jvm.changelog import jvm_deduplicate
-
     (stream,) = inputs
     return jvm_deduplicate(stream, node, ctx)

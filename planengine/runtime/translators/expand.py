@@ -19,7 +19,7 @@ _EXPANDED = "_expanded"
 
 @translator("stream-exec-expand", 1)
 def translate_expand(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     inp = inputs[0]
     types = [render_spark_type(t) for t in node.field_types]

@@ -24,6 +24,7 @@ from typing import Any
 
 from planengine.errors import InternalError
 from planengine.plan.strategies import JVM, NATIVE, TRANSFORM_WITH_STATE
+from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
 from planengine.runtime.operators.group_aggregate import group_aggregate
 from planengine.runtime.operators.native_group_aggregate import native_group_aggregate
 from planengine.runtime.stream import Stream
@@ -56,8 +57,6 @@ def translate_group_aggregate_v2(node: Any, inputs: list[Stream], ctx: Any) -> S
 
 @translator("stream-exec-group-aggregate", 3)
 def translate_group_aggregate_v3(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
-
     (stream,) = inputs
     node_id = ctx.node_id(node)
     if node.strategy == NATIVE:

@@ -7,6 +7,7 @@ processing-time timers never go idle, so such a job could never be stopped at an
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from planengine.runtime.operators.window_aggregate import window_aggregate
@@ -27,15 +28,12 @@ def translate_group_window_aggregate(node: Any, inputs: list[Stream], ctx: Any) 
     if spec.kind == "SESSION" and (set(spec.partition_keys or node.grouping) != set(node.grouping)
                                    or stream.record_watermark):
         if not spec.partition_keys:
-            from dataclasses import replace
-
             spec = replace(spec, partition_keys=tuple(node.grouping))  # legacy sessions are per group key
         out = global_session_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types,
                                        ctx.uid(node, "group-window-aggregate"))
     else:
         if spec.kind == "SESSION" and not spec.partition_keys:
             # legacy SESSION group windows are always per group key
-            from dataclasses import replace
 
             spec = replace(spec, partition_keys=tuple(node.grouping))
         out = window_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types, library)

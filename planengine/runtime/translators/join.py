@@ -9,8 +9,10 @@ only an update-mode native aggregate upstream is refused (the executor cuts ther
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from planengine.runtime.jvm.join import jvm_join, refusal
 from planengine.runtime.operators.join import join
 from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
@@ -24,10 +26,6 @@ def translate_join(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
 
 @translator("stream-exec-join", 2)
 def translate_join_v2(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    import logging
-
-    from planengine.runtime.jvm.join import jvm_join, refusal
-
     left, right = inputs
     reason = refusal(node)
     if reason is None:

@@ -21,10 +21,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlglot import exp
+
 from planengine.connectors.base import LookupContext
 from planengine.connectors.restore import restore_table_source
 from planengine.errors import ValidationError
 from planengine.ir.expressions import Literal
+from planengine.runtime.connectors.filesystem_lookup import read_dimension
+from planengine.runtime.connectors.jdbc import JdbcLookupFunction
+from planengine.runtime.expressions import render_spark_expression, render_spark_sql, render_spark_type
+from planengine.runtime.operators.lookup_function import field_name, lookup_udf
 from planengine.runtime.stream import ROWKIND, Stream, column_name
 from planengine.runtime.translators import translator
 from planengine.runtime.translators.source import factory_context
@@ -64,9 +70,7 @@ def translate_lookup_join(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
 
 
 def _spark_row_schema(source: Any) -> Any:
-    from pyspark.sql import types as T
-
-    from planengine.runtime.expressions import render_spark_type
+    from pyspark.sql import types as T  # noqa: PLC0415 — pyspark is an optional extra
 
     physical = source.schema.physical_row_type()
     fields = []
@@ -78,10 +82,6 @@ def _spark_row_schema(source: Any) -> Any:
 
 def _lambda_condition(condition: Any, nl: int, width: int) -> str:
     """The remaining condition over ``probe ++ dimension row`` as a Spark lambda body over ``__d``."""
-    from sqlglot import exp
-
-    from planengine.runtime.expressions import render_spark_expression
-    from planengine.runtime.operators.lookup_function import field_name
 
     placeholders = {f"__lookup_field_{i}": field_name(i) for i in range(width)}
     tree = render_spark_expression(condition, [column_name(i) for i in range(nl)] + list(placeholders))
@@ -95,10 +95,7 @@ def _lambda_condition(condition: Any, nl: int, width: int) -> str:
 
 
 def _jdbc_join(node: Any, inp: Stream, source: Any, provider: Any, ctx: Any, projection: list[int]) -> Any:
-    from pyspark.sql import functions as F
-
-    from planengine.runtime.connectors.jdbc import JdbcLookupFunction
-    from planengine.runtime.operators.lookup_function import field_name, lookup_udf
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     row_schema = _spark_row_schema(source)
     fn = JdbcLookupFunction.for_source(source, provider.key_names, ctx.uid(node, "lookup-join"),
@@ -135,10 +132,7 @@ def _constant(expr: Any) -> Any:
 
 
 def _filesystem_join(node: Any, inp: Stream, source: Any, ctx: Any, projection: list[int]) -> Any:
-    from pyspark.sql import functions as F
-
-    from planengine.runtime.connectors.filesystem_lookup import read_dimension
-    from planengine.runtime.expressions import render_spark_sql
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     nl = len(inp.fields)
     dim = read_dimension(ctx.spark, source)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planengine.runtime.jvm.rank import jvm_rank
 from planengine.runtime.operators.rank import rank
 from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
@@ -18,7 +19,5 @@ def translate_rank(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
 
 @translator("stream-exec-rank", 2)
 def translate_rank_v2(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    from planengine.runtime.jvm.rank import jvm_rank
-
     (stream,) = inputs
     return jvm_rank(stream, node, ctx)

@@ -18,6 +18,7 @@ from planengine.connectors.base import SinkContext
 from planengine.errors import PlanError
 from planengine.runtime.connectors import QueryOptions, get_sink_writer
 from planengine.runtime.expressions import render_spark_type
+from planengine.runtime.jvm.changelog import jvm_upsert_materialize
 from planengine.runtime.stream import ROWKIND, Stream, column_name
 from planengine.runtime.translators import translator
 from planengine.runtime.translators.source import runtime_sink
@@ -43,8 +44,6 @@ def translate_sink(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     writer = get_sink_writer(provider.connector)
     inp = inputs[0]
     if node.upsert_materialize and node.metadata.version >= 2:
-        from planengine.runtime.jvm.changelog import jvm_upsert_materialize
-
         inp = jvm_upsert_materialize(inp, tuple(node.upsert_keys), ctx, node)
     elif node.upsert_materialize:
         inp = _upsert_materialize(inp, node, ctx)
@@ -64,7 +63,7 @@ def table_rows(node: Any, inp: Stream, ctx: Any) -> Stream:
     """The sink's input reshaped to the table's persisted columns ``f0..fn`` (casts, NULLs for columns the
     INSERT does not fill, NOT NULL enforcement), ``_rowkind`` kept on updating input. Works on a streaming
     DataFrame and on one micro-batch alike (a fan-out query writes its sinks per batch)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     # The table as the plan resolved it (not the connector object: not every sink keeps its schema).
     columns = [c for c in node.table.resolved.table.schema.physical_columns]
@@ -84,7 +83,7 @@ def table_rows(node: Any, inp: Stream, ctx: Any) -> Stream:
 
 
 def _enforce_not_null(value: Any, column: Any, ctx: Any, node: Any) -> Any:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     if column.type.nullable:
         return value

@@ -32,7 +32,7 @@ def translate_sort_limit(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     (stream,) = inputs
     if not is_full_sort(node):
         return sort_limit(stream, node, ctx)
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     data = stream.df.withColumn(EOI, F.lit(False)).withColumn(EOI_TIME, F.lit(None).cast("timestamp"))
     control_dir = control_directory(ctx, ctx.uid(node, "end-of-input"))

@@ -36,7 +36,7 @@ def runtime_sink(node: Any, ctx: Any) -> Any:
 
 @translator("stream-exec-table-source-scan", 1)
 def translate_scan(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     source = runtime_source(node, ctx)
     provider = source.scan_runtime_provider(ScanContext(node_id=ctx.node_id(node)))

@@ -27,6 +27,7 @@ import tempfile
 from dataclasses import replace
 from typing import Any
 
+from planengine.connectors.options import parse_duration_ms
 from planengine.errors import ValidationError
 from planengine.ir.expressions import Call, InputRef, Literal
 from planengine.runtime.context import DrainControl
@@ -58,9 +59,7 @@ def watermark_delay_ms(expr: Any, rowtime_field: int) -> int:
 
 @translator("stream-exec-watermark-assigner", 1, 2)
 def translate_watermark(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    from pyspark.sql import functions as F
-
-    from planengine.connectors.options import parse_duration_ms
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     inp = inputs[0]
     delay = watermark_delay_ms(node.watermark, node.rowtime_field)
@@ -85,7 +84,7 @@ def translate_watermark(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
 def with_drainable_watermark(data: Any, rowtime: str, delay: int, ctx: Any, uid: str) -> Any:
     """``data.withWatermark(rowtime, delay)`` that ``--drain`` can move to the end of time: the control stream
     ``<run>/control/<uid>/`` is unioned in below the watermark and its marker filtered out above it."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     data = data.withColumn(EOI, F.lit(False))
     control_dir = control_directory(ctx, uid)
@@ -108,7 +107,7 @@ def control_directory(ctx: Any, uid: str) -> str:
 
 def write_end_of_input(spark: Any, control_dir: str, schema: Any, rowtime: str) -> None:
     """Drop the end-of-input marker into one control directory (atomically: write aside, then rename)."""
-    from pyspark.sql.types import TimestampNTZType
+    from pyspark.sql.types import TimestampNTZType  # noqa: PLC0415 — pyspark is an optional extra
 
     values = []
     for f in schema.fields:

@@ -87,6 +87,27 @@ class ImageSpec:
     files: tuple[tuple[Path, str], ...] = ()
 
 
+def _stand_in_paths(venv: Path, virtual_env: str) -> list[sandbox.Mount]:
+    """Where a stand-in venv still points at this machine, bound read-only at the same paths.
+
+    A real image's venv was built at its VIRTUAL_ENV with the package installed into it. The stand-in was built
+    elsewhere: its console scripts (the ENTRYPOINT ``planengine``) name its build path in their shebang, and its
+    editable install names this checkout in a ``.pth`` file. The overlay root shows those paths, except under a
+    directory the pod mounts over (a checkout under /tmp, behind the pod's emptyDir at /tmp), so they are bound
+    again after the pod's volumes.
+    """
+    built_at = venv.absolute()
+    if str(built_at) == virtual_env:
+        return []
+    sources: list[Path] = []
+    for pth in sorted(built_at.glob("lib/python*/site-packages/*.pth")):
+        for line in pth.read_text().splitlines():
+            path = Path(line.strip())
+            if path.is_absolute() and path.is_dir() and path not in sources:
+                sources.append(path)
+    return [sandbox.Mount(path, str(path), read_only=True) for path in [*sources, built_at]]
+
+
 @dataclasses.dataclass
 class Probe:
     spec: dict[str, Any]
@@ -357,6 +378,7 @@ class Kubelet:
             if source.is_dir():
                 for file in source.rglob("*"):
                     files[f"{mount['mountPath'].rstrip('/')}/{file.relative_to(source)}"] = file
+        mounts += _stand_in_paths(Path(image.venv), self.image.virtual_env)
         env = await self._env(pod, run, container)
         argv = self._argv(container.spec, env)
         if spark_profile.wants_kubernetes(argv):

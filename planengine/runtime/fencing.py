@@ -26,7 +26,6 @@ import json
 import logging
 import os
 import socket
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from planengine.errors import UserError
-from planengine.runtime.storage import utc_now_iso
+from planengine.runtime.storage import atomic_write_text, utc_now_iso
 
 if TYPE_CHECKING:
     from planengine.runtime.storage import JobRoot
@@ -171,19 +170,12 @@ def run_lock(job_root: JobRoot, run_id: str) -> Iterator[RunLock]:
 
 # -- helpers -----------------------------------------------------------------------------------------
 def _create_exclusive(path: Path, text: str) -> bool:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Create ``path`` holding ``text`` unless it exists (race-free: storage links a fully written file)."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.link(tmp, path)
+        atomic_write_text(path, text, overwrite=False)
         return True
     except FileExistsError:
         return False
-    finally:
-        os.unlink(tmp)
 
 
 def _remove_if_unchanged(path: Path, expected_text: str | None) -> bool:

@@ -236,7 +236,11 @@ def test_target_crashing_after_its_first_commit_rolls_back(real_world: World, tm
     world.start_operator()
     first = _start(world, "l", root)
     with world.feeding("l", every=FEED_EVERY):
-        world.apply(world.job_manifest("l", "0.5", storage=root))
+        # The gate counts committed batches over all queries, and the target dies once each of its queries
+        # (the shared fan-out and the channel's consumer) has committed once, i.e. at 2 or 3 batches: with the
+        # world's minBatches (2) the gate could pass first, and the job would restart the target instead of
+        # rolling back (seen on the Kubernetes launcher, whose status polling is slower). Ten cannot be reached.
+        world.apply(world.job_manifest("l", "0.5", storage=root, rollback={"minBatches": 10}))
         status = world.wait_status("l", lambda s: s.get("phase") == "RolledBack", "phase RolledBack", timeout=JVM)
     runs = _runs(world, root, 3)
     assert [r["engine"] for r in runs] == ["0.1", "0.5", "0.1"], runs

@@ -1,7 +1,7 @@
 """Per operator family: the JVM processor vs the Python transformWithState operator, same plan, same input.
 
     python benchmarks/jvm_families.py [--rows 1000000] [--keys 10000] [--rounds 2]
-        [--families aggregate-retract,dedup,normalize,materialize,join,rank] [--pyflink]
+        [--families aggregate-retract,dedup,normalize,materialize,join,rank,over] [--pyflink]
         [--out benchmarks/results/jvm_families.md]
 
 Each family is one statement compiled once by today's engine (its stateful node runs on the JVM: the newest
@@ -19,7 +19,9 @@ files. Families (``--rows`` input rows over ``--keys`` keys, JSON-lines or chang
 * ``join``: the input LEFT JOIN a table of one row per key (``join_2`` vs ``_1``; ``--keys`` right rows, so
   every left row finds its match once the right side is in state);
 * ``rank``: the top 3 per key by value with the row number (``rank_2`` vs ``_1``, append-fast strategy: rows
-  that can no longer rank are dropped).
+  that can no longer rank are dropped);
+* ``over``: ``SUM`` and ``MAX`` over the 10 preceding rows per key by rowtime (``over-aggregate_2`` vs ``_1``;
+  rows carry ``t``, one second per 1000 rows, watermark 1 s behind: every row but the last second's fires).
 
 Timed is ``process_available()`` over the whole input in one SparkSession (no JVM start, no snapshot), the
 variants alternating so both see the same load. Reported: seconds, rows/s, the ratio JVM ÷ TWS and the bytes
@@ -65,6 +67,7 @@ class Family:
     relabel: tuple[str, ...]  # exec node names whose version the tws variant sets to 1
     changelog: bool = False  # the input is changelog-json with an upsert stream per key
     dim: bool = False  # a second input {dim}: one row per key (k, name)
+    event_time: bool = False  # rows carry t (epoch seconds, increasing with the row number) for a rowtime
     flink_conf: tuple[tuple[str, str], ...] = ()  # PyFlink options this family needs
 
     @property
@@ -114,12 +117,22 @@ FAMILIES = {
         "INSERT INTO sink_out SELECT k, v, rn FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) "
         "AS rn FROM src) WHERE rn <= 3",
         ("rank",)),
+    "over": Family(
+        "CREATE TABLE src (k STRING, v BIGINT, t BIGINT, ts AS TO_TIMESTAMP(FROM_UNIXTIME(t)), "
+        "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '{src}', "
+        "'format' = 'json'); CREATE TABLE sink_out (k STRING, v BIGINT, s BIGINT, m BIGINT) "
+        "WITH ('connector' = 'blackhole')",
+        "INSERT INTO sink_out SELECT k, v, "
+        "SUM(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 10 PRECEDING AND CURRENT ROW), "
+        "MAX(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) FROM src",
+        ("over-aggregate",), event_time=True),
 }
 
 
-def write_input(root: Path, rows: int, keys: int, files: int, changelog: bool) -> Path:
+def write_input(root: Path, rows: int, keys: int, files: int, changelog: bool, event_time: bool = False) -> Path:
     """``files`` files of ``rows`` rows over ``keys`` keys (reused when present)."""
-    src = root / f"{'changelog' if changelog else 'json'}-{rows}-{keys}-{files}"
+    kind = "changelog" if changelog else "timed" if event_time else "json"
+    src = root / f"{kind}-{rows}-{keys}-{files}"
     if src.is_dir():
         return src
     tmp = src.with_suffix(".tmp")
@@ -132,6 +145,8 @@ def write_input(root: Path, rows: int, keys: int, files: int, changelog: bool) -
             for i in range(f * per_file, (f + 1) * per_file):
                 key = i % keys
                 row = {"k": f"key{key}", "v": i % 1000}
+                if event_time:
+                    row["t"] = 1_600_000_000 + i // 1000
                 if changelog:
                     row["op"] = "+U" if key in seen else "+I"
                     seen.add(key)
@@ -191,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     emit("|---|---|---|---|---|---|---|")
     for fam_name in args.families.split(","):
         family = FAMILIES[fam_name]
-        src = write_input(work / "input", args.rows, args.keys, args.files, family.changelog)
+        src = write_input(work / "input", args.rows, args.keys, args.files, family.changelog, family.event_time)
         dim = write_dim(work / "input", args.keys) if family.dim else None
         env, candidates = plans(family, src, dim)
         best: dict[str, float] = {}

@@ -217,7 +217,10 @@ class GroupWindowAggregate(ExecNode):
                               None if d.get("timeType") is None else parse_type(d["timeType"]))))
 
 
-@exec_node(_meta("over-aggregate", consumed=(STATE_TTL,), operators=("over-aggregate",)))
+@exec_node(_meta("over-aggregate", consumed=(STATE_TTL,), operators=("over-aggregate",)),
+           # Version 2: same JSON, the JVM processor (runtime/jvm/over_aggregate.py) for rowtime windows whose
+           # calls have JVM accumulators: typed state, new layout; the rest stays on the Python operators.
+           _meta("over-aggregate", 2, consumed=(STATE_TTL,), operators=("over-aggregate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class OverAggregate(ExecNode):
     STATE_NAMES = ("pendingRows", "accumulators")

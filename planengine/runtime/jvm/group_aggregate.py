@@ -26,22 +26,24 @@ JVM_AGGREGATES = strategies.JVM_AGGREGATES
 refusal = strategies.group_aggregate_jvm_refusal
 
 
+def call_spec(call: Any) -> dict[str, Any]:
+    """One aggregate call as the JVM library reads it (``io.planengine.jvm.agg.AggCall.parse``)."""
+    return {
+        "function": str(call.function).upper(),
+        "version": call.version or 1,
+        "args": list(call.args),
+        "filterArg": call.filter_arg,
+        "distinct": bool(call.distinct),
+        "resultType": _spark_type(call.type),
+        "constants": [None if c.value is None else str(c.value) for c in call.constants],
+    }
+
+
 def spec(node: Any, stream: Stream, ctx: Any) -> dict[str, Any]:
     """The JSON spec ``GroupAggregate.apply`` reads (see its Javadoc)."""
-    calls = []
-    for call in node.aggregates:
-        calls.append({
-            "function": str(call.function).upper(),
-            "version": call.version or 1,
-            "args": list(call.args),
-            "filterArg": call.filter_arg,
-            "distinct": bool(call.distinct),
-            "resultType": _spark_type(call.type),
-            "constants": [None if c.value is None else str(c.value) for c in call.constants],
-        })
     return {
         "grouping": list(node.grouping),
-        "aggCalls": calls,
+        "aggCalls": [call_spec(call) for call in node.aggregates],
         "outputTypes": [_spark_type(t) for t in node.field_types],
         "needRetraction": bool(node.need_retraction),
         "inputUpdating": bool(stream.updating),

@@ -19,9 +19,9 @@ def spark_type(t: DataType) -> str:
     return render_spark_type(t)
 
 
-def typed_input(stream: Stream, types: Sequence[DataType]) -> Any:
+def typed_input(stream: Stream, types: Sequence[DataType], extra: Sequence[Any] = ()) -> Any:
     """The stream's DataFrame: ``f0..fn`` cast to the Spark types of ``types`` where they differ, then
-    ``_rowkind`` when the stream is updating."""
+    ``_rowkind`` when the stream is updating, then the ``extra`` columns (computed over the stream's)."""
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
     from pyspark.sql.types import _parse_datatype_string  # noqa: PLC0415 — pyspark is an optional extra
 
@@ -33,4 +33,4 @@ def typed_input(stream: Stream, types: Sequence[DataType]) -> Any:
         columns.append(F.col(f"`{c}`") if have == want else F.col(f"`{c}`").cast(want).alias(c))
     if stream.updating:
         columns.append(F.col(ROWKIND))
-    return df.select(*columns)
+    return df.select(*columns, *extra)

@@ -119,16 +119,8 @@ def over_aggregate(stream: Stream, partition_keys: Sequence[int], order_keys: Se
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
     from pyspark.sql.types import StructField, StructType, _parse_datatype_string  # noqa: PLC0415 — pyspark is an optional extra
 
-    if stream.updating:
-        raise ValidationError("an OVER aggregate over an updating input is not supported (in Flink either)")
-    if not order_keys or not order_keys[0].ascending:
-        raise ValidationError("an OVER window must be ordered by a time attribute ascending")
-    time_col = column_name(order_keys[0].field)
-    if stream.rowtime is None or stream.rowtime != time_col:
-        raise ValidationError("OVER windows ordered by processing time are not supported on this engine",
-                              hint="order by the rowtime attribute (processing-time timers never go idle on Spark)")
+    time_col = rowtime_column(stream, order_keys)
     df = stream.df
-    meta = watermark_metadata(df, time_col)
     n = len(stream.fields)
     # Output names must not clash with the processor's row fields; the Row is positional.
     fields = [StructField(f"_o{i}", f.dataType, True) for i, f in enumerate(df.select(*stream.columns).schema.fields)]
@@ -141,6 +133,30 @@ def over_aggregate(stream: Stream, partition_keys: Sequence[int], order_keys: Se
     key_names = [f"_p{i}" for i in range(len(partition_keys))] or ["_p"]
     processor = _processor_class()(n, frame.mode, frame.lower, aggregates, stream.record_watermark)
     out = run_with_state(data, [F.col(k) for k in key_names], processor, StructType(fields))
-    cols = [F.col(f"_o{i}").alias(column_name(i)) for i in range(n + len(aggregates))]
-    cols[order_keys[0].field] = as_event_time(F.col(f"_o{order_keys[0].field}"), time_col, meta)
+    return over_output(stream, out, "_o", len(aggregates), order_keys[0].field)
+
+
+def rowtime_column(stream: Stream, order_keys: Sequence[Any]) -> str:
+    """The rowtime column an OVER window orders by; refuses what Flink or this engine cannot run."""
+    if stream.updating:
+        raise ValidationError("an OVER aggregate over an updating input is not supported (in Flink either)")
+    if not order_keys or not order_keys[0].ascending:
+        raise ValidationError("an OVER window must be ordered by a time attribute ascending")
+    time_col = column_name(order_keys[0].field)
+    if stream.rowtime is None or stream.rowtime != time_col:
+        raise ValidationError("OVER windows ordered by processing time are not supported on this engine",
+                              hint="order by the rowtime attribute (processing-time timers never go idle on Spark)")
+    return time_col
+
+
+def over_output(stream: Stream, out: Any, prefix: str, n_aggregates: int, order_field: int) -> Stream:
+    """The operator's output (``<prefix>0..``: the input's fields, then the aggregates) as ``f0..``, the order
+    column marked as event time again with the input's watermark delay (the operator's output carries none)."""
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
+
+    time_col = column_name(order_field)
+    meta = watermark_metadata(stream.df, time_col)
+    n = len(stream.fields) + n_aggregates
+    cols = [F.col(f"{prefix}{i}").alias(column_name(i)) for i in range(n)]
+    cols[order_field] = as_event_time(F.col(f"{prefix}{order_field}"), time_col, meta)
     return Stream(out.select(*cols), tuple(column_name(i) for i in range(len(cols))), rowtime=time_col)

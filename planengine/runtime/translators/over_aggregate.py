@@ -1,15 +1,22 @@
 """``stream-exec-over-aggregate``: OVER windows (see operators).
 
-Ordered by a time attribute: ROWS/RANGE frames on transformWithState with event-time timers
-(``operators/over_aggregate.py``). Ordered by any other column: RANGE UNBOUNDED PRECEDING over an append or
-retract stream, emitting updates of the rows that follow (``operators/over_non_time.py``). The choice is the
-order key's type, recorded in the plan; plans before the non-time strategy could not order by other columns.
+Version 1, ordered by a time attribute: ROWS/RANGE frames on the Python transformWithState operator with
+event-time timers (``operators/over_aggregate.py``). Ordered by any other column: RANGE UNBOUNDED PRECEDING
+over an append or retract stream, emitting updates of the rows that follow (``operators/over_non_time.py``).
+The choice is the order key's type, recorded in the plan; plans before the non-time strategy could not order
+by other columns.
+
+Version 2: the rowtime frames on the JVM processor (``runtime/jvm/over_aggregate.py``, typed state), unless
+``refusal`` keeps the node on version 1's operators (a non-time order, a call without a JVM accumulator); the
+choice reads only the plan.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from planengine.runtime.jvm.over_aggregate import jvm_over_aggregate, refusal
 from planengine.runtime.operators.over_aggregate import over_aggregate
 from planengine.runtime.operators.over_non_time import non_time_over_aggregate
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful
@@ -27,4 +34,17 @@ def translate_over_aggregate(node: Any, inputs: list[Stream], ctx: Any) -> Strea
                                       node.field_types, node.field_names, ctx.state_ttl_ms(node))
         return out
     out = over_aggregate(stream, node.partition_keys, node.order_keys, node.frame, node.aggregates)
+    return mark_stateful(out.with_df(out.df, fields=tuple(node.field_names)), stream)
+
+
+@translator("stream-exec-over-aggregate", 2)
+def translate_over_aggregate_v2(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    reason = refusal(node)
+    if reason is not None:
+        logging.getLogger("planengine.runtime").info("node %d (over aggregate): transformWithState (Python): %s",
+                                                     ctx.node_id(node), reason)
+        return translate_over_aggregate(node, inputs, ctx)
+    stream = after_stateful(inputs[0], node, ctx)
+    out = jvm_over_aggregate(stream, node.partition_keys, node.order_keys, node.frame, node.aggregates,
+                             node.inputs[0].field_types, ctx.state_ttl_ms(node))
     return mark_stateful(out.with_df(out.df, fields=tuple(node.field_names)), stream)

@@ -1,4 +1,8 @@
-"""Rowtime OVER aggregates on transformWithState: Flink's over-aggregate-bounded-partitioned-* programs."""
+"""Rowtime OVER aggregates: Flink's over-aggregate-bounded-partitioned-* programs and frame cases.
+
+One case table for both strategies: ``over-aggregate_1`` on the Python TWS operator and ``_2`` on the JVM
+processor (``runtime/jvm/over_aggregate.py``); what only the JVM has (typed state, TTL) is at the end.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,16 @@ from planengine.ir import types as T
 from planengine.ir.aggregates import AggregateCall
 from planengine.ir.sorting import SortKey
 from planengine.ir.windows import OverFrame
-from planengine.runtime.operators.over_aggregate import over_aggregate
+from planengine.runtime.jvm.over_aggregate import jvm_over_aggregate
+from planengine.runtime.operators.over_aggregate import over_aggregate as python_over_aggregate
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+@pytest.fixture(params=["python", "jvm"])
+def over_aggregate(request):
+    """The translation under test: version 1 (Python operator) or version 2 (JVM processor)."""
+    return python_over_aggregate if request.param == "python" else jvm_over_aggregate
 
 FLAKY_IN_FULL_SUITE = ("flaky in the full suite (passes alone): batch/file ordering under a shared "
                        "SparkSession; see the runtime closing note")
@@ -46,7 +59,8 @@ def _row(r):
 
 @pytest.mark.parametrize("frame,expected", [(OverFrame("RANGE", dt.timedelta(seconds=10)), RANGE_10S),
                                             (OverFrame("ROWS", 5), ROWS_5)])
-def test_bounded_partitioned_frames_emit_rows_as_the_watermark_passes(feed, runner, frame, expected):
+def test_bounded_partitioned_frames_emit_rows_as_the_watermark_passes(feed, runner, over_aggregate, frame,
+                                                                       expected):
     f = feed(SCHEMA, rowtime=4)
     out = over_aggregate(f.stream(), (3,), (SortKey(4),), frame, AGGS)
     r = runner(out.df.select("f0", "f6", "f7", "f8"))
@@ -61,7 +75,7 @@ def test_bounded_partitioned_frames_emit_rows_as_the_watermark_passes(feed, runn
     assert r.take() == [(202, *expected[202])]
 
 
-def test_late_rows_are_dropped_and_unbounded_rows_accumulate(feed, runner):
+def test_late_rows_are_dropped_and_unbounded_rows_accumulate(feed, runner, over_aggregate):
     """The second file's batch sees watermark 12 before Spark fired the timers at 10 and 12 (no watermark-only
     batch ran between the files): those fire first, as Flink's watermark preceded row 11, so 11 is late."""
     f = feed(SCHEMA, rowtime=4)
@@ -71,3 +85,62 @@ def test_late_rows_are_dropped_and_unbounded_rows_accumulate(feed, runner):
     f.put([_row((11, 5, 1, "x")), _row((13, 3, 1, "y"))])  # 11 is late: the watermark (12) has passed it
     f.drain()
     assert sorted(r.take()) == [(10, 1, 1), (12, 2, 3), (13, 3, 6)]
+
+
+# One partition, one row per second; value 5, 3, 5, 9, 1, 1 (v is field 1 of SCHEMA).
+SLIDING = [(1, 5, 0, "p"), (2, 3, 0, "p"), (3, 5, 0, "p"), (4, 9, 0, "p"), (5, 1, 0, "p"), (6, 1, 0, "p")]
+
+
+def _call(fn: str, name: str) -> AggregateCall:
+    return AggregateCall(fn, None, (1,), T.BIGINT.with_nullable(False) if fn == "COUNT" else T.BIGINT, name)
+
+
+@pytest.mark.parametrize("calls,frame,expected", [
+    # MIN/MAX leave a sliding frame by retraction (the JVM keeps the frame's value multiset).
+    (("MIN", "MAX", "COUNT", "SUM"), OverFrame("ROWS", 2),
+     [(5, 5, 1, 5), (3, 5, 2, 8), (3, 5, 3, 13), (3, 9, 3, 17), (1, 9, 3, 15), (1, 9, 3, 11)]),
+    # FIRST_VALUE/LAST_VALUE depend on arrival order: the oldest 5, not the newest, leaves at ts 4.
+    (("FIRST_VALUE", "LAST_VALUE"), OverFrame("ROWS", 2), [(5, 5), (5, 3), (5, 5), (3, 9), (5, 1), (9, 1)]),
+    (("MIN", "SUM", "FIRST_VALUE"), OverFrame("RANGE", dt.timedelta(seconds=1)),
+     [(5, 5, 5), (3, 8, 5), (3, 8, 3), (5, 14, 5), (1, 10, 9), (1, 2, 1)]),
+])
+def test_sliding_frames_retract_the_rows_leaving_them(feed, runner, over_aggregate, calls, frame, expected):
+    f = feed(SCHEMA, rowtime=4)
+    aggs = tuple(_call(fn, f"a{i}") for i, fn in enumerate(calls))
+    out = over_aggregate(f.stream(), (3,), (SortKey(4),), frame, aggs)
+    r = runner(out.df.select("f0", *[f"f{6 + i}" for i in range(len(calls))]))
+    f.put([_row(x) for x in SLIDING[:3]])
+    f.put([_row(x) for x in SLIDING[3:]])
+    f.drain()
+    assert sorted(r.take()) == [(x[0], *e) for x, e in zip(SLIDING, expected, strict=True)]
+
+
+def test_jvm_state_is_typed_and_ttl_forgets_the_partition(spark, feed, runner, tmp_path):
+    """``pendingRows`` holds rows waiting for the watermark and ``accumulators`` the last processed time with
+    each call's accumulator, as typed rows readable with the state data source; after state TTL the partition
+    starts over (its unbounded SUM restarts)."""
+    import time
+
+    f = feed(SCHEMA, rowtime=4, delay="2 seconds")
+    aggs = (_call("SUM", "s"),)
+    out = jvm_over_aggregate(f.stream(), (3,), (SortKey(4),), OverFrame("ROWS", None), aggs, ttl_ms=15_000)
+    r = runner(out.df.select("f0", "f6"))
+    f.put([_row((10, 1, 0, "p")), _row((12, 2, 0, "p")), _row((13, 4, 0, "p"))])
+    assert r.take() == [(10, 1)]  # the watermark (13 - 2 s) has passed 10 only
+    r.stop()
+
+    def state(name):
+        return spark.read.format("statestore").option("stateVarName", name).load(str(tmp_path / "ck")).collect()
+
+    (acc,) = state("accumulators")
+    assert acc["key"].asDict() == {"f3": "p"}
+    assert acc["value"]["last"] == 10_000 and acc["value"]["rows"] == []
+    assert acc["value"]["a0"].asDict() == {"sum": 1, "count": 1}
+    (pending,) = state("pendingRows")
+    assert [(e["ts"], e["row"]["f1"]) for e in pending["value"]["rows"]] == [(12_000, 2), (13_000, 4)]
+
+    r = runner(out.df.select("f0", "f6"))
+    time.sleep(16)  # longer than the TTL; short TTLs would expire state between batches on a loaded machine
+    f.put([_row((20, 8, 0, "p"))])
+    f.drain()
+    assert sorted(r.take()) == [(20, 8)]  # 12 and 13 expired with the partition's state; the sum starts over

@@ -6,6 +6,7 @@ import io.planengine.jvm.ops.join.Join;
 import io.planengine.jvm.ops.materialize.UpsertMaterializer;
 import io.planengine.jvm.ops.rank.Rank;
 import io.planengine.jvm.ops.normalize.ChangelogNormalize;
+import io.planengine.jvm.ops.over.OverAggregate;
 import io.planengine.jvm.ops.probe.KeyedRowCount;
 import java.io.IOException;
 import java.io.InputStream;
@@ -59,6 +60,10 @@ public final class Operators {
 
   public static Dataset<Row> rank(Dataset<Row> input, String spec) {
     return Rank.apply(input, spec);
+  }
+
+  public static Dataset<Row> overAggregate(Dataset<Row> input, String spec) {
+    return OverAggregate.apply(input, spec);
   }
 
   public static Dataset<Row> upsertMaterialize(Dataset<Row> input, String spec) {

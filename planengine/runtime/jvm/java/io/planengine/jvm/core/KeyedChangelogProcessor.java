@@ -38,6 +38,8 @@ public abstract class KeyedChangelogProcessor
   private transient int kindIndex;
   /** Wall-clock time of the current call (ms), for state TTL. */
   protected transient long now;
+  /** The current call's timer values (the batch's event-time watermark), for event-time operators. */
+  protected transient TimerValues timerValues;
 
   protected KeyedChangelogProcessor(String specJson, StructType inputSchema, boolean outputKind) {
     this.specJson = specJson;
@@ -56,6 +58,7 @@ public abstract class KeyedChangelogProcessor
   public final scala.collection.Iterator<Row> handleInputRows(
       Row key, scala.collection.Iterator<Row> rows, TimerValues timerValues) {
     now = System.currentTimeMillis();
+    this.timerValues = timerValues;
     process(key, new ChangelogInput(rows, kindIndex), emitter);
     return emitter.drain();
   }
@@ -64,6 +67,7 @@ public abstract class KeyedChangelogProcessor
   public final scala.collection.Iterator<Row> handleExpiredTimer(
       Row key, TimerValues timerValues, ExpiredTimerInfo expiredTimerInfo) {
     now = System.currentTimeMillis();
+    this.timerValues = timerValues;
     onTimer(key, timerValues, expiredTimerInfo.getExpiryTimeInMs(), emitter);
     return emitter.drain();
   }

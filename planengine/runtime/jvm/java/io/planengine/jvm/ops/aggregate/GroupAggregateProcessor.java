@@ -4,6 +4,7 @@ import io.planengine.jvm.agg.AggCall;
 import io.planengine.jvm.agg.Accumulator;
 import io.planengine.jvm.agg.AggregateFunction;
 import io.planengine.jvm.agg.AggregateFunctions;
+import io.planengine.jvm.agg.CallInput;
 import io.planengine.jvm.agg.ValueBag;
 import io.planengine.jvm.core.ChangelogInput;
 import io.planengine.jvm.core.Emitter;
@@ -46,7 +47,6 @@ import org.apache.spark.sql.types.StructType;
  */
 public final class GroupAggregateProcessor extends KeyedChangelogProcessor {
   private static final long serialVersionUID = 1L;
-  private static final Object SKIP = new Object();
 
   private transient Bound[] aggs;
   private transient int keyCount;
@@ -64,41 +64,17 @@ public final class GroupAggregateProcessor extends KeyedChangelogProcessor {
   /** An aggregate with where its argument comes from and its bag slot (-1 = none). */
   static final class Bound {
     final AggregateFunction function;
-    final int[] args;
-    final int filter;
-    final boolean countStar;
+    final CallInput input;
     final int slot;
 
     Bound(AggregateFunction function, int slot) {
-      AggCall call = function.call();
       this.function = function;
-      // LISTAGG's second operand is its separator literal, never a value to aggregate.
-      this.args = call.name.equals("LISTAGG") && call.args.length > 1
-          ? new int[] {call.args[0]} : call.args;
-      this.filter = call.filterArg;
-      this.countStar = call.name.equals("COUNT") && call.args.length == 0;
+      this.input = new CallInput(function.call());
       this.slot = slot;
     }
 
     Object argument(Row row) {
-      if (filter >= 0 && !Boolean.TRUE.equals(row.get(filter))) {
-        return SKIP; // FILTER (WHERE ...): only rows where the condition is TRUE
-      }
-      if (countStar) {
-        return Boolean.TRUE;
-      }
-      if (args.length == 1) {
-        Object v = row.get(args[0]);
-        return v == null ? SKIP : v;
-      }
-      Object[] vs = new Object[args.length];
-      for (int i = 0; i < args.length; i++) {
-        vs[i] = row.get(args[i]);
-        if (vs[i] == null) {
-          return SKIP;
-        }
-      }
-      return RowFactory.create(vs);
+      return input.argument(row);
     }
   }
 
@@ -227,7 +203,7 @@ public final class GroupAggregateProcessor extends KeyedChangelogProcessor {
       Row row = input.row();
       for (int i = 0; i < aggs.length; i++) {
         Object v = aggs[i].argument(row);
-        if (v == SKIP) {
+        if (v == CallInput.SKIP) {
           continue;
         }
         if (accumulate) {

@@ -1,0 +1,47 @@
+package io.planengine.jvm.agg;
+
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+
+/**
+ * What one aggregate call takes from an input row, with Flink's rules: FILTER keeps rows where the condition
+ * is TRUE, {@code COUNT(*)} counts rows, NULL arguments are skipped (a multi-argument call skips a row when any
+ * argument is NULL), LISTAGG's second operand is its separator literal. Shared by every operator that feeds
+ * the library's accumulators, so they skip and combine arguments the same way.
+ */
+public final class CallInput {
+  /** The value {@link #argument} answers when the row does not reach the accumulator. */
+  public static final Object SKIP = new Object();
+
+  private final int[] args;
+  private final int filter;
+  private final boolean countStar;
+
+  public CallInput(AggCall call) {
+    this.args = call.name.equals("LISTAGG") && call.args.length > 1 ? new int[] {call.args[0]} : call.args;
+    this.filter = call.filterArg;
+    this.countStar = call.name.equals("COUNT") && call.args.length == 0;
+  }
+
+  /** The value to accumulate or retract for {@code row}, or {@link #SKIP}. */
+  public Object argument(Row row) {
+    if (filter >= 0 && !Boolean.TRUE.equals(row.get(filter))) {
+      return SKIP;
+    }
+    if (countStar) {
+      return Boolean.TRUE;
+    }
+    if (args.length == 1) {
+      Object v = row.get(args[0]);
+      return v == null ? SKIP : v;
+    }
+    Object[] vs = new Object[args.length];
+    for (int i = 0; i < args.length; i++) {
+      vs[i] = row.get(args[i]);
+      if (vs[i] == null) {
+        return SKIP;
+      }
+    }
+    return RowFactory.create(vs);
+  }
+}

@@ -1,0 +1,429 @@
+package io.planengine.jvm.ops.over;
+
+import io.planengine.jvm.agg.AggCall;
+import io.planengine.jvm.agg.Accumulator;
+import io.planengine.jvm.agg.AggregateFunction;
+import io.planengine.jvm.agg.AggregateFunctions;
+import io.planengine.jvm.agg.CallInput;
+import io.planengine.jvm.core.ChangelogInput;
+import io.planengine.jvm.core.MemoryBag;
+import io.planengine.jvm.core.Emitter;
+import io.planengine.jvm.core.Keyed;
+import io.planengine.jvm.core.KeyedChangelogProcessor;
+import io.planengine.jvm.core.RowKind;
+import io.planengine.jvm.core.Scala;
+import io.planengine.jvm.core.StoredRow;
+import io.planengine.jvm.spec.Spec;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.streaming.StatefulProcessorHandle;
+import org.apache.spark.sql.streaming.TTLConfig;
+import org.apache.spark.sql.streaming.TimeMode;
+import org.apache.spark.sql.streaming.TimerValues;
+import org.apache.spark.sql.streaming.ValueState;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.FloatType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Event-time OVER aggregates (Flink's {@code RowTime{Rows,Range}{Bounded,Unbounded}PrecedingFunction}) on the
+ * JVM, keyed by the partition columns, with the rules of the Python operator ({@code
+ * runtime/operators/over_aggregate.py}) that {@code stream-exec-over-aggregate_1} plans keep.
+ *
+ * <p>Each row waits in {@code pendingRows} until the watermark passes its timestamp (an event-time timer per
+ * timestamp); then the due rows are processed in timestamp order, equal timestamps in arrival order, and each
+ * is emitted with its aggregate values: ROWS frames over the row and the {@code lower} rows before it, RANGE
+ * frames over the rows within {@code [t - lower, t]} (all rows of one timestamp get the same values), or
+ * everything so far when unbounded. A row whose timestamp is not after the last processed one ({@code last},
+ * Flink's {@code lastTriggeringTs}) is late and dropped. A batch first processes what its watermark (that of
+ * the earlier batches) made due, then takes its rows; a row carrying the watermark it met inside its batch
+ * (a per-record watermark assigner upstream) first fires what that watermark made due.
+ *
+ * <p>State per partition:
+ *
+ * <ul>
+ *   <li>{@code pendingRows}: {@code (rows ARRAY<STRUCT<ts BIGINT, row STRUCT<the input's fields>>>, written
+ *       BIGINT)}, by timestamp, arrival order among equal ones;
+ *   <li>{@code accumulators}: {@code (last BIGINT, written BIGINT, rows ARRAY<STRUCT<ts, row>>, a0 STRUCT<..>,
+ *       ...)}: unbounded frames keep each call's accumulator (in the library's layout) and no rows; bounded
+ *       frames keep the rows the frame may still reach and rebuild retracting accumulators from them (value
+ *       multisets in memory), or, when a call depends on arrival order or sums floating point (where retracting
+ *       is not recomputing), recompute each value over the frame as the Python operator does.
+ * </ul>
+ *
+ * <p>Spec: {@code width} (data fields), {@code timeField} (epoch ms, BIGINT), {@code recordWatermarkField}
+ * (optional), {@code partitionKeys}, {@code mode} ({@code ROWS} | {@code RANGE}), {@code lower} (rows, or
+ * ms; absent = unbounded), {@code aggCalls} (as the group aggregate's), {@code stateTtlMs}, {@code
+ * stateNames}. The output is insert-only: the data fields, then one column per call.
+ */
+public final class OverAggregate extends KeyedChangelogProcessor {
+  private static final long serialVersionUID = 1L;
+
+  private transient int width;
+  private transient int timeField;
+  private transient int recordWatermarkField;
+  private transient boolean rowsMode;
+  private transient boolean bounded;
+  private transient long lower;
+  private transient boolean recompute;
+  private transient AggregateFunction[] functions;
+  private transient CallInput[] inputs;
+  private transient long ttlMs;
+  private transient ValueState<Row> pendingState;
+  private transient ValueState<Row> accState;
+
+  private OverAggregate(String spec, StructType input) {
+    super(spec, input, false);
+  }
+
+  public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
+    Spec spec = Spec.parse(specJson);
+    StructType data = dataType(spec, input.schema());
+    List<DataType> types = new ArrayList<>();
+    for (StructField f : data.fields()) {
+      types.add(f.dataType());
+    }
+    for (AggregateFunction f : functions(spec, data)) { // validates the calls on the driver
+      types.add(f.resultType());
+    }
+    return Keyed.by(input, spec.ints("partitionKeys")).transformWithState(
+        new OverAggregate(specJson, input.schema()), TimeMode.EventTime(), OutputMode.Append(),
+        Encoders.row(Keyed.outputSchema(types, false)));
+  }
+
+  /** The first {@code width} input fields: the row as the plan sees it (the time and watermark columns follow). */
+  static StructType dataType(Spec spec, StructType input) {
+    int width = spec.intValue("width", -1);
+    if (width < 0 || width > input.size()) {
+      throw spec.error("width", "must be between 0 and the input's " + input.size() + " fields");
+    }
+    StructType out = new StructType();
+    for (int i = 0; i < width; i++) {
+      out = out.add(input.fields()[i].name(), input.fields()[i].dataType(), true);
+    }
+    return out;
+  }
+
+  private static boolean bounded(Spec spec) {
+    return spec.has("lower");
+  }
+
+  /** Whether a bounded frame recomputes values instead of retracting (arrival order, floating point). */
+  private static boolean needsRecompute(List<AggregateFunction> functions) {
+    for (AggregateFunction f : functions) {
+      AggCall call = f.call();
+      if (call.name.equals("FIRST_VALUE") || call.name.equals("LAST_VALUE")) {
+        return true;
+      }
+      for (DataType t : call.argTypes) {
+        if (t instanceof DoubleType || t instanceof FloatType) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  static List<AggregateFunction> functions(Spec spec, StructType data) {
+    List<AggCall> calls = new ArrayList<>();
+    for (Spec call : spec.list("aggCalls")) {
+      AggCall c = AggCall.parse(call, data);
+      if (c.distinct) {
+        throw call.error("distinct", "DISTINCT has no JVM OVER aggregate (the engine keeps it on Python)");
+      }
+      calls.add(c);
+    }
+    List<AggregateFunction> plain = new ArrayList<>();
+    for (AggCall c : calls) {
+      plain.add(AggregateFunctions.create(c, false));
+    }
+    if (!bounded(spec) || needsRecompute(plain)) {
+      return plain;
+    }
+    List<AggregateFunction> retracting = new ArrayList<>();
+    for (AggCall c : calls) {
+      retracting.add(AggregateFunctions.create(c, true));
+    }
+    return retracting;
+  }
+
+  static StructType entryType(StructType data) {
+    return new StructType().add("ts", DataTypes.LongType, false).add("row", data, false);
+  }
+
+  static StructType pendingType(StructType data) {
+    return new StructType().add("rows", DataTypes.createArrayType(entryType(data), false), false)
+        .add("written", DataTypes.LongType, false);
+  }
+
+  static StructType accumulatorsType(StructType data, List<AggregateFunction> functions, boolean bounded) {
+    StructType t = new StructType().add("last", DataTypes.LongType, false)
+        .add("written", DataTypes.LongType, false)
+        .add("rows", DataTypes.createArrayType(entryType(data), false), false);
+    if (!bounded) {
+      for (int i = 0; i < functions.size(); i++) {
+        t = t.add("a" + i, functions.get(i).accumulatorType(), false);
+      }
+    }
+    return t;
+  }
+
+  @Override
+  protected void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle) {
+    StructType data = dataType(spec, inputSchema);
+    width = data.size();
+    timeField = spec.index("timeField");
+    recordWatermarkField = spec.index("recordWatermarkField");
+    rowsMode = spec.string("mode").equalsIgnoreCase("ROWS");
+    bounded = bounded(spec);
+    lower = bounded ? spec.longValue("lower", 0L) : 0L;
+    List<AggregateFunction> fs = functions(spec, data);
+    recompute = bounded && needsRecompute(fs);
+    functions = fs.toArray(new AggregateFunction[0]);
+    inputs = new CallInput[functions.length];
+    for (int i = 0; i < functions.length; i++) {
+      inputs[i] = new CallInput(functions[i].call());
+    }
+    ttlMs = spec.longValue("stateTtlMs", 0L);
+    List<String> names = spec.strings("stateNames");
+    pendingState = handle.getValueState(names.get(0), Encoders.row(pendingType(data)), TTLConfig.NONE());
+    accState = handle.getValueState(names.get(1), Encoders.row(accumulatorsType(data, fs, bounded)),
+        TTLConfig.NONE());
+  }
+
+  /** One row of the frame's history: its timestamp and fields. */
+  private static final class Entry {
+    final long ts;
+    final Row row;
+
+    Entry(long ts, Row row) {
+      this.ts = ts;
+      this.row = row;
+    }
+  }
+
+  /** One partition's state while a call works on it. */
+  private final class Partition {
+    final TreeMap<Long, List<Row>> pending = new TreeMap<>();
+    final ArrayDeque<Entry> history = new ArrayDeque<>();
+    long last = Long.MIN_VALUE;
+    Accumulator[] accs;
+    boolean hadPending;
+    boolean pendingChanged;
+    boolean accChanged;
+  }
+
+  private Partition load() {
+    Partition p = new Partition();
+    Row pending = pendingState.get();
+    p.hadPending = pending != null;
+    if (pending != null && !expired(ttlMs, pending.getLong(1))) {
+      for (Object o : pending.getList(0)) {
+        Row e = (Row) o;
+        p.pending.computeIfAbsent(e.getLong(0), t -> new ArrayList<>()).add(e.getStruct(1));
+      }
+    }
+    Row acc = accState.get();
+    if (acc != null && expired(ttlMs, acc.getLong(1))) {
+      acc = null;
+    }
+    if (acc != null) {
+      p.last = acc.getLong(0);
+      for (Object o : acc.getList(2)) {
+        Row e = (Row) o;
+        p.history.addLast(new Entry(e.getLong(0), e.getStruct(1)));
+      }
+    }
+    if (!bounded) {
+      p.accs = new Accumulator[functions.length];
+      for (int i = 0; i < functions.length; i++) {
+        p.accs[i] = acc == null ? functions[i].create(null) : functions[i].restore(acc.getStruct(3 + i), null);
+      }
+    } else if (!recompute) {
+      p.accs = fresh(true);
+      for (Entry e : p.history) {
+        accumulate(p.accs, e.row, true);
+      }
+    }
+    return p;
+  }
+
+  private Accumulator[] fresh(boolean withBags) {
+    Accumulator[] accs = new Accumulator[functions.length];
+    for (int i = 0; i < functions.length; i++) {
+      accs[i] = functions[i].create(withBags && functions[i].usesBag() ? new MemoryBag() : null);
+    }
+    return accs;
+  }
+
+  private void accumulate(Accumulator[] accs, Row row, boolean add) {
+    for (int i = 0; i < accs.length; i++) {
+      Object v = inputs[i].argument(row);
+      if (v == CallInput.SKIP) {
+        continue;
+      }
+      if (add) {
+        accs[i].accumulate(v);
+      } else {
+        accs[i].retract(v);
+      }
+    }
+  }
+
+  private void save(Partition p) {
+    if (p.pendingChanged) {
+      if (p.pending.isEmpty()) {
+        if (p.hadPending) {
+          pendingState.clear();
+        }
+      } else {
+        List<Object> entries = new ArrayList<>();
+        for (Map.Entry<Long, List<Row>> e : p.pending.entrySet()) {
+          for (Row r : e.getValue()) {
+            entries.add(RowFactory.create(e.getKey(), r));
+          }
+        }
+        pendingState.update(RowFactory.create(Scala.seq(entries), now));
+      }
+    }
+    if (!p.accChanged) {
+      return;
+    }
+    List<Object> rows = new ArrayList<>(p.history.size());
+    for (Entry e : p.history) {
+      rows.add(RowFactory.create(e.ts, e.row));
+    }
+    Object[] fields = new Object[3 + (bounded ? 0 : functions.length)];
+    fields[0] = p.last;
+    fields[1] = now;
+    fields[2] = Scala.seq(rows);
+    if (!bounded) {
+      for (int i = 0; i < functions.length; i++) {
+        fields[3 + i] = p.accs[i].save();
+      }
+    }
+    accState.update(RowFactory.create(fields));
+  }
+
+  @Override
+  protected void process(Row key, ChangelogInput input, Emitter out) {
+    long watermark = timerValues.getCurrentWatermarkInMs();
+    Partition p = load();
+    fire(p, watermark, out); // the earlier batches' watermark comes before this batch's rows
+    while (input.next()) {
+      Row r = input.row();
+      if (recordWatermarkField >= 0 && !r.isNullAt(recordWatermarkField)) {
+        long met = r.getLong(recordWatermarkField);
+        if (met > watermark && !p.pending.isEmpty() && p.pending.firstKey() <= met) {
+          fire(p, met, out); // the watermark this row met inside its batch fires the rows it passed first
+        }
+      }
+      if (r.isNullAt(timeField)) {
+        continue;
+      }
+      long t = r.getLong(timeField);
+      if (t <= p.last) {
+        continue; // late: its timestamp's rows were already emitted
+      }
+      List<Row> group = p.pending.get(t);
+      if (group == null) {
+        group = new ArrayList<>();
+        p.pending.put(t, group);
+        getHandle().registerTimer(t);
+      }
+      group.add(RowFactory.create(StoredRow.fields(r, width)));
+      p.pendingChanged = true;
+    }
+    fire(p, watermark, out);
+    save(p);
+  }
+
+  @Override
+  protected void onTimer(Row key, TimerValues values, long expiryMs, Emitter out) {
+    Partition p = load();
+    fire(p, Math.max(values.getCurrentWatermarkInMs(), expiryMs), out);
+    save(p);
+  }
+
+  /** Processes every pending timestamp up to {@code watermark}, in order. */
+  private void fire(Partition p, long watermark, Emitter out) {
+    while (!p.pending.isEmpty() && p.pending.firstKey() <= watermark) {
+      Map.Entry<Long, List<Row>> due = p.pending.pollFirstEntry();
+      long t = due.getKey();
+      if (rowsMode) {
+        for (Row row : due.getValue()) {
+          add(p, t, row);
+          while (bounded && p.history.size() > lower + 1) {
+            evict(p);
+          }
+          emit(out, row, values(p));
+        }
+      } else {
+        for (Row row : due.getValue()) {
+          add(p, t, row);
+        }
+        while (bounded && p.history.peekFirst().ts < t - lower) {
+          evict(p);
+        }
+        Object[] values = values(p);
+        for (Row row : due.getValue()) {
+          emit(out, row, values);
+        }
+      }
+      p.last = Math.max(p.last, t); // Flink's lastTriggeringTs
+      p.pendingChanged = true;
+      p.accChanged = true;
+    }
+  }
+
+  private void add(Partition p, long t, Row row) {
+    if (bounded) {
+      p.history.addLast(new Entry(t, row));
+    }
+    if (p.accs != null) {
+      accumulate(p.accs, row, true);
+    }
+  }
+
+  private void evict(Partition p) {
+    Entry e = p.history.pollFirst();
+    if (p.accs != null) {
+      accumulate(p.accs, e.row, false);
+    }
+  }
+
+  private Object[] values(Partition p) {
+    Accumulator[] accs = p.accs;
+    if (recompute) {
+      accs = fresh(false);
+      for (Entry e : p.history) {
+        accumulate(accs, e.row, true);
+      }
+    }
+    Object[] out = new Object[accs.length];
+    for (int i = 0; i < accs.length; i++) {
+      out[i] = accs[i].value();
+    }
+    return out;
+  }
+
+  private void emit(Emitter out, Row row, Object[] values) {
+    Object[] fields = new Object[width + values.length];
+    for (int i = 0; i < width; i++) {
+      fields[i] = row.get(i);
+    }
+    System.arraycopy(values, 0, fields, width, values.length);
+    out.emit(RowKind.INSERT, fields);
+  }
+}

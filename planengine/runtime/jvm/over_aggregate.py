@@ -1,0 +1,88 @@
+"""Event-time OVER aggregates (``stream-exec-over-aggregate`` version 2) on the JVM
+(``io.planengine.jvm.ops.over.OverAggregate``).
+
+The rules are the Python operator's (``runtime/operators/over_aggregate.py``, which version-1 plans keep):
+rows wait for the watermark, are processed in timestamp order, and a row not after the last processed
+timestamp is late. The aggregate calls run through the JVM aggregate library (the group aggregate's
+accumulators), the state is typed (``pendingRows``, ``accumulators``).
+
+``refusal`` says why a node stays on the Python operators; it reads only the plan, so a plan is translated
+the same way by every later engine (frozen for version 2):
+
+* ordered by a non-time column: Flink's non-time RANGE over values (``operators/over_non_time.py``);
+* a call without a JVM accumulator (``LAG``, a Python aggregate function) or with DISTINCT.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from planengine.ir.types import DataType
+from planengine.plan.strategies import JVM_AGGREGATES
+from planengine.runtime.jvm import run_operator
+from planengine.runtime.jvm.group_aggregate import call_spec
+from planengine.runtime.jvm.typed import typed_input
+from planengine.runtime.operators.over_aggregate import over_output, rowtime_column
+from planengine.runtime.operators.window_assign import millis_sql
+from planengine.runtime.operators.window_state import TIME_MS
+from planengine.runtime.stream import RECORD_WATERMARK, Stream
+
+STATE_NAMES = ("pendingRows", "accumulators")
+
+
+def refusal(node: Any) -> str | None:
+    """Why ``node`` runs on a Python operator rather than the JVM, or None. A pure function of the plan."""
+    in_types = node.inputs[0].field_types
+    if node.order_keys and not in_types[node.order_keys[0].field].is_time_attribute:
+        return "ordered by a non-time column (the non-time RANGE operator is Python only)"
+    for call in node.aggregates:
+        if call.user_function is not None:
+            return f"{call}: a Python aggregate function"
+        if call.distinct:
+            return f"{call}: DISTINCT (no value multiset in the JVM OVER operator)"
+        key = (str(call.function).upper(), call.version or 1)
+        if key not in JVM_AGGREGATES:
+            return f"{call}: {key[0]} version {key[1]} has no JVM accumulator"
+    return None
+
+
+def _lower(frame: Any) -> int | None:
+    if isinstance(frame.lower, dt.timedelta):
+        return int(frame.lower / dt.timedelta(milliseconds=1))
+    return None if frame.lower is None else int(frame.lower)
+
+
+def jvm_over_aggregate(stream: Stream, partition_keys: Sequence[int], order_keys: Sequence[Any], frame: Any,
+                       aggregates: Sequence[Any], in_types: Sequence[DataType] | None = None,
+                       ttl_ms: int = 0) -> Stream:
+    """The OVER window on the JVM processor; ``in_types``: the plan's input types (the columns are cast to
+    them, so the accumulators follow the plan), or the stream's own Spark types when None."""
+    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
+
+    time_col = rowtime_column(stream, order_keys)
+    n = len(stream.fields)
+    extra = [F.expr(millis_sql(f"`{time_col}`")).alias(TIME_MS)]
+    if stream.record_watermark:
+        extra.append(F.col(RECORD_WATERMARK).cast("bigint"))
+    if in_types is None:
+        df = stream.df.select(*stream.columns, *extra)
+    else:
+        df = typed_input(stream, in_types, extra)
+    # Event-time marks off: Spark would drop rows behind the watermark before the processor decides (Flink's
+    # lateness here is the last processed timestamp, not the watermark).
+    df = df.select(*[F.col(f"`{c}`").alias(c, metadata={}) for c in df.columns])
+    spec = {
+        "width": n,
+        "timeField": n,
+        "recordWatermarkField": n + 1 if stream.record_watermark else None,
+        "partitionKeys": list(partition_keys),
+        "mode": str(frame.mode).upper(),
+        "lower": _lower(frame),
+        "aggCalls": [call_spec(call) for call in aggregates],
+        "stateTtlMs": int(ttl_ms),
+        "stateNames": list(STATE_NAMES),
+    }
+    out = run_operator(df, "overAggregate", spec)
+    return over_output(stream, out, "f", len(aggregates), order_keys[0].field)

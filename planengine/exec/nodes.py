@@ -119,7 +119,11 @@ WATERMARK_OPTIONS = (O.SOURCE_IDLE_TIMEOUT.key, O.AUTO_WATERMARK_INTERVAL.key)
            # Version 2: per-record watermarks inside a micro-batch (runtime/operators/record_watermark.py) when
            # ``perRecordWatermark`` is set (planner/per_record_watermarks.py: an event-time operator downstream
            # judges lateness per row); version 1 keeps one watermark per micro-batch for its plans.
-           _meta("watermark-assigner", 2, consumed=WATERMARK_OPTIONS, operators=("watermark-assigner",)))
+           _meta("watermark-assigner", 2, consumed=WATERMARK_OPTIONS, operators=("watermark-assigner",)),
+           # Version 3: version 2's JSON; CURRENT_WATERMARK's replay of the assigner below it (a Calc's
+           # transformWithState, runtime/operators/window_watermark.py) keeps its state with the versioned state
+           # codec instead of pickles.
+           _meta("watermark-assigner", 3, consumed=WATERMARK_OPTIONS, operators=("watermark-assigner",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class WatermarkAssigner(ExecNode):
     rowtime_field: int = json_field("rowtimeFieldIndex", INT)
@@ -317,7 +321,11 @@ class Limit(ExecNode):
     limit: int = json_field("limit", INT)
 
 
-@exec_node(_meta("temporal-sort", operators=("temporal-sort",)))
+# Version 2 (temporal-sort, window-join_3, temporal-join_2): same JSON, the Python operator's state kept with the
+# versioned state codec (runtime/operators/_codec.py dump_state: tagged JSON text plus its format number) instead
+# of pickles; the older versions keep their pickled state layout.
+@exec_node(_meta("temporal-sort", operators=("temporal-sort",)),
+           _meta("temporal-sort", 2, operators=("temporal-sort",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class TemporalSort(ExecNode):
     STATE_NAMES = ("bufferedRows",)
@@ -363,7 +371,9 @@ class IntervalJoin(ExecNode):
            # Version 2: same JSON, Flink's strategy on transformWithState (runtime/operators/window_join.py):
            # everything of a window is emitted when the watermark reaches its end, late rows are dropped, all
            # join types incl. anti; version 1 keeps Spark's stream-stream join for its plans.
-           _meta("window-join", 2, operators=("window-join",)))
+           _meta("window-join", 2, operators=("window-join",)),
+           # Version 3: same JSON, version 2's operator with its state kept by the versioned state codec.
+           _meta("window-join", 3, operators=("window-join",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class WindowJoin(ExecNode):
     STATE_NAMES = ("leftWindowRows", "rightWindowRows")
@@ -393,7 +403,9 @@ class LookupJoin(ExecNode):
     projection_on_table: tuple[int, ...] = json_field("projectionOnTemporalTable", INTS, (), omit_empty=True)
 
 
-@exec_node(_meta("temporal-join", consumed=(STATE_TTL,), operators=("temporal-join",)))
+@exec_node(_meta("temporal-join", consumed=(STATE_TTL,), operators=("temporal-join",)),
+           # Version 2: same JSON, its state kept by the versioned state codec (see temporal-sort).
+           _meta("temporal-join", 2, consumed=(STATE_TTL,), operators=("temporal-join",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class TemporalJoin(ExecNode):
     STATE_NAMES = ("leftPending", "rightVersions")

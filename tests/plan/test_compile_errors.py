@@ -28,7 +28,7 @@ UNKNOWN_FUNCTION_STATEMENT = "planner bug: an unknown function's error has a lin
                              "(SourceLocation.statement is None; the rex converter builds the location without it " \
                              "and TableEnvironment.execute_statement only fills in a missing location, not a field)"
 TEMPORAL_JOIN = "planner bug: a temporal join FOR SYSTEM_TIME AS OF a rowtime against a table without a PRIMARY KEY " \
-                "(not a versioned table) compiles into stream-exec-temporal-join_1 instead of failing; Flink says " \
+                "(not a versioned table) compiles into stream-exec-temporal-join_2 instead of failing; Flink says " \
                 "'Temporal Table Join requires primary key in versioned table'"
 
 # name -> (extra DDL, the failing statement, fragments of message + hint, token the location points at or None

@@ -37,7 +37,7 @@ def assigners(statement: str) -> list[dict]:
 ], ids=["window-tvf-aggregate", "group-window", "temporal-sort", "over"])
 def test_event_time_operators_below_stateless_nodes_get_per_record_watermarks(statement: str) -> None:
     (node,) = assigners(statement)
-    assert node["type"] == "stream-exec-watermark-assigner_2"
+    assert node["type"] == "stream-exec-watermark-assigner_3"
     assert node["perRecordWatermark"] is True
     assert node["configuration"]["pipeline.auto-watermark-interval"] == "200 ms"
 

@@ -118,10 +118,10 @@ def test_a_source_read_by_a_window_and_a_filter_is_read_once_and_its_snapshot_ch
     assert Counter(sink_changelog(spark, env, "big", tmp_path / "big")) == Counter(["+I[a, 10]", "+I[b, 20]"])
     if shared:
         manifest = _manifest(tmp_path / "job", snapshot)
-        assert sorted(manifest["queries"]) == ["2_stream-exec-watermark-assigner-2_fan-out",
+        assert sorted(manifest["queries"]) == ["2_stream-exec-watermark-assigner-3_fan-out",
                                                "7_stream-exec-sink-2_sink"]
         # the channel travels inside its producer's checkpoint
-        assert (tmp_path / "job" / "snapshots" / snapshot / "checkpoints" / "2_stream-exec-watermark-assigner-2_fan-out"
+        assert (tmp_path / "job" / "snapshots" / snapshot / "checkpoints" / "2_stream-exec-watermark-assigner-3_fan-out"
                 / "channel" / "_spark_metadata").is_dir()
         report = CheckReport(plan_id=plan.plan_id)
         check_snapshot_state(plan.data, str(tmp_path / "job" / "snapshots" / snapshot), report, spark=spark)

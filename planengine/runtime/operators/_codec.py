@@ -5,6 +5,21 @@ Spark hands ``transformWithStateInPandas`` pandas frames, where a nullable integ
 ``float64`` with ``NaN`` and timestamps as ``pd.Timestamp``; ``frame_rows`` undoes that per Flink type.
 State keeps rows as canonical JSON text (``encode``/``decode``) with tagged Decimal/date/time/bytes values,
 so the state data source shows readable rows and equal rows have equal text (usable as MapState keys).
+
+``dump_state``/``load_state`` are the *versioned state codec* (format ``STATE_FORMAT``) for operators that keep
+whole Python values (buffers of rows, per-window lists, user aggregate accumulators) rather than rows: the same
+tagged canonical JSON, made lossless for what ``encode`` flattens (tuples, ``Row``, sets, maps with non-string
+keys, NaN/±Infinity) so a value comes back as the type it was. It replaces pickles, which tie a snapshot to the
+Python and class internals of the engine that wrote it. The format number is kept with every value
+(``window_state.JsonValue``); a value of an unknown format is refused, never guessed at.
+
+>>> text = dump_state({"last": 5, "rows": [(1, ("a", decimal.Decimal("1.50"), None))], (1, 2): {3}})
+>>> text
+'{"$map":[["last",5],["rows",[{"$t":[1,{"$t":["a",{"$d":"1.50"},null]}]}]],[{"$t":[1,2]},{"$set":[3]}]]}'
+>>> load_state(text) == {"last": 5, "rows": [(1, ("a", decimal.Decimal("1.50"), None))], (1, 2): {3}}
+True
+>>> load_state(dump_state([float("nan")]))[0] != 0
+True
 """
 
 from __future__ import annotations
@@ -65,6 +80,78 @@ def _hook(obj: dict[str, Any]) -> Any:
         if tag is not None:
             return tag(v)
     return obj
+
+
+# --- the versioned state codec (lossless tagged JSON) ------------------------------------------------------
+STATE_FORMAT = 1
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _text_key(tagged: Any) -> str:
+    return json.dumps(tagged, separators=(",", ":"), sort_keys=True)
+
+
+def _tag(v: Any) -> Any:
+    """``v`` as plain JSON data: containers tagged where JSON would lose their type, scalars as ``encode`` does."""
+    if v is None or isinstance(v, bool | str | int):
+        return v
+    if isinstance(v, float):
+        return v if math.isfinite(v) else {"$f": "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")}
+    if isinstance(v, list):
+        return [_tag(x) for x in v]
+    if isinstance(v, tuple):
+        fields = getattr(v, "__fields__", None)  # pyspark.sql.Row with field names (a tuple subclass)
+        if fields is not None:
+            return {"$row": [list(fields), [_tag(x) for x in v]]}
+        return {"$t": [_tag(x) for x in v]}
+    if isinstance(v, dict):
+        plain = all(isinstance(k, str) for k in v) and not (len(v) == 1 and next(iter(v)).startswith("$"))
+        if plain:
+            return {k: _tag(x) for k, x in v.items()}
+        return {"$map": sorted(([_tag(k), _tag(x)] for k, x in v.items()), key=lambda kv: _text_key(kv[0]))}
+    if isinstance(v, set | frozenset):
+        return {"$set" if isinstance(v, set) else "$fset": sorted((_tag(x) for x in v), key=_text_key)}
+    return _default(v)  # Decimal, date/time, timedelta, bytes, numpy scalars; TypeError otherwise
+
+
+def _row(fields_values: list[Any]) -> Any:
+    from pyspark.sql import Row  # noqa: PLC0415 — pyspark is an optional extra (only state holding Rows needs it)
+
+    names, values = fields_values
+    return Row(**dict(zip(names, values, strict=True)))
+
+
+_STATE_TAGS: dict[str, Callable[[Any], Any]] = {
+    **_TAGS,
+    "$t": tuple,
+    "$row": _row,
+    "$map": dict,  # [[key, value], …]
+    "$set": set,
+    "$fset": frozenset,
+    "$f": _NON_FINITE.__getitem__,
+}
+
+
+def _state_hook(obj: dict[str, Any]) -> Any:
+    if len(obj) == 1:
+        (k, v), = obj.items()
+        tag = _STATE_TAGS.get(k)
+        if tag is not None:
+            return tag(v)
+    return obj
+
+
+def dump_state(value: Any) -> str:
+    """Canonical tagged JSON text of ``value`` (format ``STATE_FORMAT``); strict JSON, no NaN tokens.
+
+    Raises ``TypeError`` naming the type for a value the format cannot represent (e.g. an instance of a user
+    class): the caller says which operator or function kept it and what to change."""
+    return json.dumps(_tag(value), separators=(",", ":"), sort_keys=True, allow_nan=False)
+
+
+def load_state(text: str) -> Any:
+    """The value ``dump_state`` wrote, with its Python types (tuples, sets, non-string keys, Decimal, …)."""
+    return json.loads(text, object_hook=_state_hook)
 
 
 def _tuples(v: Any) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 from planengine.errors import ValidationError
 from planengine.runtime.expressions import render_spark_sql
 from planengine.runtime.operators.window_assign import millis_sql
-from planengine.runtime.operators.window_state import TIME_MS, PickledValue, run_with_state
+from planengine.runtime.operators.window_state import TIME_MS, run_with_state, value_state
 from planengine.runtime.stream import ROWKIND, Stream, column_name
 
 LEFT_PENDING = "leftPending"
@@ -28,13 +28,14 @@ def _processor_class() -> type:
     from pyspark.sql.streaming import StatefulProcessor  # noqa: PLC0415 — pyspark is an optional extra
 
     class TemporalJoinProcessor(StatefulProcessor):
-        def __init__(self, n: int, m: int, outer: bool):
-            self.n, self.m, self.outer = n, m, outer
+        def __init__(self, n: int, m: int, outer: bool, json_state: bool = False):
+            self.n, self.m, self.outer, self.json_state = n, m, outer, json_state
 
         def init(self, handle: Any) -> None:
             self.handle = handle
-            self.pending = PickledValue(handle, LEFT_PENDING, list)  # [(t, seq, left row)]
-            self.versions = PickledValue(handle, RIGHT_VERSIONS, list)  # [(t, seq, right row | None)]
+            state = value_state(self.json_state)
+            self.pending = state(handle, LEFT_PENDING, list)  # [(t, seq, left row)]
+            self.versions = state(handle, RIGHT_VERSIONS, list)  # [(t, seq, right row | None)]
 
         def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
             pending, versions = self.pending.get(), self.versions.get()
@@ -95,7 +96,9 @@ def _fields(left: Sequence[Any], right: Sequence[Any]) -> dict[str, Any]:
 
 
 def temporal_join(left: Stream, right: Stream, join_type: str, left_keys: Sequence[int], right_keys: Sequence[int],
-                  left_time: int, right_time: int | None, non_equi_condition: Any = None) -> Stream:
+                  left_time: int, right_time: int | None, non_equi_condition: Any = None,
+                  json_state: bool = False) -> Stream:
+    """``json_state``: keep both state variables with the versioned state codec (version 2), not pickles."""
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
     from pyspark.sql.types import StructField, StructType  # noqa: PLC0415 — pyspark is an optional extra
 
@@ -125,7 +128,7 @@ def temporal_join(left: Stream, right: Stream, join_type: str, left_keys: Sequen
     union = ldf.unionByName(rdf)
     fields = [StructField(f"_o{i}", f.dataType, True) for i, f in enumerate(
         left.df.select(*lcols).schema.fields + right.df.select(*rcols).schema.fields)]
-    processor = _processor_class()(n, m, outer)
+    processor = _processor_class()(n, m, outer, json_state)
     out = run_with_state(union, [F.col(f"_k{i}") for i in range(len(left_keys))], processor, StructType(fields))
     result = out.select(*[F.col(f"_o{i}").alias(column_name(i)) for i in range(n + m)])
     if non_equi_condition is not None:

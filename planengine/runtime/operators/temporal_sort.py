@@ -20,7 +20,7 @@ from typing import Any
 
 from planengine.errors import ValidationError
 from planengine.runtime.operators.window_assign import as_event_time, millis_sql, watermark_metadata
-from planengine.runtime.operators.window_state import TIME_MS, PickledValue, run_with_state
+from planengine.runtime.operators.window_state import TIME_MS, run_with_state, value_state
 from planengine.runtime.stream import RECORD_WATERMARK, Stream, column_name
 
 BUFFERED = "bufferedRows"
@@ -45,12 +45,13 @@ def _processor_class() -> type:
     from pyspark.sql.streaming import StatefulProcessor  # noqa: PLC0415 — pyspark is an optional extra
 
     class SortProcessor(StatefulProcessor):
-        def __init__(self, n: int, keys: Sequence[tuple[int, bool, bool]], per_record: bool = False):
-            self.n, self.keys, self.per_record = n, tuple(keys), per_record
+        def __init__(self, n: int, keys: Sequence[tuple[int, bool, bool]], per_record: bool = False,
+                     json_state: bool = False):
+            self.n, self.keys, self.per_record, self.json_state = n, tuple(keys), per_record, json_state
 
         def init(self, handle: Any) -> None:
             self.handle = handle
-            self.buffer = PickledValue(handle, BUFFERED, lambda: {"last": -(2 ** 63), "rows": []})
+            self.buffer = value_state(self.json_state)(handle, BUFFERED, lambda: {"last": -(2 ** 63), "rows": []})
 
         def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
             wm = timerValues.getCurrentWatermarkInMs()
@@ -89,7 +90,8 @@ def _processor_class() -> type:
     return SortProcessor
 
 
-def temporal_sort(stream: Stream, order_keys: Sequence[Any]) -> Stream:
+def temporal_sort(stream: Stream, order_keys: Sequence[Any], json_state: bool = False) -> Stream:
+    """``json_state``: keep ``bufferedRows`` with the versioned state codec (version 2) instead of pickles."""
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
     from pyspark.sql.types import StructField, StructType  # noqa: PLC0415 — pyspark is an optional extra
 
@@ -104,7 +106,8 @@ def temporal_sort(stream: Stream, order_keys: Sequence[Any]) -> Stream:
                             F.lit(0).alias("_all"), *([F.col(RECORD_WATERMARK)] if stream.record_watermark else []))
     schema = StructType([StructField(f"_o{i}", f.dataType, True)
                          for i, f in enumerate(stream.df.select(*stream.columns).schema.fields)])
-    out = run_with_state(data, [F.col("_all")], _processor_class()(n, keys, stream.record_watermark), schema)
+    out = run_with_state(data, [F.col("_all")], _processor_class()(n, keys, stream.record_watermark, json_state),
+                         schema)
     cols = [F.col(f"_o{i}").alias(column_name(i)) for i in range(n)]
     cols[order_keys[0].field] = as_event_time(F.col(f"_o{order_keys[0].field}"), time_col, meta)
     return Stream(out.select(*cols), stream.fields, rowtime=time_col)

@@ -17,7 +17,7 @@ from planengine.runtime.expressions import render_spark_sql
 from planengine.runtime.operators._pyexpr import compile_condition
 from planengine.runtime.operators.interval_join import equi_condition, prefixed, spark_join_type
 from planengine.runtime.operators.window_assign import as_event_time, millis_sql, watermark_metadata
-from planengine.runtime.operators.window_state import PickledValue, run_with_state
+from planengine.runtime.operators.window_state import run_with_state, value_state
 from planengine.runtime.stream import RECORD_WATERMARK, Stream, column_name
 
 
@@ -66,14 +66,15 @@ def _join_processor_class() -> type:
         """One state key = (join key, window end): both sides' rows until the watermark reaches ``end - 1``."""
 
         def __init__(self, kind: str, n: int, m: int, left_keys: tuple[int, ...], starts: tuple[int, int],
-                     condition: Any, per_record: bool):
+                     condition: Any, per_record: bool, json_state: bool = False):
             self.kind, self.n, self.m, self.left_keys, self.starts = kind, n, m, left_keys, starts
-            self.condition, self.per_record = condition, per_record
+            self.condition, self.per_record, self.json_state = condition, per_record, json_state
 
         def init(self, handle: Any) -> None:
             self.handle = handle
-            self.left = PickledValue(handle, LEFT_STATE, list)
-            self.right = PickledValue(handle, RIGHT_STATE, list)
+            state = value_state(self.json_state)
+            self.left = state(handle, LEFT_STATE, list)
+            self.right = state(handle, RIGHT_STATE, list)
             self.matches = compile_condition(self.condition)
 
         def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
@@ -130,11 +131,12 @@ def _join_processor_class() -> type:
 
 def window_join_at_window_end(left: Stream, right: Stream, join_type: str, left_keys: Sequence[int],
                               right_keys: Sequence[int], left_window: Sequence[int], right_window: Sequence[int],
-                              non_equi_condition: Any = None) -> Stream:
+                              non_equi_condition: Any = None, json_state: bool = False) -> Stream:
     """Flink's window join: each side's rows wait in state per (join key, window end); when the watermark
     reaches ``window_end - 1`` the window's rows are joined once (inner matches, outer padding, semi/anti)
     and the state is cleared. A row arriving after that is late and dropped; below a per-record watermark
-    assigner the watermark a row met inside its micro-batch counts too (each side its own)."""
+    assigner the watermark a row met inside its micro-batch counts too (each side its own). ``json_state``: the
+    rows are kept with the versioned state codec (version 3) instead of pickles (version 2)."""
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
     from pyspark.sql.types import StructField, StructType  # noqa: PLC0415 — pyspark is an optional extra
 
@@ -161,7 +163,7 @@ def window_join_at_window_end(left: Stream, right: Stream, join_type: str, left_
 
     rows = side(left, left_keys, le, 0).unionByName(side(right, right_keys, re, 1))
     processor = _join_processor_class()(kind, n, m, tuple(left_keys), (ls, rs), non_equi_condition,
-                                        left.record_watermark or right.record_watermark)
+                                        left.record_watermark or right.record_watermark, json_state)
     width = n if kind in ("SEMI", "ANTI") else n + m
     types = [left.df.schema[c].dataType for c in left.columns] + [right.df.schema[c].dataType for c in right.columns]
     schema = StructType([StructField(column_name(i), types[i], True) for i in range(width)])

@@ -1,7 +1,9 @@
 """transformWithState plumbing shared by the time-based operators that Spark cannot run natively.
 
 Each operator keeps its state in named value-state variables (the names are the exec node's
-``STATE_NAMES``, part of the plan contract) holding one pickled Python object per grouping key. Event time
+``STATE_NAMES``, part of the plan contract) holding one Python value per grouping key: ``JsonValue`` (the
+versioned state codec of ``_codec.dump_state``, readable with Spark's state data source) for the node versions
+that introduced it, ``PickledValue`` for the older versions, whose snapshots hold pickles and keep them. Event time
 crosses the Python boundary as epoch milliseconds (BIGINT) so no time zone conversion happens in workers;
 the operators convert back with ``timestamp_millis`` in Spark SQL.
 
@@ -16,7 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from planengine.errors import InternalError
 from planengine.functions.spark_types import render_spark_type
+from planengine.runtime.operators._codec import STATE_FORMAT, dump_state, load_state
 from planengine.runtime.stream import Stream
 
 TIME_MS = "_t_ms"
@@ -28,8 +32,43 @@ def blob_schema() -> Any:
     return StructType([StructField("blob", BinaryType(), True)])
 
 
+# The value schema of a JsonValue variable: the codec format each value was written in, then its text.
+JSON_VALUE_SCHEMA = "format INT, json STRING"
+
+
+class JsonValue:
+    """A value-state variable holding one Python value as versioned tagged JSON (``_codec.dump_state``)."""
+
+    def __init__(self, handle: Any, name: str, default: Callable[[], Any]):
+        self.state = handle.getValueState(name, JSON_VALUE_SCHEMA)
+        self.name = name
+        self.default = default
+
+    def get(self) -> Any:
+        if self.state.exists():
+            value = self.state.get()
+            if value is not None and value[1] is not None:
+                if value[0] != STATE_FORMAT:
+                    raise InternalError(
+                        f"state variable {self.name!r} holds a value in state codec format {value[0]}; this engine "
+                        f"reads format {STATE_FORMAT}: restore the snapshot with the engine version that wrote it")
+                return load_state(value[1])
+        return self.default()
+
+    def set(self, value: Any) -> None:
+        self.state.update((STATE_FORMAT, dump_state(value)))
+
+    def clear(self) -> None:
+        self.state.clear()
+
+
+def value_state(json_state: bool) -> type[JsonValue] | type[PickledValue]:
+    """The state variable class of a node version: JSON for the versions that introduced it, else pickles."""
+    return JsonValue if json_state else PickledValue
+
+
 class PickledValue:
-    """A value-state variable holding one pickled Python object."""
+    """A value-state variable holding one pickled Python object (node versions before the state codec)."""
 
     def __init__(self, handle: Any, name: str, default: Callable[[], Any]):
         self.state = handle.getValueState(name, blob_schema())

@@ -18,7 +18,7 @@ import datetime as dt
 from typing import Any
 
 from planengine.runtime.operators.window_assign import as_event_time, watermark_metadata
-from planengine.runtime.operators.window_state import PickledValue, run_with_state
+from planengine.runtime.operators.window_state import run_with_state, value_state
 from planengine.runtime.stream import Stream
 
 WATERMARK_COLUMN = "_current_watermark"
@@ -73,12 +73,13 @@ def _assigner_processor_class() -> type:
         """Replays Flink's ``WatermarkAssignerOperator`` row by row over the stream (one key): the value for a
         row is the watermark emitted before it in this run, NULL until the first one."""
 
-        def __init__(self, columns: list[str], rowtime: str, delay: int, interval: int, run_id: str):
+        def __init__(self, columns: list[str], rowtime: str, delay: int, interval: int, run_id: str,
+                     json_state: bool = False):
             self.columns, self.rowtime, self.delay, self.interval = columns, rowtime, delay, interval
-            self.run_id = run_id
+            self.run_id, self.json_state = run_id, json_state
 
         def init(self, handle: Any) -> None:
-            self.state = PickledValue(handle, ASSIGNER_STATE, dict)
+            self.state = value_state(self.json_state)(handle, ASSIGNER_STATE, dict)
 
         def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
             state = self.state.get()
@@ -105,10 +106,12 @@ def _millis(t: Any) -> int:
     return int((t - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) / dt.timedelta(milliseconds=1))
 
 
-def with_assigner_watermark(stream: Stream, delay: int, interval: int, run_id: str, time_type: str) -> Stream:
+def with_assigner_watermark(stream: Stream, delay: int, interval: int, run_id: str, time_type: str,
+                            json_state: bool = False) -> Stream:
     """``stream`` plus ``_current_watermark``: Flink's CURRENT_WATERMARK for a Calc right below the assigner —
     the watermark the assigner emitted before each row, per run (a restored job starts again from NULL, as
-    Flink's operators do not keep their watermark across a restore)."""
+    Flink's operators do not keep their watermark across a restore). ``json_state``: the replay's state is
+    kept with the versioned state codec (below a watermark-assigner_3), not pickled."""
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
     from pyspark.sql.types import LongType, StructField, StructType  # noqa: PLC0415 — pyspark is an optional extra
 
@@ -117,7 +120,7 @@ def with_assigner_watermark(stream: Stream, delay: int, interval: int, run_id: s
     fields = [StructField(f.name, f.dataType, True) for f in stream.df.schema.fields]
     schema = StructType([*fields, StructField(WATERMARK_COLUMN, LongType(), True)])
     data = stream.df.select("*", F.lit(0).alias("_wm_key"))
-    processor = _assigner_processor_class()(cols, stream.rowtime, delay, interval, run_id)
+    processor = _assigner_processor_class()(cols, stream.rowtime, delay, interval, run_id, json_state)
     out = run_with_state(data, [F.col("_wm_key")], processor, schema)
     out = out.withColumn(WATERMARK_COLUMN, F.expr(f"CAST(timestamp_millis({WATERMARK_COLUMN}) AS {time_type})"))
     if stream.rowtime is not None:

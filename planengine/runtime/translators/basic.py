@@ -46,7 +46,8 @@ def translate_calc(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
         assert inp.facts.watermark is not None  # _below_assigner_v2
         delay, interval = inp.facts.watermark.delay_ms, inp.facts.watermark.interval_ms
         run_id = getattr(ctx.run_dir, "name", "") if ctx is not None else ""
-        inp = with_assigner_watermark(inp, delay, interval, str(run_id), watermark)
+        json_state = inp.facts.watermark.assigner_version >= 3  # version 2 kept the replay's state pickled
+        inp = with_assigner_watermark(inp, delay, interval, str(run_id), watermark, json_state)
         projection = [_replace_current_watermark(e, len(columns)) for e in projection]
         condition = None if condition is None else _replace_current_watermark(condition, len(columns))
         columns = [*columns, WATERMARK_COLUMN]

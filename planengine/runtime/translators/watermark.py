@@ -15,7 +15,8 @@ checkpoint layout.
 Version 2 with ``perRecordWatermark`` also gives every row the watermark it meets inside its micro-batch
 (``operators/record_watermark.py``, the hidden ``_record_wm`` column), computed before ``withWatermark`` so
 the rowtime keeps its event-time mark; version 1 (and version 2 without the flag) has only Spark's watermark
-per micro-batch.
+per micro-batch. Version 3 is version 2; a Calc computing CURRENT_WATERMARK below it keeps the assigner's
+replay state (``emittedWatermark``) with the versioned state codec instead of pickles.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def watermark_delay_ms(expr: Any, rowtime_field: int) -> int:
                           hint="use WATERMARK FOR ts AS ts - INTERVAL '<n>' SECOND (bounded out-of-orderness)")
 
 
-@translator("stream-exec-watermark-assigner", 1, 2)
+@translator("stream-exec-watermark-assigner", 1, 2, 3)
 def translate_watermark(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 

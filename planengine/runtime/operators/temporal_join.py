@@ -28,7 +28,7 @@ def _processor_class() -> type:
     from pyspark.sql.streaming import StatefulProcessor  # noqa: PLC0415 — pyspark is an optional extra
 
     class TemporalJoinProcessor(StatefulProcessor):
-        def __init__(self, n: int, m: int, outer: bool, json_state: bool = False):
+        def __init__(self, n: int, m: int, outer: bool, json_state: bool = True):
             self.n, self.m, self.outer, self.json_state = n, m, outer, json_state
 
         def init(self, handle: Any) -> None:
@@ -97,7 +97,7 @@ def _fields(left: Sequence[Any], right: Sequence[Any]) -> dict[str, Any]:
 
 def temporal_join(left: Stream, right: Stream, join_type: str, left_keys: Sequence[int], right_keys: Sequence[int],
                   left_time: int, right_time: int | None, non_equi_condition: Any = None,
-                  json_state: bool = False) -> Stream:
+                  json_state: bool = True) -> Stream:
     """``json_state``: keep both state variables with the versioned state codec (version 2), not pickles."""
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
     from pyspark.sql.types import StructField, StructType  # noqa: PLC0415 — pyspark is an optional extra

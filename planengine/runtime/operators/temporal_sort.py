@@ -46,7 +46,7 @@ def _processor_class() -> type:
 
     class SortProcessor(StatefulProcessor):
         def __init__(self, n: int, keys: Sequence[tuple[int, bool, bool]], per_record: bool = False,
-                     json_state: bool = False):
+                     json_state: bool = True):
             self.n, self.keys, self.per_record, self.json_state = n, tuple(keys), per_record, json_state
 
         def init(self, handle: Any) -> None:
@@ -90,7 +90,7 @@ def _processor_class() -> type:
     return SortProcessor
 
 
-def temporal_sort(stream: Stream, order_keys: Sequence[Any], json_state: bool = False) -> Stream:
+def temporal_sort(stream: Stream, order_keys: Sequence[Any], json_state: bool = True) -> Stream:
     """``json_state``: keep ``bufferedRows`` with the versioned state codec (version 2) instead of pickles."""
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
     from pyspark.sql.types import StructField, StructType  # noqa: PLC0415 — pyspark is an optional extra

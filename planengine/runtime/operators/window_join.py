@@ -66,7 +66,7 @@ def _join_processor_class() -> type:
         """One state key = (join key, window end): both sides' rows until the watermark reaches ``end - 1``."""
 
         def __init__(self, kind: str, n: int, m: int, left_keys: tuple[int, ...], starts: tuple[int, int],
-                     condition: Any, per_record: bool, json_state: bool = False):
+                     condition: Any, per_record: bool, json_state: bool = True):
             self.kind, self.n, self.m, self.left_keys, self.starts = kind, n, m, left_keys, starts
             self.condition, self.per_record, self.json_state = condition, per_record, json_state
 
@@ -131,7 +131,7 @@ def _join_processor_class() -> type:
 
 def window_join_at_window_end(left: Stream, right: Stream, join_type: str, left_keys: Sequence[int],
                               right_keys: Sequence[int], left_window: Sequence[int], right_window: Sequence[int],
-                              non_equi_condition: Any = None, json_state: bool = False) -> Stream:
+                              non_equi_condition: Any = None, json_state: bool = True) -> Stream:
     """Flink's window join: each side's rows wait in state per (join key, window end); when the watermark
     reaches ``window_end - 1`` the window's rows are joined once (inner matches, outer padding, semi/anti)
     and the state is cleared. A row arriving after that is late and dropped; below a per-record watermark

@@ -74,7 +74,7 @@ def _assigner_processor_class() -> type:
         row is the watermark emitted before it in this run, NULL until the first one."""
 
         def __init__(self, columns: list[str], rowtime: str, delay: int, interval: int, run_id: str,
-                     json_state: bool = False):
+                     json_state: bool = True):
             self.columns, self.rowtime, self.delay, self.interval = columns, rowtime, delay, interval
             self.run_id, self.json_state = run_id, json_state
 
@@ -107,7 +107,7 @@ def _millis(t: Any) -> int:
 
 
 def with_assigner_watermark(stream: Stream, delay: int, interval: int, run_id: str, time_type: str,
-                            json_state: bool = False) -> Stream:
+                            json_state: bool = True) -> Stream:
     """``stream`` plus ``_current_watermark``: Flink's CURRENT_WATERMARK for a Calc right below the assigner —
     the watermark the assigner emitted before each row, per run (a restored job starts again from NULL, as
     Flink's operators do not keep their watermark across a restore). ``json_state``: the replay's state is

@@ -7,7 +7,7 @@
 ...     "  WITH ('connector' = 'blackhole')")
 >>> plan = env.compile_plan_sql("INSERT INTO counts SELECT page, COUNT(*) FROM clicks GROUP BY page")
 >>> [n["type"].removeprefix("stream-exec-") for n in plan.data["nodes"]]
-['table-source-scan_1', 'calc_1', 'exchange_1', 'group-aggregate_3', 'sink_2']
+['table-source-scan_1', 'calc_1', 'exchange_1', 'group-aggregate_4', 'sink_2']
 >>> plan.data["nodes"][3]["changelogMode"]   # a keyed blackhole, like Flink's, needs no UPDATE_BEFORE
 'I,UA'
 """

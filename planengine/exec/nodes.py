@@ -171,7 +171,10 @@ class DropUpdateBefore(ExecNode):
            # Version 3: a new strategy — the JVM processor (runtime/jvm/group_aggregate.py) wherever version 2
            # runs on the Python TWS operator, except Python aggregate functions; native stays native (with the
            # aggregate library's forms). Recorded in "strategy" too (NATIVE | JVM | TRANSFORM_WITH_STATE).
-           _meta("group-aggregate", 3, consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)))
+           _meta("group-aggregate", 3, consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)),
+           # Version 4: version 3's JSON and strategies; on TRANSFORM_WITH_STATE (Python aggregate functions) the
+           # functions' accumulators are kept as the versioned state codec's tagged JSON instead of pickles.
+           _meta("group-aggregate", 4, consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class GroupAggregate(ExecNode):
     STATE_NAMES = ("accumulators", "distinctValues")

@@ -12,6 +12,8 @@ only reads it. A rule here is frozen per node version: changing it means a new n
 native forms); where version 2 records ``TRANSFORM_WITH_STATE`` it records ``JVM`` (the JVM processor) unless a
 call has no JVM accumulator (``group_aggregate_jvm_refusal``: a Python aggregate function), which keeps
 ``TRANSFORM_WITH_STATE``. The JVM accumulator set (``JVM_AGGREGATES``) is frozen for version 3.
+``stream-exec-group-aggregate_4`` decides exactly as version 3; it differs only in how the Python operator keeps a
+Python aggregate function's accumulator (tagged JSON instead of a pickle).
 Plans written before the field existed (the restore corpus, every 0.1 plan) have no ``strategy`` on their
 version-2 nodes: restore fills it with the same rule, which reads only facts those plans record (the node's
 fields, its input's changelog mode, its neighbours), so they keep exactly the strategy they ran with.
@@ -56,11 +58,12 @@ STRATEGIES = (NATIVE, JVM, TRANSFORM_WITH_STATE)
 NODE_STRATEGIES: dict[tuple[str, int], tuple[str, ...]] = {
     ("stream-exec-group-aggregate", 2): (NATIVE, TRANSFORM_WITH_STATE),
     ("stream-exec-group-aggregate", 3): (NATIVE, JVM, TRANSFORM_WITH_STATE),
+    ("stream-exec-group-aggregate", 4): (NATIVE, JVM, TRANSFORM_WITH_STATE),
 }
 
 # (name, version) of the built-in aggregates with a JVM accumulator (io.planengine.jvm.agg.AggregateFunctions).
-# Frozen for stream-exec-group-aggregate_3: adding one changes which plans run on the JVM, so a new entry
-# needs a new node version.
+# Frozen for stream-exec-group-aggregate_3 and _4: adding one changes which plans run on the JVM, so a new
+# entry needs a new node version.
 JVM_AGGREGATES = frozenset((name, 1) for name in (
     "COUNT", "SUM", "SUM0", "$SUM0", "AVG", "MIN", "MAX", "FIRST_VALUE", "LAST_VALUE", "LISTAGG", "COLLECT",
     "STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP", "STDDEV", "VARIANCE", "BOOL_AND", "BOOL_OR"))
@@ -86,10 +89,10 @@ def record_strategies(sinks: list[X.Sink]) -> list[X.Sink]:
     consumers = consumer_map(sinks)
     decided: dict[int, str] = {}
     for node in order:
-        if isinstance(node, X.GroupAggregate) and node.metadata.version in (2, 3) and node.strategy is None:
+        if isinstance(node, X.GroupAggregate) and node.metadata.version >= 2 and node.strategy is None:
             reason = group_aggregate_refusal(node, consumers)
             jvm_reason = "version 2 has no JVM strategy"
-            if node.metadata.version == 3:
+            if node.metadata.version >= 3:
                 jvm_reason = group_aggregate_jvm_refusal(node)
             if reason is None:
                 decided[id(node)], why = NATIVE, "native update-mode aggregation"
@@ -143,7 +146,7 @@ def group_aggregate_refusal(node: X.GroupAggregate, consumers: dict[int, list[Ex
 
 
 def group_aggregate_jvm_refusal(node: X.GroupAggregate) -> str | None:
-    """Why a version-3 ``node`` cannot run on the JVM processor, or None (then it does where not native)."""
+    """Why a version-3 or -4 ``node`` cannot run on the JVM processor, or None (then it does where not native)."""
     for call in node.aggregates:
         if call.user_function is not None:
             return f"{call}: a Python aggregate function"

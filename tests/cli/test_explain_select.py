@@ -24,7 +24,7 @@ def test_explain_select_shows_the_optimized_plan_with_changelog_modes() -> None:
     assert sections == ["== Abstract Syntax Tree ==", "== Optimized Logical Plan ==", "== Physical Execution Plan =="]
     physical = text.split("== Physical Execution Plan ==\n")[1].splitlines()
     assert physical[0].startswith("#5 GroupAggregate(groupBy=[page], select=[COUNT(*) AS EXPR$0]) "
-                                  "[stream-exec-group-aggregate_3], changelogMode=[I,UB,UA], strategy=[JVM]")
+                                  "[stream-exec-group-aggregate_4], changelogMode=[I,UB,UA], strategy=[JVM]")
     assert physical[1].startswith("  #4 Exchange(distribution=[hash[page]])")
     assert physical[-1].startswith("        #1 TableSourceScan(table=[clicks])")
     assert "__preview" not in text and "Sink(" not in text

@@ -47,7 +47,8 @@ def compile_plan(tmp_path: Path, statement: str) -> tuple[TableEnvironment, Any]
 
 
 def strategy(tmp_path: Path, statement: str) -> str:
-    """The strategy compilation recorded in the version-3 node; EXPLAIN shows it, restore keeps it."""
+    """The strategy compilation recorded in the node (version 4 decides as version 3); EXPLAIN shows it, restore
+    keeps it."""
     env, plan = compile_plan(tmp_path, statement)
     (recorded,) = [n.get("strategy") for n in plan.data["nodes"] if n["type"].startswith("stream-exec-group-agg")]
     assert f"strategy=[{recorded}]" in plan.explain()
@@ -57,7 +58,7 @@ def strategy(tmp_path: Path, statement: str) -> str:
     unrecorded["planId"] = serde.compute_plan_id(unrecorded)
     sinks = CompiledPlan(unrecorded, env.plan_session()).restore()  # a plan written before the field
     (node,) = [n for n in B.topological(list(sinks)) if isinstance(n, X.GroupAggregate)]
-    assert node.type_name == "stream-exec-group-aggregate_3" and node.strategy == recorded
+    assert node.type_name == "stream-exec-group-aggregate_4" and node.strategy == recorded
     return recorded
 
 
@@ -146,8 +147,8 @@ def test_version_3_runs_the_jvm_processor_and_version_2_keeps_python(tmp_path: P
     jvm = executed(env, plan, tmp_path / "v3")
     assert "TransformWithState" in jvm and "TransformWithStateInP" not in jvm, jvm
 
-    text = plan.as_json().replace("stream-exec-group-aggregate_3", "stream-exec-group-aggregate_2").replace(
-        "stream-exec-group-aggregate-3_", "stream-exec-group-aggregate-2_").replace(',"strategy":"JVM"', "")
+    text = plan.as_json().replace("stream-exec-group-aggregate_4", "stream-exec-group-aggregate_2").replace(
+        "stream-exec-group-aggregate-4_", "stream-exec-group-aggregate-2_").replace(',"strategy":"JVM"', "")
     data = json.loads(text)  # a version-2 plan: restore records version 2's strategy (TRANSFORM_WITH_STATE)
     data["planId"] = serde.compute_plan_id(data)
     python = executed(env, CompiledPlan(data), tmp_path / "v2")

@@ -53,8 +53,8 @@ def test_a_group_aggregate_read_by_two_sinks_has_one_state_store_in_the_snapshot
     operators = _stateful_operators(_manifest(job_root, result.snapshot_id))
     if shared:
         # one query, the aggregate's: its state is the only state of the job
-        assert list(operators) == ["4_stream-exec-group-aggregate-3_fan-out"]
-        assert len(operators["4_stream-exec-group-aggregate-3_fan-out"]) == 1
+        assert list(operators) == ["4_stream-exec-group-aggregate-4_fan-out"]
+        assert len(operators["4_stream-exec-group-aggregate-4_fan-out"]) == 1
     else:  # what the shared topology replaces: the aggregate twice, once per sink query
         assert sorted(len(ops) for ops in operators.values()) == [1, 1]
     assert materialize(sink_changelog(spark, env, "counts", tmp_path / "counts")) == Counter(["+I[a, 2]", "+I[b, 1]"])

@@ -1,15 +1,21 @@
-"""The versioned state codec (``_codec.dump_state``/``load_state``): lossless, canonical, strict JSON."""
+"""The versioned state codec (``_codec.dump_state``/``load_state``): lossless, canonical, strict JSON; and a
+Python aggregate function's accumulator kept with it (group-aggregate_4) or refused with a clear error."""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import decimal
 import json
 import math
+import pickle
 
 import pytest
 from pyspark.sql import Row
 
+from planengine.errors import ValidationError
+from planengine.ir import types as T
+from planengine.runtime.aggregates.accumulators import UserAggregate
 from planengine.runtime.operators._codec import dump_state, load_state
 
 VALUES = [
@@ -62,3 +68,49 @@ class Accumulator:
 
     def __init__(self) -> None:
         self.total = 0
+
+
+class ObjectAccumulatorSum:
+    result_type = "BIGINT"
+
+    def create_accumulator(self):
+        return Accumulator()
+
+    def accumulate(self, acc, value):
+        acc.total += value
+
+    def get_value(self, acc):
+        return acc.total
+
+
+class DictAccumulatorSum:
+    result_type = "BIGINT"
+
+    def create_accumulator(self):
+        return {"total": decimal.Decimal(0), "seen": set()}
+
+    def accumulate(self, acc, value):
+        acc["total"] += value
+        acc["seen"].add(value)
+
+    def get_value(self, acc):
+        return int(acc["total"]) * 10 + len(acc["seen"])
+
+
+def test_a_python_aggregate_keeps_its_accumulator_as_tagged_json_text_not_a_pickle():
+    agg = UserAggregate(T.BIGINT, T.BIGINT, f"{__name__}.DictAccumulatorSum", "dict_sum", json_state=True)
+    acc = agg.create()
+    for v in (5, 7, 5):
+        acc = agg.accumulate(acc, v, None)
+    assert load_state(acc) == {"total": decimal.Decimal(17), "seen": {5, 7}}
+    assert agg.value(acc) == 172
+    old = UserAggregate(T.BIGINT, T.BIGINT, f"{__name__}.DictAccumulatorSum", "dict_sum")  # versions 1-3
+    assert pickle.loads(base64.b64decode(old.accumulate(old.create(), 5, None)))["total"] == 5
+
+
+def test_an_accumulator_that_is_not_representable_fails_at_once_naming_the_function_and_the_remedy():
+    agg = UserAggregate(T.BIGINT, T.BIGINT, f"{__name__}.ObjectAccumulatorSum", "object_sum", json_state=True)
+    expected = r"aggregate function object_sum .*ObjectAccumulatorSum.*Accumulator"
+    with pytest.raises(ValidationError, match=expected) as e:
+        agg.accumulate(agg.create(), 1, None)
+    assert "JSON-representable" in (e.value.hint or "")

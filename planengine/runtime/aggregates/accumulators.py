@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from planengine.errors import ValidationError
 from planengine.functions import python_udf
 from planengine.ir.types import DataType, Kind
-from planengine.runtime.operators._codec import FLOATING, INTEGRAL, coerce
+from planengine.runtime.operators._codec import FLOATING, INTEGRAL, coerce, dump_state, load_state
 
 
 class ValueBag(Protocol):
@@ -424,13 +424,18 @@ class Distinct(Aggregator):
 class UserAggregate(Aggregator):
     """A Python aggregate function (``create_accumulator``/``accumulate``/``retract``/``get_value``).
 
-    Its accumulator may be any Python object, so state keeps it pickled (base64 text inside the JSON state);
-    the function is loaded lazily in the worker from its Python path."""
+    The accumulator travels as text inside the JSON state: with ``json_state`` (group-aggregate_4 onwards) the
+    versioned state codec's tagged JSON (``_codec.dump_state``), so it must be made of JSON-representable values
+    (lists, tuples, dicts, sets, numbers, strings, Decimal, date/time values, bytes, Rows); before that any
+    Python object, pickled (base64), which older plans' snapshots hold and keep. The function is loaded lazily
+    in the worker from its Python path."""
 
-    def __init__(self, result_type: DataType, arg_type: DataType | None, class_name: str, name: str):
+    def __init__(self, result_type: DataType, arg_type: DataType | None, class_name: str, name: str,
+                 json_state: bool = False):
         super().__init__(result_type, arg_type)
         self.class_name = class_name
         self.name = name
+        self.json_state = json_state
         self._fn: Any = None
 
     @property
@@ -439,13 +444,23 @@ class UserAggregate(Aggregator):
             self._fn = python_udf.load(self.class_name).instance
         return self._fn
 
-    @staticmethod
-    def _load(acc: str) -> Any:
+    def _load(self, acc: str) -> Any:
+        if self.json_state:
+            return load_state(acc)
         return pickle.loads(base64.b64decode(acc))
 
-    @staticmethod
-    def _dump(value: Any) -> str:
-        return base64.b64encode(pickle.dumps(value)).decode("ascii")
+    def _dump(self, value: Any) -> str:
+        if not self.json_state:
+            return base64.b64encode(pickle.dumps(value)).decode("ascii")
+        try:
+            return dump_state(value)
+        except (TypeError, ValueError) as error:
+            raise ValidationError(
+                f"the accumulator of aggregate function {self.name} ({self.class_name}) cannot be kept in operator "
+                f"state: {error}",
+                hint="build the accumulator from JSON-representable values only: lists, tuples, dicts, sets, "
+                     "numbers, strings, Decimal, date/time values, bytes or pyspark Rows (no class instances, "
+                     "functions or open resources)") from None
 
     def create(self) -> Any:
         return self._dump(self.fn.create_accumulator())
@@ -525,10 +540,12 @@ def evaluate_rows(call: Any, rows: Sequence[Sequence[Any]], input_types: Sequenc
     return bound.aggregator.result(acc)
 
 
-def make_aggregator(call: Any, input_types: Sequence[DataType] | None, retraction: bool) -> BoundAggregate:
+def make_aggregator(call: Any, input_types: Sequence[DataType] | None, retraction: bool,
+                    json_user_accumulators: bool = False) -> BoundAggregate:
     """Bind an ``AggregateCall`` (function name, args, distinct, filter, constants) to an accumulator.
 
-    Without ``input_types`` the argument types are taken as unknown (the result type decides arithmetic)."""
+    Without ``input_types`` the argument types are taken as unknown (the result type decides arithmetic).
+    ``json_user_accumulators``: a Python aggregate function's accumulator is kept as tagged JSON, not pickled."""
     name = call.function.upper()
     arg_type = input_types[call.args[0]] if call.args and input_types is not None else None
     t = call.type
@@ -537,7 +554,7 @@ def make_aggregator(call: Any, input_types: Sequence[DataType] | None, retractio
     if user is not None:
         if not user.class_name:
             raise ValidationError(f"aggregate function {call.function} was not resolved to a Python class")
-        agg = UserAggregate(t, arg_type, user.class_name, call.function)
+        agg = UserAggregate(t, arg_type, user.class_name, call.function, json_state=json_user_accumulators)
         return BoundAggregate(agg, tuple(call.args), call.filter_arg, count_star=False)
     if name == "COUNT":
         agg = Count(t, arg_type)

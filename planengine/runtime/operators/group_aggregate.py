@@ -109,7 +109,8 @@ class GroupAggregateProcessor(ChangelogProcessor):
     def __init__(self, *, in_columns: Sequence[str], in_types: Sequence[DataType], in_updating: bool,
                  out_types: Sequence[DataType], grouping: Sequence[int], aggregates: Sequence[Any],
                  need_retraction: bool, generate_update_before: bool, mini_batch: bool, ttl_ms: int = 0,
-                 state_names: Sequence[str] = ("accumulators", "distinctValues")):
+                 state_names: Sequence[str] = ("accumulators", "distinctValues"),
+                 json_user_accumulators: bool = False):
         super().__init__(in_columns, in_types, in_updating, out_types, ttl_ms)
         self.grouping = tuple(grouping)
         self.calls = tuple(aggregates)
@@ -117,10 +118,11 @@ class GroupAggregateProcessor(ChangelogProcessor):
         self.generate_update_before = generate_update_before
         self.mini_batch = mini_batch
         self.state_names = tuple(state_names)
+        self.json_user_accumulators = json_user_accumulators
 
     def open(self, handle: Any) -> None:
-        self.aggs: list[BoundAggregate] = [make_aggregator(c, self.in_types, self.need_retraction)
-                                           for c in self.calls]
+        self.aggs: list[BoundAggregate] = [make_aggregator(c, self.in_types, self.need_retraction,
+                                                           self.json_user_accumulators) for c in self.calls]
         self.acc_state = handle.getValueState(self.state_names[0], ACC_SCHEMA)
         self.bags = _Bags(handle.getMapState(self.state_names[1], BAG_KEY_SCHEMA, BAG_VALUE_SCHEMA))
         self.uses_bags = any(a.aggregator.uses_bag for a in self.aggs)
@@ -194,7 +196,9 @@ class GroupAggregateProcessor(ChangelogProcessor):
 
 
 def group_aggregate(stream: Any, node: Any, ctx: Any) -> Any:
-    """``stream-exec-group-aggregate``: one TWS keyed by the grouping columns (a constant key if none)."""
+    """``stream-exec-group-aggregate``: one TWS keyed by the grouping columns (a constant key if none).
+
+    From version 4 a Python aggregate function's accumulator is kept as tagged JSON instead of a pickle."""
 
     in_types = node.inputs[0].field_types if node.inputs else None
     if in_types is None:
@@ -204,6 +208,7 @@ def group_aggregate(stream: Any, node: Any, ctx: Any) -> Any:
         grouping=node.grouping, aggregates=node.aggregates, need_retraction=node.need_retraction,
         generate_update_before=node.generate_update_before,
         mini_batch=str(ctx.option(node, "table.exec.mini-batch.enabled", "false")).lower() == "true",
-        ttl_ms=ctx.state_ttl_ms(node), state_names=type(node).STATE_NAMES)
+        ttl_ms=ctx.state_ttl_ms(node), state_names=type(node).STATE_NAMES,
+        json_user_accumulators=node.metadata.version >= 4)
     keys = [stream.columns[i] for i in node.grouping]
     return run_keyed(stream, stream.df, keys, processor, node.field_names, node.field_types)

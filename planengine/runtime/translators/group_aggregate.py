@@ -14,7 +14,9 @@ translated the same way by every later engine:
   with the aggregate library's native forms: integer sums wrap like Java's instead of failing on overflow),
   ``JVM`` where version 2 falls back to the TWS operator (the JVM processor, ``runtime/jvm/group_aggregate.py``)
   and ``TRANSFORM_WITH_STATE`` only for calls the JVM has no accumulator for (a Python aggregate function).
-  The JVM accumulator set is frozen for version 3 (``planengine.plan.strategies.JVM_AGGREGATES``).
+  The JVM accumulator set is frozen for version 3 (``planengine.plan.strategies.JVM_AGGREGATES``);
+* version 4 is version 3, except that on ``TRANSFORM_WITH_STATE`` a Python aggregate function's accumulator is
+  kept as the versioned state codec's tagged JSON instead of a pickle (``operators/group_aggregate.py``).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def translate_group_aggregate_v2(node: Any, inputs: list[Stream], ctx: Any) -> S
     raise InternalError(f"node {node_id}: group aggregate version 2 without a strategy (restore records one)")
 
 
-@translator("stream-exec-group-aggregate", 3)
+@translator("stream-exec-group-aggregate", 3, 4)
 def translate_group_aggregate_v3(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     (stream,) = inputs
     node_id = ctx.node_id(node)
@@ -74,4 +76,5 @@ def translate_group_aggregate_v3(node: Any, inputs: list[Stream], ctx: Any) -> S
     if node.strategy == TRANSFORM_WITH_STATE:
         log.info("node %d (group aggregate): transformWithState (Python)", node_id)
         return group_aggregate(stream, node, ctx)
-    raise InternalError(f"node {node_id}: group aggregate version 3 without a strategy (restore records one)")
+    raise InternalError(f"node {node_id}: group aggregate version {node.metadata.version} without a strategy "
+                        "(restore records one)")

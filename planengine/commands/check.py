@@ -1,7 +1,8 @@
 """``planengine check --plan P [--snapshot S] [--json] [--conf KEY=VALUE]...``: can this engine restore the
 plan (and state)?
 
-Exit 0 compatible, 3 needs migration, 4 incompatible; ``--json`` says why. Judged from the plan's JSON, then
+Exit 0 compatible, 3 needs migration, 4 incompatible; ``--json`` says why, and for a compatible plan which
+nodes ``planengine migrate`` would move to the JVM with their state (``stateMoves``). Judged from the plan's JSON, then
 by restoring it as ``run --plan`` would, with the same ``--catalog`` / ``-D`` (``planengine.plan.restorable``:
 e.g. a masked secret no catalog supplies is incompatible), before anything starts. With ``--snapshot`` also
 the snapshot's Spark state layout against the one
@@ -25,6 +26,7 @@ from planengine.commands._env import (
 from planengine.exec.base import lookup, split_type_name
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.restorable import check_restorable
+from planengine.plan.state_moves import available_moves
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -46,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     report = plan.check()
     _check_runtime_support(plan.data, report)
     check_restorable(plan, report)  # with the catalog and options `run --plan` would get
+    if report.exit_code == 0:
+        report.state_moves = [m.describe() for m in available_moves(plan.data)]
     if args.snapshot:
         try:
             from planengine.runtime.state_check import check_snapshot_state  # noqa: PLC0415 — optional: the Spark runtime may not be installed where plans are checked

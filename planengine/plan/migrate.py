@@ -21,7 +21,7 @@ from planengine.exec import base as B
 from planengine.plan.migrations import migration_step
 from planengine.plan.restore import INCOMPATIBLE, check_plan
 from planengine.plan.serde import compute_plan_id
-from planengine.plan.state_moves import apply_state_move, restored_strategies, state_move
+from planengine.plan.state_moves import apply_state_move, kept_reason, restored_strategies, state_move
 from planengine.version import ENGINE_VERSION
 
 log = logging.getLogger("planengine.migrate")
@@ -75,6 +75,12 @@ def migrate_plan(plan: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                                     "or output")
             message = (f"{move.describe()}: the state moves from the Python operator to the JVM processor when "
                        "the migrated plan first starts from a snapshot of the old one (uids kept)")
+            log.info(message)
+            decisions.append(message)
+        reason = kept_reason(node, strategies.get(int(node["id"])))
+        if reason is not None:
+            message = (f"node {node['id']}: {name} version {version} kept on the Python operator with its state: "
+                       f"{reason}")
             log.info(message)
             decisions.append(message)
         if not decisions or not decisions[-1].startswith(f"node {node['id']}:"):

@@ -31,6 +31,9 @@ class CheckReport:
     reasons: list[dict[str, Any]] = field(default_factory=list)
     plan_id: str | None = None
     plan_engine_version: str | None = None
+    # What ``planengine migrate`` would move to the JVM with its state (``plan.state_moves``), so an upgrade
+    # can carry the move out (the operator's ``spec.upgrade.migrateOperators: Auto``); no effect on the verdict.
+    state_moves: list[str] = field(default_factory=list)
 
     def add(self, status: str, message: str, *, node: int | None = None, hint: str | None = None) -> None:
         rank = {COMPATIBLE: 0, NEEDS_MIGRATION: 1, INCOMPATIBLE: 2}
@@ -49,7 +52,8 @@ class CheckReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "exitCode": self.exit_code, "engineVersion": ENGINE_VERSION,
-                "planEngineVersion": self.plan_engine_version, "planId": self.plan_id, "reasons": self.reasons}
+                "planEngineVersion": self.plan_engine_version, "planId": self.plan_id, "reasons": self.reasons,
+                "stateMoves": self.state_moves}
 
     def summary(self) -> str:
         lines = [f"plan {self.plan_id or '?'}: {self.status}"]

@@ -6,11 +6,17 @@ version runs the same node on another operator whose state has another layout, s
 'old'`` / ``planengine migrate`` rewrite the node and the runtime converts the state when the migrated plan
 first starts from a snapshot of the old one (``planengine.runtime.jvm.state_move``).
 
-Today's moves (issue 9): ``stream-exec-group-aggregate`` versions 1 and 2 on the Python ``transformWithState``
-operator (version 1 always, version 2 with ``"strategy": "TRANSFORM_WITH_STATE"``) -> version 3 on the JVM
-processor (``"strategy": "JVM"``), when every call has a JVM accumulator. Pure functions on the plan's JSON:
-the node keeps its id, uids, state names, output type and changelog mode (``migrate._invariants``), so its
-consumers and its query are untouched.
+Today's moves (issue 9), each from the Python ``transformWithState`` operator to the JVM processor:
+
+* ``stream-exec-group-aggregate`` versions 1 and 2 (version 1 always, version 2 with ``"strategy":
+  "TRANSFORM_WITH_STATE"``) -> version 3 (``"strategy": "JVM"``), when every call has a JVM accumulator;
+* ``stream-exec-deduplicate``, ``-changelog-normalize``, ``-rank`` and ``-join`` version 1 -> 2 (a join only
+  without a non-equi condition: version 2 runs such a join on the Python operator too), and
+  ``stream-exec-sink`` version 1 -> 2 when it materializes upserts (``requireUpsertMaterialize``).
+
+Pure functions on the plan's JSON: the node keeps its id, uids, state names, output type and changelog mode
+(``migrate._invariants``), so its consumers and its query are untouched. A node with a move registered for its
+version that cannot take it says why (``kept_reason``), so a migration never drops state silently.
 
 >>> node = {"id": 3, "type": "stream-exec-group-aggregate_1", "state": [{"name": "accumulators"}],
 ...         "aggCalls": [{"function": "COUNT", "version": 1}]}
@@ -19,6 +25,10 @@ consumers and its query are untouched.
 'node 3: stream-exec-group-aggregate version 1 (TRANSFORM_WITH_STATE) -> 3 (JVM), state accumulators'
 >>> apply_state_move(node)["type"], node["strategy"]
 ('stream-exec-group-aggregate_3', 'JVM')
+>>> join = {"id": 4, "type": "stream-exec-join_1", "state": [{"name": "leftRows"}, {"name": "rightRows"}],
+...         "nonEquiCondition": {"kind": "CALL"}}
+>>> state_move(join) is None, kept_reason(join)
+(True, 'a non-equi join condition (the JVM join evaluates no expressions)')
 """
 
 from __future__ import annotations
@@ -31,11 +41,19 @@ from planengine.plan import serde
 from planengine.plan.strategies import JVM, JVM_AGGREGATES, TRANSFORM_WITH_STATE, record_strategies
 
 GROUP_AGGREGATE = "stream-exec-group-aggregate"
-# (name, version) -> (target version, target strategy) for nodes running on the Python TWS operator.
-_MOVES: dict[tuple[str, int], tuple[int, str]] = {
-    (GROUP_AGGREGATE, 1): (3, JVM),
-    (GROUP_AGGREGATE, 2): (3, JVM),
+# (name, version) -> target version, for nodes running on the Python TWS operator. Only the group aggregate
+# records its strategy in the plan (versions 2 and 3 have several); the others' target versions always run on
+# the JVM processor.
+_MOVES: dict[tuple[str, int], int] = {
+    (GROUP_AGGREGATE, 1): 3,
+    (GROUP_AGGREGATE, 2): 3,
+    ("stream-exec-deduplicate", 1): 2,
+    ("stream-exec-changelog-normalize", 1): 2,
+    ("stream-exec-rank", 1): 2,
+    ("stream-exec-join", 1): 2,
+    ("stream-exec-sink", 1): 2,
 }
+_RECORDS_STRATEGY = frozenset({GROUP_AGGREGATE})
 # Spark's operator names: what the snapshot's checkpoint holds before the move, and after it.
 PYTHON_OPERATOR = "transformWithStateInPandasExec"
 JVM_OPERATOR = "transformWithStateExec"
@@ -63,22 +81,49 @@ def _strategy(node: dict[str, Any], version: int) -> str | None:
     return TRANSFORM_WITH_STATE if version == 1 else node.get("strategy")
 
 
-def state_move(node: dict[str, Any], strategy: str | None = None) -> StateMove | None:
-    """The move ``node`` (plan JSON) takes, or None: not a Python TWS node with a registered move, or a call
-    the JVM has no accumulator for (a Python aggregate function keeps the node where it is). ``strategy`` is
-    the one restore gives a node whose plan predates recorded strategies (``restored_strategies``)."""
+def _candidate(node: dict[str, Any], strategy: str | None) -> tuple[str, int, int] | None:
+    """``(name, version, target version)`` when ``node`` runs on the Python TWS operator and a move is
+    registered for its version; None otherwise (nothing to move)."""
     try:
         name, version = B.split_type_name(str(node.get("type")))
     except ValueError:
         return None
     target = _MOVES.get((name, version))
-    if target is None or (_strategy(node, version) or strategy) != TRANSFORM_WITH_STATE:
+    if target is None:
         return None
-    for call in node.get("aggCalls", []):
-        function = call.get("function")
-        if not isinstance(function, str) or (function.upper(), call.get("version") or 1) not in JVM_AGGREGATES:
-            return None
-    return StateMove(int(node["id"]), name, version, target[0], TRANSFORM_WITH_STATE, target[1],
+    if name == GROUP_AGGREGATE and (_strategy(node, version) or strategy) != TRANSFORM_WITH_STATE:
+        return None  # native: no Python operator, nothing to move
+    if name == "stream-exec-sink" and not node.get("requireUpsertMaterialize"):
+        return None  # no upsert materializer: the sink keeps no state
+    return name, version, target
+
+
+def kept_reason(node: dict[str, Any], strategy: str | None = None) -> str | None:
+    """Why a node on the Python operator with a registered move keeps its version (and its state where it
+    is), or None when it moves or has nothing to move. A pure function of the node's JSON."""
+    found = _candidate(node, strategy)
+    if found is None:
+        return None
+    if found[0] == GROUP_AGGREGATE:
+        for call in node.get("aggCalls", []):
+            function = call.get("function")
+            if not isinstance(function, str) or (function.upper(), call.get("version") or 1) not in JVM_AGGREGATES:
+                shown = function if isinstance(function, str) else (function or {}).get("identifier", function)
+                return f"aggregate function {shown} has no JVM accumulator"
+    if found[0] == "stream-exec-join" and node.get("nonEquiCondition") is not None:
+        return "a non-equi join condition (the JVM join evaluates no expressions)"
+    return None
+
+
+def state_move(node: dict[str, Any], strategy: str | None = None) -> StateMove | None:
+    """The move ``node`` (plan JSON) takes, or None: not a Python TWS node with a registered move, or one
+    that cannot take it (``kept_reason``). ``strategy`` is the one restore gives a node whose plan predates
+    recorded strategies (``restored_strategies``)."""
+    found = _candidate(node, strategy)
+    if found is None or kept_reason(node, strategy) is not None:
+        return None
+    name, version, target = found
+    return StateMove(int(node["id"]), name, version, target, TRANSFORM_WITH_STATE, JVM,
                      tuple(str(s.get("name")) for s in node.get("state", [])))
 
 
@@ -99,7 +144,8 @@ def apply_state_move(node: dict[str, Any], strategy: str | None = None) -> dict[
     if move is None:
         raise ValueError(f"node {node.get('id')} has no state move")
     node["type"] = f"{move.name}_{move.to_version}"
-    node["strategy"] = move.to_strategy
+    if move.name in _RECORDS_STRATEGY:
+        node["strategy"] = move.to_strategy
     return node
 
 
@@ -108,6 +154,15 @@ def moved_between(old: dict[str, Any], new: dict[str, Any], strategy: str | None
     move = state_move(old, strategy)
     if move is None or old.get("id") != new.get("id") or old.get("state") != new.get("state"):
         return None
-    if new.get("type") != f"{move.name}_{move.to_version}" or new.get("strategy") != move.to_strategy:
+    if new.get("type") != f"{move.name}_{move.to_version}":
+        return None
+    if move.name in _RECORDS_STRATEGY and new.get("strategy") != move.to_strategy:
         return None
     return move
+
+
+def available_moves(plan: dict[str, Any]) -> list[StateMove]:
+    """The moves ``planengine migrate`` would apply to ``plan`` (a readable plan's JSON), in node order."""
+    strategies = restored_strategies(plan)
+    moves = (state_move(n, strategies.get(int(n["id"]))) for n in plan.get("nodes", []))
+    return [m for m in moves if m is not None]

@@ -35,7 +35,7 @@ runs one query per sink. Old engines refuse format 2 instead of silently running
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planengine.errors import PlanError
@@ -56,6 +56,9 @@ class Dag:
     types: Mapping[int, str]  # node id -> "<name>_<version>"
     batch_capable: frozenset[int] = frozenset()  # nodes a fan-out may evaluate per micro-batch (compile only)
     consumers: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    # node id -> the plan's recorded operator uids: a node moved to a newer version keeps the uids its state
+    # was written under (runtime.context.uid does the same), so its query keeps its checkpoint.
+    uids: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
 
     @staticmethod
     def of(order: Sequence[int], inputs: Mapping[int, Sequence[int]], types: Mapping[int, str],
@@ -73,7 +76,9 @@ class Dag:
         inputs: dict[int, list[int]] = {}
         for e in plan.get("edges", []):
             inputs.setdefault(int(e["target"]), []).append(int(e["source"]))
-        return Dag.of(order, inputs, {int(n["id"]): str(n["type"]) for n in plan.get("nodes", [])})
+        dag = Dag.of(order, inputs, {int(n["id"]): str(n["type"]) for n in plan.get("nodes", [])})
+        uids = {int(n["id"]): tuple(str(u) for u in n.get("uids") or ()) for n in plan.get("nodes", [])}
+        return replace(dag, uids=uids)
 
     def name(self, node: int) -> str:
         return self.types[node].rsplit("_", 1)[0]
@@ -85,6 +90,9 @@ class Dag:
         return [n for n in self.order if not self.consumers[n]]
 
     def operator_uid(self, node: int, operator: str) -> str:
+        for recorded in self.uids.get(node, ()):
+            if recorded.endswith(f"_{operator}"):
+                return recorded
         name, version = self.types[node].rsplit("_", 1)
         return f"{node}_{name}-{version}_{operator}"
 

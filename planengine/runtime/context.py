@@ -43,9 +43,9 @@ class TranslationContext:
     job_root: Path | None = None
     # Filled by translators while translating; the executor writes their end-of-input markers on ``--drain``.
     drain_controls: list[DrainControl] = field(default_factory=list)
-    # Filled by the JVM group aggregate: (node, input stream) of nodes a plan migration may have moved from the
+    # Filled by the JVM translators (runtime/jvm/movable.py): operators a plan migration may have moved from the
     # Python operator; the executor converts their state before the queries start (runtime/jvm/state_move.py).
-    state_move_candidates: list[tuple[Any, Stream]] = field(default_factory=list)
+    state_move_candidates: list[Any] = field(default_factory=list)
 
     @property
     def inputs_root(self) -> Path:

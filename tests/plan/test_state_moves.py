@@ -1,4 +1,4 @@
-"""State moves in plan migration: Python transformWithState group aggregates move to the JVM version.
+"""State moves in plan migration: nodes on the Python transformWithState operator move to their JVM versions.
 
 Pure JSON, no Spark: which nodes ``migrate_plan`` moves and which it keeps, and that the invariants hold (the
 end-to-end move of the state is ``tests/runtime/test_state_move.py``).
@@ -11,9 +11,11 @@ import json
 from pathlib import Path
 
 from planengine.plan.migrate import migrate_plan
-from planengine.plan.state_moves import moved_between, state_move
+from planengine.plan.state_moves import kept_reason, moved_between, state_move
+from planengine.plan.topology import Dag, legacy_topology
 
-CORPUS_V2 = Path(__file__).parents[1] / "restore_corpus" / "corpus" / "0.1" / "group_aggregate_v2" / "plan.json"
+CORPUS = Path(__file__).parents[1] / "restore_corpus" / "corpus" / "0.1"
+CORPUS_V2 = CORPUS / "group_aggregate_v2" / "plan.json"
 
 
 def _nodes(plan: dict) -> dict[int, dict]:
@@ -46,4 +48,47 @@ def test_nodes_without_a_jvm_form_stay_where_they_are() -> None:
     native = {**node, "strategy": "NATIVE"}
     assert state_move(native) is None
     assert state_move({**node, "type": "stream-exec-group-aggregate_3", "strategy": "TRANSFORM_WITH_STATE"}) is None
-    assert state_move({**node, "type": "stream-exec-deduplicate_1"}) is None
+    assert state_move({**node, "type": "stream-exec-deduplicate_2"}) is None  # already on the JVM
+    assert state_move({**node, "type": "stream-exec-window-rank_1"}) is None  # no JVM version
+
+
+def test_rows_keeping_python_nodes_move_to_their_jvm_versions_without_a_strategy() -> None:
+    old = json.loads((CORPUS / "rank_deduplicate" / "plan.json").read_text(encoding="utf-8"))
+    new, decisions = migrate_plan(old)
+    before, after = _nodes(old), _nodes(new)
+    assert {i: after[i]["type"] for i in (4, 8, 12)} == {
+        4: "stream-exec-rank_2", 8: "stream-exec-deduplicate_2", 12: "stream-exec-deduplicate_2"}
+    for i in (4, 8, 12):
+        assert "strategy" not in after[i]  # only the group aggregate records one
+        assert after[i]["uids"] == before[i]["uids"] and after[i]["state"] == before[i]["state"]
+        assert moved_between(before[i], after[i]) is not None
+    assert "node 4: stream-exec-rank version 1 (TRANSFORM_WITH_STATE) -> 2 (JVM), state rankedRows: the state moves " \
+           "from the Python operator to the JVM processor when the migrated plan first starts from a snapshot of " \
+           "the old one (uids kept)" in decisions
+    assert migrate_plan(new)[0] == new
+
+
+def test_a_node_that_cannot_move_keeps_its_version_and_says_why() -> None:
+    old = json.loads((CORPUS / "joins" / "plan.json").read_text(encoding="utf-8"))
+    new, decisions = migrate_plan(old)
+    assert _nodes(new)[5]["type"] == "stream-exec-join_1"
+    assert ("node 5: stream-exec-join version 1 kept on the Python operator with its state: a non-equi join "
+            "condition (the JVM join evaluates no expressions)") in decisions
+    assert kept_reason(_nodes(old)[5]) is not None and state_move(_nodes(old)[5]) is None
+
+
+def test_a_sink_moves_only_with_an_upsert_materializer() -> None:
+    sink = {"id": 6, "type": "stream-exec-sink_1", "state": [{"name": "materializedRows"}],
+            "requireUpsertMaterialize": True}
+    assert state_move(sink) is not None and state_move(sink).to_version == 2
+    assert state_move({**sink, "requireUpsertMaterialize": False, "state": []}) is None
+
+
+def test_a_legacy_plans_query_keeps_the_uid_of_a_moved_sink() -> None:
+    """Plans without recorded queries name each sink's query after the sink's uid: the recorded one, so a sink
+    moved to version 2 keeps the checkpoint its state was written in."""
+    plan = {"nodes": [{"id": 1, "type": "stream-exec-values_1"},
+                      {"id": 2, "type": "stream-exec-sink_2", "uids": ["2_stream-exec-sink-1_sink",
+                                                                       "2_stream-exec-sink-1_upsert-materializer"]}],
+            "edges": [{"source": 1, "target": 2}]}
+    assert legacy_topology(Dag.from_plan(plan)).queries[0].uid == "2_stream-exec-sink-1_sink"

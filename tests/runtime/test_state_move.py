@@ -1,11 +1,14 @@
-"""A job moved from the Python group aggregate to the JVM processor with its state (issue 9, migration).
+"""Jobs moved from the Python operators to the JVM processors with their state (issue 9, migration).
 
-End to end through real Spark and the CLI a user runs: a plan on the Python ``transformWithState`` operator
-runs and stops with a snapshot; ``planengine migrate`` moves its group aggregate to version 3 on the JVM and
+End to end through real Spark and the CLI a user runs: a plan on the Python ``transformWithState`` operators
+runs and stops with a snapshot; ``planengine migrate`` moves its nodes to their JVM versions and
 ``planengine check --snapshot`` explains what moves; the migrated plan starts from the snapshot and reads new
-input. Its sink's changelog must equal the changelog of the same plan run without interruption on the
-Python operator: nothing lost, nothing twice, the state (accumulators, DISTINCT values, MIN/MAX multisets
-under retraction) carried over.
+input. Its sinks' changelogs must equal those of the same plan run without interruption on the Python
+operators: nothing lost, nothing twice, the state carried over (a group aggregate's accumulators, DISTINCT
+values and MIN/MAX multisets under retraction; a join's rows of both sides with their association counts and
+an upsert materializer's rows alive per sink key). The restore corpus's engine-0.1 plans and snapshots move too
+(Top-N, keep-first and keep-last deduplicate, changelog normalize), and a node that cannot move (a join with a
+non-equi condition) keeps its Python version and its state, with the reason in the migration's decisions.
 """
 
 from __future__ import annotations
@@ -56,12 +59,23 @@ def _python_plan(env: TableEnvironment, path: Path) -> dict:
     env.execute_sql("SET 'table.plan.compile.catalog-objects' = 'SCHEMA'")  # each run's catalog has the paths
     env.execute_sql(f"COMPILE PLAN '{path}' FOR {INSERT}")
     plan = json.loads(path.read_text(encoding="utf-8"))
-    [node] = [n for n in plan["nodes"] if n["type"] == "stream-exec-group-aggregate_3"]
-    assert node["strategy"] == "JVM"
+    [node] = [n for n in plan["nodes"] if n["type"].startswith("stream-exec-group-aggregate_")]
+    assert node["strategy"] == "JVM"  # today's newest version, on the JVM processor
     node["type"], node["strategy"] = "stream-exec-group-aggregate_2", "TRANSFORM_WITH_STATE"
     plan["planId"] = compute_plan_id(plan)
     path.write_text(dumps(plan), encoding="utf-8")
     return plan
+
+
+def _downgraded(plan: dict, versions: dict[str, tuple[int, int]]) -> dict:
+    """``plan`` as the engine before the JVM versions wrote it: node name -> (today's version, the Python one),
+    for nodes whose JSON is the same in both versions; their uids (and the queries named after them) too."""
+    text = dumps(plan)
+    for name, (new, old) in versions.items():
+        text = text.replace(f'"{name}_{new}"', f'"{name}_{old}"').replace(f"_{name}-{new}_", f"_{name}-{old}_")
+    out = json.loads(text)
+    out["planId"] = compute_plan_id(out)
+    return out
 
 
 def _operator_names(job_root: Path, run_id: str) -> list[str]:
@@ -125,10 +139,116 @@ def test_python_job_migrated_to_the_jvm_continues_with_its_state(tmp_path: Path,
     assert Counter(x for x in got.elements() if x.startswith("-D[b")) == Counter({"-D[b, 1, 7, 7, 7, 1]": 1})
 
 
-def test_corpus_plan_written_by_engine_0_1_moves_to_the_jvm(tmp_path: Path, spark) -> None:
-    """The restore corpus's group-aggregate_2 case (plan and snapshot written by engine 0.1, where plans did
-    not record the strategy yet): migrated, restored from its snapshot, the changelog is the program's."""
-    case = CorpusCase(CORPUS / "0.1" / "group_aggregate_v2")
+JOIN_DDL = """
+CREATE TABLE o (id INT, cust INT, amount BIGINT, PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'filesystem',
+  'path' = '{dir}/o', 'format' = 'changelog-json', 'changelog-mode' = 'I,UB,UA,D');
+CREATE TABLE c (cust INT, name STRING, PRIMARY KEY (cust) NOT ENFORCED) WITH ('connector' = 'filesystem',
+  'path' = '{dir}/c', 'format' = 'changelog-json', 'changelog-mode' = 'I,UB,UA,D');
+CREATE TABLE left_out (id INT, amount BIGINT, name STRING) WITH ('connector' = 'filesystem',
+  'path' = '{dir}/left_out', 'format' = 'changelog-json');
+CREATE TABLE by_name (name STRING, id INT, amount BIGINT, PRIMARY KEY (name) NOT ENFORCED) WITH (
+  'connector' = 'filesystem', 'path' = '{dir}/by_name', 'format' = 'changelog-json');
+"""
+# by_name is keyed by the customer's name, the join's rows by order id: several rows are alive per sink key,
+# so the sink materializes upserts (an upsert materializer in the join's query).
+JOIN_INSERT = """EXECUTE STATEMENT SET BEGIN
+INSERT INTO left_out SELECT o.id, o.amount, c.name FROM o LEFT JOIN c ON o.cust = c.cust;
+INSERT INTO by_name SELECT c.name, o.id, o.amount FROM o JOIN c ON o.cust = c.cust;
+END"""
+JOIN_PHASE1 = {"o": [{"op": "+I", "id": 11, "cust": 3, "amount": 50}, {"op": "+I", "id": 12, "cust": 1, "amount": 70}],
+               "c": [{"op": "+I", "cust": 1, "name": "Ann"}, {"op": "+I", "cust": 2, "name": "Bob"}]}
+# Retractions on both sides of rows kept since phase 1: a padded order becomes joined, an order changes its
+# customer, a joined order goes, a customer is renamed (every row alive for the sink key "Ann" is retracted).
+JOIN_PHASE2 = {"o": [{"op": "+I", "id": 10, "cust": 1, "amount": 100}, {"op": "-U", "id": 11, "cust": 3, "amount": 50},
+                     {"op": "+U", "id": 11, "cust": 2, "amount": 60}, {"op": "-D", "id": 12, "cust": 1, "amount": 70}],
+               "c": [{"op": "-U", "cust": 1, "name": "Ann"}, {"op": "+U", "cust": 1, "name": "Anna"},
+                     {"op": "+I", "cust": 4, "name": "Dan"}]}
+
+
+def _write_tables(data: Path, name: str, tables: dict[str, list[dict]]) -> None:
+    for table, rows in tables.items():
+        (data / table).mkdir(parents=True, exist_ok=True)
+        (data / table / f"{name}.json").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_python_join_and_upsert_materializer_migrated_to_the_jvm_continue_with_their_state(
+        tmp_path: Path, spark, capsys) -> None:
+    def env_for(data: Path) -> TableEnvironment:
+        env = TableEnvironment()
+        env.execute_sql(JOIN_DDL.replace("{dir}", str(data)))
+        env.execute_sql("SET 'table.plan.compile.catalog-objects' = 'SCHEMA'")
+        return env
+
+    ref = tmp_path / "ref"
+    ref_env = env_for(ref)
+    ref_env.execute_sql(f"COMPILE PLAN '{tmp_path / 'compiled.json'}' FOR {JOIN_INSERT}")
+    compiled = json.loads((tmp_path / "compiled.json").read_text(encoding="utf-8"))
+    old = _downgraded(compiled, {"stream-exec-join": (2, 1), "stream-exec-sink": (2, 1)})
+    assert sorted(n["type"] for n in old["nodes"] if n.get("state")) == [
+        "stream-exec-join_1", "stream-exec-join_1", "stream-exec-sink_1"]
+    (tmp_path / "old.json").write_text(dumps(old), encoding="utf-8")
+    old_plan = CompiledPlan.from_file(tmp_path / "old.json")
+
+    # The reference: the Python plan without interruption.
+    _write_tables(ref, "phase1", JOIN_PHASE1)
+    job = ref_env.execute_plan(old_plan, job_root=str(ref / JOB_ROOT))
+    try:
+        job.process_available()
+        _write_tables(ref, "phase2", JOIN_PHASE2)
+        job.process_available()
+    finally:
+        job.stop(snapshot=False)
+    expected = {sink: sink_rows(spark, ref_env, ref, sink) for sink in ("left_out", "by_name")}
+
+    data = tmp_path / "data"
+    env = env_for(data)
+    _write_tables(data, "phase1", JOIN_PHASE1)
+    first = env.execute_plan(old_plan, job_root=str(data / JOB_ROOT), until_idle=True)
+    snapshot = data / JOB_ROOT / "snapshots" / first.snapshot_id
+
+    new_path = tmp_path / "new.json"
+    assert cli_main(["migrate", "--plan", str(tmp_path / "old.json"), "-o", str(new_path)]) == 0
+    err = capsys.readouterr().err
+    assert "stream-exec-join version 1 (TRANSFORM_WITH_STATE) -> 2 (JVM), state leftRows, rightRows" in err
+    assert "stream-exec-sink version 1 (TRANSFORM_WITH_STATE) -> 2 (JVM), state materializedRows" in err
+    catalog = tmp_path / "catalog.sql"
+    catalog.write_text(JOIN_DDL.replace("{dir}", str(data)), encoding="utf-8")
+    assert cli_main(["check", "--plan", str(new_path), "--snapshot", str(snapshot), "--catalog", str(catalog),
+                     "--json"]) == 0, capsys.readouterr().out
+    moves = [r["message"] for r in json.loads(capsys.readouterr().out)["reasons"] if "state migration" in r["message"]]
+    assert len(moves) == 3, moves  # two joins, one upsert materializer
+    assert any("stream-exec-sink version 1" in m and "1 rows in materializedRows" in m for m in moves), moves
+
+    _write_tables(data, "phase2", JOIN_PHASE2)
+    second = env.execute_plan(CompiledPlan.from_file(new_path), job_root=str(tmp_path / "job2"),
+                              from_snapshot=str(snapshot), until_idle=True)
+    assert set(_operator_names(tmp_path / "job2", second.run_id)) == {"transformWithStateExec"}
+    moved = json.loads((tmp_path / "job2" / "runs" / second.run_id / "state-moves.json").read_text())
+    assert len(moved) == 3, moved
+    for sink in ("left_out", "by_name"):
+        got, want = sink_rows(spark, env, data, sink), expected[sink]
+        assert got == want, (f"{sink} missing: {sorted((want - got).elements())}\n"
+                             f"unexpected: {sorted((got - want).elements())}")
+    assert "-D[11, 50, null]" in expected["left_out"] and "+I[11, 60, Bob]" in expected["left_out"]
+
+
+# case -> (node id -> its type after the migration), the nodes whose state moved
+CORPUS_MOVES = {
+    "group_aggregate_v2": ({3: "stream-exec-group-aggregate_3", 8: "stream-exec-group-aggregate_2"}, {3}),
+    "rank_deduplicate": ({4: "stream-exec-rank_2", 8: "stream-exec-deduplicate_2", 12: "stream-exec-deduplicate_2"},
+                         {4, 8, 12}),
+    "changelog": ({3: "stream-exec-changelog-normalize_2", 8: "stream-exec-changelog-normalize_2"}, {3, 8}),
+    # a non-equi condition: the join keeps version 1 and its Python state
+    "joins": ({5: "stream-exec-join_1"}, set()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS_MOVES))
+def test_corpus_plan_written_by_engine_0_1_moves_to_the_jvm(tmp_path: Path, spark, name: str) -> None:
+    """Restore corpus cases (plan and snapshot written by engine 0.1 on the Python operators; group_aggregate_v2
+    before plans recorded the strategy): migrated, restored from their snapshot, every changelog is the
+    program's (phase 2's rows meet the moved state)."""
+    case = CorpusCase(CORPUS / "0.1" / name)
     program = case.program()
     data, snapshot = tmp_path / "data", tmp_path / "snapshot"
     localized_copy(case.snapshot_dir, snapshot, data)
@@ -141,11 +261,16 @@ def test_corpus_plan_written_by_engine_0_1_moves_to_the_jvm(tmp_path: Path, spar
     migrated = tmp_path / "migrated.json"
     env.execute_sql(f"COMPILE PLAN '{migrated}' FROM '{case.plan_path}'")
     types = {n["id"]: n["type"] for n in json.loads(migrated.read_text())["nodes"]}
-    assert types[3] == "stream-exec-group-aggregate_3" and types[8] == "stream-exec-group-aggregate_2"  # native
+    want_types, want_moved = CORPUS_MOVES[name]
+    assert {i: types[i] for i in want_types} == want_types
 
     result = env.execute_plan(CompiledPlan.from_file(migrated), job_root=str(data / JOB_ROOT),
                               from_snapshot=str(snapshot), until_idle=True, drain=True)
-    moved = json.loads((data / JOB_ROOT / "runs" / result.run_id / "state-moves.json").read_text())
-    assert [(m["node"], m["groups"]) for m in moved] == [(3, 2)]
-    got, want = sink_rows(spark, env, data, "agg_out"), program.expected("agg_out", "before", "after")
-    assert got == want, f"missing: {sorted((want - got).elements())}\nunexpected: {sorted((got - want).elements())}"
+    record = data / JOB_ROOT / "runs" / result.run_id / "state-moves.json"
+    moved = json.loads(record.read_text()) if record.is_file() else []
+    assert {m["node"] for m in moved} == want_moved
+    assert all(m["groups"] > 0 for m in moved), moved
+    for sink in program.sinks:
+        got, want = sink_rows(spark, env, data, sink), program.expected(sink, "before", "after")
+        assert got == want, (f"{sink} missing: {sorted((want - got).elements())}\n"
+                             f"unexpected: {sorted((got - want).elements())}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from planengine.runtime.jvm import run_operator
+from planengine.runtime.jvm.movable import run_movable
 from planengine.runtime.jvm.typed import typed_input
 from planengine.runtime.stream import Stream
 
@@ -35,7 +35,8 @@ def jvm_deduplicate(stream: Stream, node: Any, ctx: Any) -> Stream:
         "stateTtlMs": int(ctx.state_ttl_ms(node)),
         "stateNames": list(type(node).STATE_NAMES),
     }
-    df = run_operator(typed_input(stream, node.field_types), "deduplicate", spec)
+    typed = typed_input(stream, node.field_types)
+    df = run_movable(typed, "deduplicate", spec, node, ctx, [typed.columns[k] for k in node.unique_keys])
     return _stateful(stream, node, df, updating=not insert_only)
 
 
@@ -47,7 +48,8 @@ def jvm_changelog_normalize(stream: Stream, node: Any, ctx: Any) -> Stream:
         "stateTtlMs": int(ctx.state_ttl_ms(node)),
         "stateNames": list(type(node).STATE_NAMES),
     }
-    df = run_operator(typed_input(stream, node.field_types), "changelogNormalize", spec)
+    typed = typed_input(stream, node.field_types)
+    df = run_movable(typed, "changelogNormalize", spec, node, ctx, [typed.columns[k] for k in node.unique_keys])
     return _stateful(stream, node, df, updating=True)
 
 
@@ -55,6 +57,7 @@ def jvm_upsert_materialize(stream: Stream, keys: Any, ctx: Any, node: Any) -> St
     """The sink's upsert materializer: ``stream`` (the sink's input) keyed by the sink key positions ``keys``."""
     names = getattr(type(node), "STATE_NAMES", ()) or ("materializedRows",)
     spec = {"upsertKeys": list(keys), "stateTtlMs": int(ctx.state_ttl_ms(node)), "stateNames": [names[0]]}
-    df = run_operator(typed_input(stream, node.inputs[0].field_types), "upsertMaterialize", spec)
+    typed = typed_input(stream, node.inputs[0].field_types)
+    df = run_movable(typed, "upsertMaterialize", spec, node, ctx, [typed.columns[k] for k in keys])
     return Stream(df=df, fields=tuple(stream.fields), updating=True, rowtime=None,
                   facts=replace(stream.facts, stateful=True))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from planengine.runtime.jvm import run_operator
+from planengine.runtime.jvm.movable import run_movable
 from planengine.runtime.jvm.typed import spark_type
 from planengine.runtime.stream import ROWKIND, Stream
 
@@ -62,6 +62,6 @@ def jvm_join(left: Stream, right: Stream, node: Any, ctx: Any) -> Stream:
         "stateTtlMs": int(ctx.state_ttl_ms(node)),
         "stateNames": list(type(node).STATE_NAMES),
     }
-    df = run_operator(_sides(left, right, node), "join", spec)
+    df = run_movable(_sides(left, right, node), "join", spec, node, ctx, [f"_k{i}" for i in range(len(node.left_keys))])
     return Stream(df=df, fields=tuple(node.field_names), updating=not insert_only, rowtime=None,
                   facts=replace(left.facts, stateful=True))

@@ -1,4 +1,11 @@
-"""State migration: a group aggregate's state kept by the Python operator, as the JVM processor's initial state.
+"""State migration: the state a Python ``transformWithState`` operator kept, as its JVM processor's initial state.
+
+The group aggregate's accumulators need per-function conversion (below). Every other moved family
+(deduplicate, changelog normalize, upsert materializer, Top-N, join) keeps rows, and its JVM
+processor's initial state has one generic shape learnt from the processor itself
+(``io.planengine.jvm.core.StateVariables``: ``state STRUCT<variable: value | ARRAY<STRUCT<key, value>>>``);
+``keyed_initial_state`` fills it from the Python state through one small table (``_PYTHON_STATE``: how each
+family's JSON text reads as typed values).
 
 Plans written before ``group-aggregate_3`` run their aggregates on the Python transformWithState operator,
 whose state is JSON text (``operators/group_aggregate.py``: ``accumulators`` = ``{"n", "a": [acc...], "out",
@@ -22,14 +29,15 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from planengine.errors import PlanIncompatible
+from planengine.errors import InternalError, PlanIncompatible
 from planengine.ir.types import INTEGRAL, DataType, Kind
 from planengine.runtime.aggregates.accumulators import in_type
 from planengine.runtime.aggregates.library import canonical_name
 from planengine.runtime.jvm import operators
 from planengine.runtime.jvm.group_aggregate import refusal, spec
+from planengine.runtime.jvm.movable import MovableGroupAggregate, MovableOperator
 from planengine.runtime.jvm.typed import typed_input
-from planengine.runtime.operators._codec import decode
+from planengine.runtime.operators._codec import decode, decode_row
 from planengine.runtime.stream import Stream
 
 
@@ -132,3 +140,113 @@ def group_aggregate_with_initial_state(stream: Stream, node: Any, ctx: Any, init
     return Stream(df=DataFrame(jdf, spark), fields=tuple(node.field_names), updating=True, rowtime=None,
                   facts=replace(stream.facts, stateful=True))
 
+
+
+# --- every other family: rows, in the generic initial state ---------------------------------------------------
+def _kept_row(value: Any) -> tuple[Any, ...]:
+    """``keptRow`` / ``latestRow``: ``(row JSON, ts)`` -> ``(row, written)``."""
+    return (decode_row(value["row"]), 0)
+
+
+def _materialized_rows(value: Any) -> tuple[Any, ...]:
+    """``materializedRows``: ``(rows JSON [row, ...], ts)`` -> ``(rows, written)``."""
+    return ([tuple(r) for r in decode_row(value["rows"])], 0)
+
+
+def _ranked_rows(value: Any) -> tuple[Any, ...]:
+    """``rankedRows`` / ``topRows``: ``(rows JSON [[seq, row], ...], seq, ts)`` -> ``(rows, seq, written)``."""
+    return ([(int(seq), tuple(row)) for seq, row in decode_row(value["rows"])], int(value["seq"]), 0)
+
+
+def _side_row(key: Any, value: Any) -> tuple[Any, Any]:
+    """``leftRows`` / ``rightRows`` entries: ``(row JSON) -> (cnt, assoc, ts)`` -> ``(row) -> (count,
+    associations, written)``."""
+    return (decode_row(key["row"]),), (int(value["cnt"]), int(value["assoc"]), 0)
+
+
+# Node name -> per state variable (in STATE_NAMES order) how the Python operator's value reads as the JVM's
+# (``written`` is stamped by the JVM with the time of the move). Value variables take the state source's
+# ``value`` row, map variables its ``user_map_key`` and ``user_map_value``.
+_PYTHON_STATE: dict[str, tuple[Any, ...]] = {
+    "stream-exec-deduplicate": (_kept_row,),
+    "stream-exec-changelog-normalize": (_kept_row,),
+    "stream-exec-sink": (_materialized_rows,),
+    "stream-exec-rank": (_ranked_rows,),
+    "stream-exec-join": (_side_row, _side_row),
+}
+
+
+def _spark_value(value: Any, data_type: Any) -> Any:
+    """A decoded state value as ``createDataFrame`` takes it for ``data_type`` (JSON has no tuples, and a
+    NULL-free integer column may have come back as a float from pandas)."""
+    from pyspark.sql import types as T  # noqa: PLC0415 — pyspark is an optional extra
+
+    if value is None:
+        return None
+    if isinstance(data_type, T.StructType):
+        items = [value.get(f.name) for f in data_type.fields] if isinstance(value, dict) else list(value)
+        return tuple(_spark_value(v, f.dataType) for v, f in zip(items, data_type.fields, strict=True))
+    if isinstance(data_type, T.ArrayType):
+        return [_spark_value(v, data_type.elementType) for v in value]
+    if isinstance(data_type, T.MapType):
+        return {_spark_value(k, data_type.keyType): _spark_value(v, data_type.valueType)
+                for k, v in dict(value).items()}
+    if isinstance(data_type, T.IntegralType):
+        return int(value)
+    if isinstance(data_type, T.FractionalType) and not isinstance(data_type, T.DecimalType):
+        return float(value)
+    if isinstance(data_type, T.BinaryType):
+        return bytearray(value)
+    return value
+
+
+def keyed_initial_state(spark: Any, checkpoint: str, operator_id: int, op: MovableOperator, seed_df: Any) -> Any:
+    """The Python operator's state of ``op.node`` (in ``checkpoint``, Spark operator ``operator_id``) as a
+    DataFrame of the JVM processor's initial state: ``op.key_columns`` (typed as the operator's input), then
+    ``state``. Collected on the driver: a migration is a one-off step, bounded by the driver's memory."""
+    from pyspark.sql.types import StructField, StructType  # noqa: PLC0415 — pyspark is an optional extra
+
+    name = op.node.metadata.name
+    readers = _PYTHON_STATE.get(name)
+    if readers is None:
+        raise InternalError(f"no state conversion for {name}")
+    spec_json = json.dumps(op.spec, sort_keys=True, separators=(",", ":"))
+    state_type = StructType.fromJson(json.loads(str(operators(spark).initialStateType(op.entry, seed_df._jdf,
+                                                                                      spec_json))))
+    variables = list(type(op.node).STATE_NAMES[:len(readers)])
+    if [f.name for f in state_type.fields] != variables:
+        raise InternalError(f"{name}: the JVM processor's state variables {[f.name for f in state_type.fields]} "
+                            f"are not the node's {variables}")
+    per_key: dict[tuple[Any, ...], list[Any]] = {}
+    for index, (variable, read) in enumerate(zip(variables, readers, strict=True)):
+        is_map = not isinstance(state_type.fields[index].dataType, StructType)
+        for r in _state_rows(spark, checkpoint, variable, operator_id):
+            key = tuple(r["key"]) if op.key_columns else ()  # a global operator's constant key is implied
+            slots = per_key.setdefault(key, [None] * len(variables))
+            if is_map:
+                slots[index] = (slots[index] or []) + [read(r["user_map_key"], r["user_map_value"])]
+            else:
+                slots[index] = read(r["value"])
+    key_fields = [StructField(c, seed_df.schema[c].dataType, True) for c in op.key_columns]
+    schema = StructType([*key_fields, StructField("state", state_type, False)])
+    rows = [(*(_spark_value(k, f.dataType) for k, f in zip(key, key_fields, strict=True)),
+             _spark_value(tuple(slots), state_type)) for key, slots in per_key.items()]
+    return spark.createDataFrame(rows, schema)
+
+
+def initial_state_of(spark: Any, checkpoint: str, operator_id: int, moved: Any, seed_df: Any, ctx: Any) -> Any:
+    """The initial state of a state move candidate (``runtime/jvm/movable.py``) over the seed input."""
+    if isinstance(moved, MovableGroupAggregate):
+        return initial_state(spark, checkpoint, operator_id, moved.node, moved.stream.with_df(seed_df), ctx)
+    return keyed_initial_state(spark, checkpoint, operator_id, moved, seed_df)
+
+
+def started_from(moved: Any, seed_df: Any, initial: Any, ctx: Any) -> Any:
+    """The candidate's JVM operator over ``seed_df``, started from ``initial`` (a DataFrame)."""
+    from pyspark.sql import DataFrame  # noqa: PLC0415 — pyspark is an optional extra
+
+    if isinstance(moved, MovableGroupAggregate):
+        return group_aggregate_with_initial_state(moved.stream.with_df(seed_df), moved.node, ctx, initial).df
+    spark = seed_df.sparkSession
+    spec_json = json.dumps(moved.spec, sort_keys=True, separators=(",", ":"))
+    return DataFrame(operators(spark).withInitialState(moved.entry, seed_df._jdf, spec_json, initial._jdf), spark)

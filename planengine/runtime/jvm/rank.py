@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from planengine.runtime.jvm import run_operator
+from planengine.runtime.jvm.movable import run_movable
 from planengine.runtime.jvm.typed import typed_input
 from planengine.runtime.operators.rank import sort_order
 from planengine.runtime.stream import Stream
@@ -37,6 +37,7 @@ def spec(node: Any, stream: Stream, ctx: Any) -> dict[str, Any]:
 def jvm_rank(stream: Stream, node: Any, ctx: Any) -> Stream:
     """The node on the JVM processor: the input's columns (then the rank number) and ``_rowkind``."""
     s = spec(node, stream, ctx)
-    df = run_operator(typed_input(stream, node.inputs[0].field_types), "rank", s)
+    typed = typed_input(stream, node.inputs[0].field_types)
+    df = run_movable(typed, "rank", s, node, ctx, [typed.columns[k] for k in node.partition_keys])
     return Stream(df=df, fields=tuple(node.field_names), updating=not s["insertOnly"], rowtime=None,
                   facts=replace(stream.facts, stateful=True))

@@ -1,7 +1,8 @@
 """Carry a moved node's state from the Python operator to the JVM processor inside a run's checkpoint.
 
-``planengine migrate`` / ``COMPILE PLAN 'new' FROM 'old'`` move a group aggregate from the Python
-``transformWithState`` operator to the JVM processor (``planengine.plan.state_moves``). When the migrated plan
+``planengine migrate`` / ``COMPILE PLAN 'new' FROM 'old'`` move group aggregates, deduplicates, changelog
+normalizes, upsert materializers, Top-Ns and equi joins from the Python ``transformWithState`` operator to the JVM
+processor (``planengine.plan.state_moves``). When the migrated plan
 starts from a snapshot of the old one, the forked checkpoint of the node's query still holds the Python
 operator's state. This step replaces it, before the query starts, by the same state in the JVM processor's
 layout, **at the same state version**, so everything else in the checkpoint stays as it was: source offsets,
@@ -11,7 +12,7 @@ file and a file sink would skip the batches it already holds: see docs/jvm-opera
 
 How, for a query whose last committed batch is ``N`` (its operators' state version ``N + 1``):
 
-1. read the Python operator's state with Spark's state data source and convert it (``migrate.initial_state``);
+1. read the Python operator's state with Spark's state data source and convert it (``migrate.initial_state_of``);
 2. run a *seed* query once in a scratch checkpoint: the JVM processor started from that initial state over
    an empty input (a one-line text file filtered out, so batch 0 runs), with the query's partition count;
 3. replace the operator's directory in the run's checkpoint (never in place: files may be hard links into
@@ -30,6 +31,7 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +40,6 @@ from planengine.errors import InternalError, PlanIncompatible
 from planengine.plan.state_moves import JVM_OPERATOR, PYTHON_OPERATOR
 from planengine.runtime.snapshots import last_committed_batch_id
 from planengine.runtime.state_check import stateful_lineage
-from planengine.runtime.stream import Stream
 
 log = logging.getLogger("planengine.runtime.state_move")
 
@@ -85,39 +86,46 @@ def operator_metadata(checkpoint: Path) -> list[OperatorMetadata]:
     return out
 
 
-def python_operator_of(checkpoint: Path, node_id: int, state_names: tuple[str, ...]) -> OperatorMetadata | None:
+def python_operator_of(checkpoint: Path, node_id: int, state_names: tuple[str, ...], sharing: int = 1
+                       ) -> OperatorMetadata | None:
     """The Python operator holding the node's state, None when the checkpoint has none (already moved, or
-    a fresh query). Raises when several could be it: the operator ids do not name their nodes."""
+    a fresh query). Raises when several could be it, or when ``sharing`` (the query's nodes with these state
+    names) is above one: the operator ids do not name their nodes."""
     found = [op for op in operator_metadata(checkpoint)
              if op.name == PYTHON_OPERATOR and op.variables and set(op.variables) <= set(state_names)]
-    if len(found) > 1:
-        raise PlanIncompatible(f"node {node_id}: the checkpoint {checkpoint} holds {len(found)} Python operators "
-                               f"with its state variables ({', '.join(state_names)}); which one is the node's is "
-                               "ambiguous", hint="run the old plan's version of the node (migrate it one query at "
-                                                 "a time), or start the migrated plan without state")
+    if len(found) > 1 or (found and sharing > 1):
+        raise PlanIncompatible(f"node {node_id}: the checkpoint {checkpoint} holds {len(found)} Python operator(s) "
+                               f"with its state variables ({', '.join(state_names)}) and its query has {sharing} "
+                               "node(s) with them; which one is the node's is ambiguous",
+                               hint="run the old plan's version of the node (migrate it one query at a time), or "
+                                    "start the migrated plan without state")
     return found[0] if found else None
 
 
 def move_pending_state(spark: Any, plan_json: dict[str, Any], run_dir: Path, ctx: Any,
-                       candidates: list[tuple[Any, Stream]]) -> list[MovedState]:
-    """Move the state of every candidate ``(node, input stream)`` (``ctx.state_move_candidates``: JVM group
-    aggregates) whose query's checkpoint still holds the Python operator's state; the others are left alone.
-    Called before any query of the run starts."""
+                       candidates: list[Any]) -> list[MovedState]:
+    """Move the state of every candidate (``ctx.state_move_candidates``: the JVM operators of
+    ``runtime/jvm/movable.py``) whose query's checkpoint still holds the Python operator's state; the others
+    are left alone. Called before any query of the run starts."""
 
     if not candidates:
         return []
-    query_of = {nid: uid for uid, ops in stateful_lineage(plan_json).items() for nid, _, _ in ops}
+    lineage = stateful_lineage(plan_json)
+    query_of = {nid: uid for uid, ops in lineage.items() for nid, _, _ in ops}
     moved = []
-    for node, stream in candidates:
+    for candidate in candidates:
+        node = candidate.node
         node_id = ctx.node_id(node)
         uid = query_of.get(node_id)
         checkpoint = run_dir / "checkpoints" / uid if uid else None
-        if checkpoint is None or not (checkpoint / "state").is_dir():
+        if uid is None or checkpoint is None or not (checkpoint / "state").is_dir():
             continue
-        op = python_operator_of(checkpoint, node_id, tuple(type(node).STATE_NAMES))
+        declared = next(state for nid, _, state in lineage[uid] if nid == node_id)
+        sharing = sum(1 for _, _, state in lineage[uid] if set(state) == set(declared))
+        op = python_operator_of(checkpoint, node_id, tuple(type(node).STATE_NAMES), sharing)
         if op is None:
             continue
-        moved.append(_move(spark, checkpoint, uid, op, node, stream, ctx))
+        moved.append(_move(spark, checkpoint, uid, op, candidate, ctx))
     if moved:
         record = run_dir / RECORD
         previous = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else []
@@ -125,20 +133,19 @@ def move_pending_state(spark: Any, plan_json: dict[str, Any], run_dir: Path, ctx
     return moved
 
 
-def _move(spark: Any, checkpoint: Path, uid: str, op: OperatorMetadata, node: Any, stream: Stream, ctx: Any
-          ) -> MovedState:
-    from planengine.runtime.jvm.migrate import initial_state  # noqa: PLC0415 — jvm.migrate loads pandas/pyarrow/numpy; only an actual state move needs them
+def _move(spark: Any, checkpoint: Path, uid: str, op: OperatorMetadata, candidate: Any, ctx: Any) -> MovedState:
+    from planengine.runtime.jvm import migrate  # noqa: PLC0415 — jvm.migrate loads pandas/pyarrow/numpy; only an actual state move needs them
 
-    node_id = ctx.node_id(node)
+    node_id = ctx.node_id(candidate.node)
     batch = last_committed_batch_id(checkpoint)
     if batch < 0:
         raise InternalError(f"node {node_id}: query {uid} holds state but no committed batch")
     with tempfile.TemporaryDirectory(prefix="planengine-state-move-") as scratch:
-        seed_input = _empty_input(spark, stream, Path(scratch) / "input")
-        initial = initial_state(spark, str(checkpoint), op.operator_id, node, seed_input, ctx)
+        seed_input = _empty_input(spark, candidate.input_df.schema, Path(scratch) / "input")
+        initial = migrate.initial_state_of(spark, str(checkpoint), op.operator_id, candidate, seed_input, ctx)
         groups = initial.count()
         seed = Path(scratch) / "seed"
-        _run_seed(spark, node, seed_input, ctx, initial, seed, op.partitions)
+        _run_seed(spark, lambda: migrate.started_from(candidate, seed_input, initial, ctx), seed, op.partitions)
         _replace_operator(seed / "state" / "0", checkpoint / "state" / str(op.operator_id), op.operator_id, batch)
     result = MovedState(node_id, uid, op.operator_id, batch, groups, op.partitions)
     log.info("state move: node %d (query %s, Spark operator %d): %d groups moved from %s to %s at batch %d",
@@ -146,8 +153,8 @@ def _move(spark: Any, checkpoint: Path, uid: str, op: OperatorMetadata, node: An
     return result
 
 
-def _empty_input(spark: Any, stream: Stream, inbox: Path) -> Stream:
-    """A streaming input with the columns of ``stream`` and no rows, whose first batch does run: one text
+def _empty_input(spark: Any, schema: Any, inbox: Path) -> Any:
+    """A streaming DataFrame with the columns of ``schema`` and no rows, whose first batch does run: one text
     file, filtered out. (Nullable columns: a seed stores nullable key schemas, which Spark accepts when the
     real query's are NOT NULL.)"""
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
@@ -155,19 +162,17 @@ def _empty_input(spark: Any, stream: Stream, inbox: Path) -> Stream:
     inbox.mkdir(parents=True)
     (inbox / "seed.txt").write_text("seed\n", encoding="utf-8")
     lines = spark.readStream.format("text").load(str(inbox)).where(F.lit(False))
-    columns = [F.lit(None).cast(f.dataType).alias(f.name) for f in stream.df.schema.fields]
-    return stream.with_df(lines.select(*columns))
+    return lines.select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
 
 
-def _run_seed(spark: Any, node: Any, stream: Stream, ctx: Any, initial: Any, checkpoint: Path, partitions: int
-              ) -> None:
-    from planengine.runtime.jvm.migrate import group_aggregate_with_initial_state  # noqa: PLC0415 — jvm.migrate loads pandas/pyarrow/numpy; only an actual state move needs them
-
+def _run_seed(spark: Any, build: Callable[[], Any], checkpoint: Path, partitions: int) -> None:
+    """Run ``build()`` (the JVM operator started from the initial state, over the empty input) for one batch,
+    with the query's partition count."""
     key = "spark.sql.shuffle.partitions"
     before = spark.conf.get(key)
     spark.conf.set(key, str(partitions))  # the seed's state partitions must be the query's
     try:
-        out = group_aggregate_with_initial_state(stream, node, ctx, initial).df
+        out = build()
         query = (out.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
                  .trigger(availableNow=True).queryName(f"state-move-seed-{os.getpid()}").start())
         query.awaitTermination()

@@ -196,14 +196,18 @@ def _explain_moves(uid: str, moves: list[StateMove], stored: dict[str, Any], exp
     old_ops, new_ops = dict(stored.get("operators", {})), dict(expected.get("operators", {}))
     python_ops = [op for op, meta in sorted(old_ops.items(), key=lambda kv: int(kv[0]))
                   if meta.get("name") == PYTHON_OPERATOR and (new_ops.get(op) or {}).get("name") == JVM_OPERATOR]
-    if len(python_ops) != len(moves):
+    # Each move takes the Python operator whose state variables are the node's (Spark's ids do not name nodes).
+    pairs = [(move, [op for op in python_ops if _holds_state_of(old_ops[op], move)]) for move in moves]
+    if len(python_ops) != len(moves) or any(len(ops) != 1 for _, ops in pairs) or \
+            len({ops[0] for _, ops in pairs}) != len(pairs):
         report.add(INCOMPATIBLE, f"query {uid}: {len(moves)} node(s) move their state to the JVM processor "
                                  f"({', '.join(str(m.node_id) for m in moves)}) but the snapshot has "
-                                 f"{len(python_ops)} Python operator(s) at positions the JVM processor takes",
+                                 f"{len(python_ops)} Python operator(s) at positions the JVM processor takes, not "
+                                 "one per moved node with its state variables",
                    hint="restore the snapshot with the plan that wrote it")
         return stored, expected
     checkpoint = info.checkpoint_dir(uid)
-    for move, op in zip(moves, python_ops, strict=True):
+    for move, (op,) in pairs:
         counts = []
         for variable in move.state:
             try:
@@ -218,6 +222,13 @@ def _explain_moves(uid: str, moves: list[StateMove], stored: dict[str, Any], exp
         old_ops.pop(op)
         new_ops.pop(op)
     return {**stored, "operators": old_ops}, {**expected, "operators": new_ops}
+
+
+def _holds_state_of(operator: dict[str, Any], move: StateMove) -> bool:
+    """Whether a stored transformWithState operator's state variables are (some of) the moved node's."""
+    props = operator.get("properties") or {}
+    names = {str(v.get("stateName")) for v in props.get("stateVariables", [])} if isinstance(props, dict) else set()
+    return bool(names) and names <= set(move.state)
 
 
 def _describe(ops: list[tuple[int, str, tuple[str, ...]]]) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 from planengine.errors import InternalError
 from planengine.plan.strategies import JVM, NATIVE, TRANSFORM_WITH_STATE
 from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
+from planengine.runtime.jvm.movable import MovableGroupAggregate
 from planengine.runtime.operators.group_aggregate import group_aggregate
 from planengine.runtime.operators.native_group_aggregate import native_group_aggregate
 from planengine.runtime.stream import Stream
@@ -71,7 +72,7 @@ def translate_group_aggregate_v3(node: Any, inputs: list[Stream], ctx: Any) -> S
         log.info("node %d (group aggregate): JVM processor", node_id)
         # A node moved here from the Python operator may find that operator's state in its restored
         # checkpoint: the executor converts it before the query starts (runtime/jvm/state_move.py).
-        ctx.state_move_candidates.append((node, stream))
+        ctx.state_move_candidates.append(MovableGroupAggregate(node, stream))
         return jvm_group_aggregate(stream, node, ctx)
     if node.strategy == TRANSFORM_WITH_STATE:
         log.info("node %d (group aggregate): transformWithState (Python)", node_id)

@@ -8,9 +8,12 @@ import io.planengine.jvm.ops.rank.Rank;
 import io.planengine.jvm.ops.normalize.ChangelogNormalize;
 import io.planengine.jvm.ops.over.OverAggregate;
 import io.planengine.jvm.ops.probe.KeyedRowCount;
+import io.planengine.jvm.core.KeyedOperator;
 import java.io.IOException;
 import java.io.InputStream;
+import java.util.Map;
 import java.util.Properties;
+import java.util.function.BiFunction;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 
@@ -21,6 +24,33 @@ import org.apache.spark.sql.Row;
  */
 public final class Operators {
   private Operators() {}
+
+  /** The families a migration can start from converted state, by entry point name (see {@link #withInitialState}). */
+  private static final Map<String, BiFunction<Dataset<Row>, String, KeyedOperator>> MOVABLE = Map.of(
+      "deduplicate", Deduplicate::prepare,
+      "changelogNormalize", ChangelogNormalize::prepare,
+      "upsertMaterialize", UpsertMaterializer::prepare,
+      "join", Join::prepare,
+      "rank", Rank::prepare);
+
+  private static KeyedOperator movable(String entry, Dataset<Row> input, String spec) {
+    BiFunction<Dataset<Row>, String, KeyedOperator> prepare = MOVABLE.get(entry);
+    if (prepare == null) {
+      throw new IllegalArgumentException("operator " + entry + " cannot start from converted state; movable: "
+          + new java.util.TreeSet<>(MOVABLE.keySet()));
+    }
+    return prepare.apply(input, spec);
+  }
+
+  /** The Spark type (JSON) of the {@code state} column of operator {@code entry}'s initial state. */
+  public static String initialStateType(String entry, Dataset<Row> input, String spec) {
+    return movable(entry, input, spec).initialStateType().json();
+  }
+
+  /** Operator {@code entry} over {@code input}, started from {@code initial} (a migration's seed query). */
+  public static Dataset<Row> withInitialState(String entry, Dataset<Row> input, String spec, Dataset<Row> initial) {
+    return movable(entry, input, spec).runFrom(initial);
+  }
 
   /** {@code sparkVersion=...} and {@code sourceDigest=...} of this jar, as the build wrote them. */
   public static String buildInfo() throws IOException {

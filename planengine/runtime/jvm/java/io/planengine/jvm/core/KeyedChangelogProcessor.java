@@ -24,8 +24,9 @@ import org.apache.spark.sql.types.StructType;
  * {@code NeverReturnExpired} visibility with {@code OnCreateAndWrite} updates, as the Python operators do.
  *
  * <p>Migration: {@link #handleInitialState} receives one row per key of the state a previous operator
- * version kept (read with Spark's state data source and converted by the engine); operators that can be
- * migrated to override it.
+ * version kept (read with Spark's state data source and converted by the engine) in the shape
+ * {@link StateVariables} derives from the variables {@code open} opens, and writes it into them; a processor
+ * whose state needs more than that overrides it.
  */
 public abstract class KeyedChangelogProcessor
     extends StatefulProcessorWithInitialState<Row, Row, Row, Row> {
@@ -36,6 +37,7 @@ public abstract class KeyedChangelogProcessor
   private final boolean outputKind;
   private transient Emitter emitter;
   private transient int kindIndex;
+  private transient StateVariables variables;
   /** Wall-clock time of the current call (ms), for state TTL. */
   protected transient long now;
   /** The current call's timer values (the batch's event-time watermark), for event-time operators. */
@@ -51,7 +53,8 @@ public abstract class KeyedChangelogProcessor
   public final void init(OutputMode outputMode, TimeMode timeMode) {
     emitter = new Emitter(outputKind);
     kindIndex = Layout.kindIndex(inputSchema);
-    open(Spec.parse(specJson), inputSchema, getHandle());
+    variables = new StateVariables();
+    open(Spec.parse(specJson), inputSchema, variables.recording(getHandle()));
   }
 
   @Override
@@ -74,8 +77,18 @@ public abstract class KeyedChangelogProcessor
 
   @Override
   public void handleInitialState(Row key, Row initialState, TimerValues timerValues) {
-    throw new UnsupportedOperationException(
-        getClass().getSimpleName() + " cannot start from another operator's state");
+    now = System.currentTimeMillis();
+    variables.load(initialState.getStruct(initialState.fieldIndex(StateVariables.STATE)), now);
+  }
+
+  /**
+   * The type of the {@code state} column of this processor's initial state, learnt on the driver by opening
+   * it on a recording handle (see {@link StateVariables}). Throws for state that has no such form.
+   */
+  public StructType initialStateType() {
+    StateVariables opened = new StateVariables();
+    open(Spec.parse(specJson), inputSchema, opened.recording(null));
+    return opened.initialStateType(getClass().getSimpleName());
   }
 
   /** Parse the node spec and open the named state variables. */

@@ -4,17 +4,15 @@ import io.planengine.jvm.core.ChangelogInput;
 import io.planengine.jvm.core.Emitter;
 import io.planengine.jvm.core.KeyedChangelogProcessor;
 import io.planengine.jvm.core.Keyed;
+import io.planengine.jvm.core.KeyedOperator;
 import io.planengine.jvm.core.RowKind;
 import io.planengine.jvm.core.StoredRow;
 import io.planengine.jvm.core.Values;
 import io.planengine.jvm.spec.Spec;
 import java.util.Arrays;
 import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StatefulProcessorHandle;
-import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.types.StructType;
 
 /**
@@ -52,12 +50,15 @@ public final class Deduplicate extends KeyedChangelogProcessor {
   }
 
   public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
+    return prepare(input, specJson).run();
+  }
+
+  public static KeyedOperator prepare(Dataset<Row> input, String specJson) {
     Spec spec = Spec.parse(specJson);
     boolean insertOnly = spec.bool("insertOnly", false);
     StructType data = StoredRow.dataFields(input.schema());
-    return Keyed.by(input, spec.ints("uniqueKeys")).transformWithState(
-        new Deduplicate(specJson, input.schema(), !insertOnly), TimeMode.None(), OutputMode.Append(),
-        Encoders.row(Keyed.outputSchema(Arrays.asList(fieldTypes(data)), !insertOnly)));
+    return new KeyedOperator(input, spec.ints("uniqueKeys"), new Deduplicate(specJson, input.schema(), !insertOnly),
+        Keyed.outputSchema(Arrays.asList(fieldTypes(data)), !insertOnly));
   }
 
   static org.apache.spark.sql.types.DataType[] fieldTypes(StructType t) {

@@ -4,6 +4,7 @@ import io.planengine.jvm.core.ChangelogInput;
 import io.planengine.jvm.core.Emitter;
 import io.planengine.jvm.core.KeyedChangelogProcessor;
 import io.planengine.jvm.core.Keyed;
+import io.planengine.jvm.core.KeyedOperator;
 import io.planengine.jvm.core.RowKind;
 import io.planengine.jvm.spec.Spec;
 import java.util.ArrayList;
@@ -12,10 +13,8 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.streaming.MapState;
-import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StatefulProcessorHandle;
 import org.apache.spark.sql.streaming.TTLConfig;
-import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -57,6 +56,10 @@ public final class Join extends KeyedChangelogProcessor {
   }
 
   public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
+    return prepare(input, specJson).run();
+  }
+
+  public static KeyedOperator prepare(Dataset<Row> input, String specJson) {
     Spec spec = Spec.parse(specJson);
     StructType schema = input.schema();
     String type = spec.string("joinType").toUpperCase(java.util.Locale.ROOT);
@@ -74,8 +77,8 @@ public final class Join extends KeyedChangelogProcessor {
       keyColumns[i] = schema.fieldIndex("_k" + i);
     }
     boolean insertOnly = spec.bool("insertOnly", false);
-    return Keyed.by(input, keyColumns).transformWithState(new Join(specJson, schema, !insertOnly),
-        TimeMode.None(), OutputMode.Append(), Encoders.row(Keyed.outputSchema(out, !insertOnly)));
+    return new KeyedOperator(input, keyColumns, new Join(specJson, schema, !insertOnly),
+        Keyed.outputSchema(out, !insertOnly));
   }
 
   private static StructType sideFields(StructType input, String prefix, int width) {

@@ -4,6 +4,7 @@ import io.planengine.jvm.core.ChangelogInput;
 import io.planengine.jvm.core.Emitter;
 import io.planengine.jvm.core.KeyedChangelogProcessor;
 import io.planengine.jvm.core.Keyed;
+import io.planengine.jvm.core.KeyedOperator;
 import io.planengine.jvm.core.RowKind;
 import io.planengine.jvm.core.Scala;
 import io.planengine.jvm.core.StoredRow;
@@ -15,10 +16,8 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
-import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StatefulProcessorHandle;
 import org.apache.spark.sql.streaming.TTLConfig;
-import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.streaming.ValueState;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -54,14 +53,17 @@ public final class UpsertMaterializer extends KeyedChangelogProcessor {
   }
 
   public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
+    return prepare(input, specJson).run();
+  }
+
+  public static KeyedOperator prepare(Dataset<Row> input, String specJson) {
     Spec spec = Spec.parse(specJson);
     List<DataType> types = new ArrayList<>();
     for (StructField f : StoredRow.dataFields(input.schema()).fields()) {
       types.add(f.dataType());
     }
-    return Keyed.by(input, spec.ints("upsertKeys")).transformWithState(
-        new UpsertMaterializer(specJson, input.schema()), TimeMode.None(), OutputMode.Append(),
-        Encoders.row(Keyed.outputSchema(types, true)));
+    return new KeyedOperator(input, spec.ints("upsertKeys"), new UpsertMaterializer(specJson, input.schema()),
+        Keyed.outputSchema(types, true));
   }
 
   static StructType stateType(StructType rowType) {

@@ -4,6 +4,7 @@ import io.planengine.jvm.core.ChangelogInput;
 import io.planengine.jvm.core.Emitter;
 import io.planengine.jvm.core.KeyedChangelogProcessor;
 import io.planengine.jvm.core.Keyed;
+import io.planengine.jvm.core.KeyedOperator;
 import io.planengine.jvm.core.RowKind;
 import io.planengine.jvm.core.StoredRow;
 import io.planengine.jvm.core.Values;
@@ -11,11 +12,8 @@ import io.planengine.jvm.spec.Spec;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StatefulProcessorHandle;
-import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -50,14 +48,17 @@ public final class ChangelogNormalize extends KeyedChangelogProcessor {
   }
 
   public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
+    return prepare(input, specJson).run();
+  }
+
+  public static KeyedOperator prepare(Dataset<Row> input, String specJson) {
     Spec spec = Spec.parse(specJson);
     List<DataType> types = new ArrayList<>();
     for (StructField f : StoredRow.dataFields(input.schema()).fields()) {
       types.add(f.dataType());
     }
-    return Keyed.by(input, spec.ints("uniqueKeys")).transformWithState(
-        new ChangelogNormalize(specJson, input.schema()), TimeMode.None(), OutputMode.Append(),
-        Encoders.row(Keyed.outputSchema(types, true)));
+    return new KeyedOperator(input, spec.ints("uniqueKeys"), new ChangelogNormalize(specJson, input.schema()),
+        Keyed.outputSchema(types, true));
   }
 
   @Override

@@ -3,6 +3,7 @@ package io.planengine.jvm.ops.rank;
 import io.planengine.jvm.core.ChangelogInput;
 import io.planengine.jvm.core.Emitter;
 import io.planengine.jvm.core.Keyed;
+import io.planengine.jvm.core.KeyedOperator;
 import io.planengine.jvm.core.KeyedChangelogProcessor;
 import io.planengine.jvm.core.RowKind;
 import io.planengine.jvm.core.Scala;
@@ -19,10 +20,8 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
-import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StatefulProcessorHandle;
 import org.apache.spark.sql.streaming.TTLConfig;
-import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.streaming.ValueState;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -75,6 +74,10 @@ public final class Rank extends KeyedChangelogProcessor {
   }
 
   public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
+    return prepare(input, specJson).run();
+  }
+
+  public static KeyedOperator prepare(Dataset<Row> input, String specJson) {
     Spec spec = Spec.parse(specJson);
     List<DataType> types = new ArrayList<>();
     for (org.apache.spark.sql.types.StructField f : StoredRow.dataFields(input.schema()).fields()) {
@@ -84,9 +87,8 @@ public final class Rank extends KeyedChangelogProcessor {
       types.add(DataTypes.LongType);
     }
     boolean updating = !spec.bool("insertOnly", false);
-    return Keyed.by(input, spec.ints("partitionKeys")).transformWithState(
-        new Rank(specJson, input.schema(), updating), TimeMode.None(), OutputMode.Append(),
-        Encoders.row(Keyed.outputSchema(types, updating)));
+    return new KeyedOperator(input, spec.ints("partitionKeys"), new Rank(specJson, input.schema(), updating),
+        Keyed.outputSchema(types, updating));
   }
 
   static StructType stateType(StructType rowType) {

@@ -85,6 +85,15 @@ class RollbackPolicy(_Model):
     minBatches: int | None = None
 
 
+class UpgradePolicy(_Model):
+    # Auto: an engine upgrade also moves the plan's nodes that run on Python transformWithState operators to
+    # their JVM versions with their state (check -> snapshot -> migrate -> start; the snapshot stays as it was,
+    # so the rollback restores the old plan). Never (default): the plan keeps its node versions unless the
+    # target engine requires a migration (check exit 3). Compiled plans are frozen by contract, so changing
+    # the operators that run a job is the user's choice (docs/operator.md, "Upgrades").
+    migrateOperators: Literal["Auto", "Never"] = "Never"
+
+
 class JobSpec(_Model):
     engineVersion: str | None = None
     plan: PlanSource
@@ -103,6 +112,7 @@ class JobSpec(_Model):
     image: str | None = None
     podTemplate: dict[str, Any] | None = None
     rollback: RollbackPolicy = Field(default_factory=RollbackPolicy)
+    upgrade: UpgradePolicy = Field(default_factory=UpgradePolicy)
 
 
 class DriverRef(_Model):

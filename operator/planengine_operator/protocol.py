@@ -359,6 +359,14 @@ def _checked(view: JobView, op: Operation, result: Result) -> Decision:
         return refuse(view, op, result.values.get("reason") or "incompatible")
     if verdict == "migrate":
         return goto(view, op, "Migrate", runId=view.new_run_id, message="migrating the plan for the new run")
+    moves = result.values.get("stateMoves") or []
+    if moves and view.spec.upgrade.migrateOperators == "Auto":
+        # The plan runs nodes on Python operators that the target engine runs on the JVM: migrate moves them and
+        # the new run converts their state from the stop's snapshot, which stays as it is for a rollback.
+        listed = "; ".join(str(m) for m in moves)
+        return goto(view, op, "Migrate", runId=view.new_run_id,
+                    message=f"moving {len(moves)} node(s) to the JVM operators with their state "
+                            f"(spec.upgrade.migrateOperators: Auto): {listed[:400]}")
     return goto(view, op, "Standby", runId=view.new_run_id,
                 message=f"plan compatible; starting engine {op.engineVersion} in standby")
 

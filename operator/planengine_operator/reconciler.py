@@ -262,7 +262,7 @@ class Reconciler:
         run = await self.launcher.run_tool(job, engine, key, argv, files=files)
         reason = _reason(run)
         if run.exit_code == 0:
-            return Result(True, {"verdict": "compatible", "reason": reason})
+            return Result(True, {"verdict": "compatible", "reason": reason, "stateMoves": _state_moves(run)})
         if run.exit_code == 3:
             return Result(True, {"verdict": "migrate", "reason": reason})
         if run.exit_code == 4:
@@ -484,6 +484,17 @@ def _reason(run: ToolRun) -> str:
     except ValueError:
         pass
     return (run.stderr.strip() or run.stdout.strip())[-500:]
+
+
+def _state_moves(run: ToolRun) -> list[str]:
+    """``planengine check --json``'s ``stateMoves``: nodes ``migrate`` would move to the JVM with their state
+    (absent from engines that predate it: nothing to move)."""
+    try:
+        data = json.loads(run.stdout.strip() or "{}")
+    except ValueError:
+        return []
+    moves = data.get("stateMoves") if isinstance(data, dict) else None
+    return [str(m) for m in moves] if isinstance(moves, list) else []
 
 
 def _tool_failure(tool: str, run: ToolRun, *, permanent: bool) -> Result:

@@ -191,6 +191,53 @@ def test_check_verdicts_lead_on(verdict, next_step):
     assert status["operation"]["step"] == next_step
 
 
+MOVES = ["node 3: stream-exec-group-aggregate version 2 (TRANSFORM_WITH_STATE) -> 3 (JVM), state accumulators"]
+
+
+@pytest.mark.parametrize("policy,moves,next_step", [
+    ("Auto", MOVES, "Migrate"),  # the upgrade carries the move: migrate, then the new run converts the state
+    ("Never", MOVES, "Standby"),  # the default: the plan keeps its node versions
+    ("Auto", [], "Standby"),  # nothing on a Python operator: no migration
+])
+def test_an_upgrade_moves_python_operators_to_the_jvm_only_when_asked(policy, moves, next_step):
+    spec = {**UPGRADE_SPEC, "upgrade": {"migrateOperators": policy}}
+    status, _ = begin(running(), spec)
+    status = step(status, "check", Result(True, {"verdict": "compatible", "stateMoves": moves}), spec)
+    assert status["operation"]["step"] == next_step
+    if next_step == "Migrate":
+        assert "migrateOperators: Auto" in status["upgrade"]["message"] and "node 3" in status["upgrade"]["message"]
+        migrate = decide(view(status, spec), ALIVE).action
+        assert migrate.kind == "migrate" and migrate.params["runId"] == status["operation"]["runId"]
+
+
+def test_an_upgrade_that_moved_operators_rolls_back_to_the_old_plan_from_the_untouched_snapshot():
+    """The migrated plan lives in the new run only; a failed gate restores the old engine with the job's plan
+    from the stop's snapshot, which the move never modified (it converts the state in the new run's fork)."""
+    spec = {**UPGRADE_SPEC, "upgrade": {"migrateOperators": "Auto"}}
+    status, _ = begin(running(), spec)
+    status = step(status, "check", Result(True, {"verdict": "compatible", "stateMoves": MOVES}), spec)
+    run_id = status["operation"]["runId"]
+    status = step(status, "migrate", Result(True, {"planFile": f"/jobs/ns/j/runs/{run_id}/plan.json"}), spec)
+    status = step(status, "standby", Result(True, {"standby": "unsupported"}), spec)
+    status = step(status, "stop", Result(True, {"snapshot": "s1", "snapshotRef": {"id": "s1", "createdAt": iso(NOW)}}),
+                  spec)
+    launch = decide(view(status, spec), DriverObservation.gone()).action
+    assert launch.params["planFile"].endswith(f"runs/{run_id}/plan.json") and launch.params["snapshot"] == "s1"
+    status = step(status, "launch", Result(True, {"name": "2", "statusUrl": "http://y"}), spec)
+    assert status["operation"]["step"] == "Stabilize"
+    crashed = DriverObservation.gone(exit_code=1)
+    apply(status, decide(view(status, spec, run_id="r3"), crashed))
+    assert status["operation"]["step"] == "RollbackStop"
+    stop = decide(view(status, spec), crashed).action
+    apply(status, advance(view(status, spec), stop, Result(True, {})))
+    fork = decide(view(status, spec), DriverObservation.gone()).action
+    assert fork.kind == "fork" and fork.params["base"] == "s1"
+    apply(status, advance(view(status, spec), fork, Result(True, {"snapshot": "s1", "forked": False})))
+    launch = decide(view(status, spec), DriverObservation.gone()).action
+    assert launch.kind == "launch" and launch.params["engineVersion"] == "0.1" and launch.params["snapshot"] == "s1"
+    assert not launch.params.get("planFile")  # the old engine runs the job's own plan, not the migrated one
+
+
 def test_migration_writes_the_plan_into_the_new_run_only():
     status, _ = begin(running(), UPGRADE_SPEC)
     status = step(status, "check", Result(True, {"verdict": "migrate"}), UPGRADE_SPEC)

@@ -198,6 +198,10 @@ class WindowTableFunction(ExecNode):
            # Version 2: same JSON, the aggregate library's native forms (runtime/aggregates/library.py:
            # integer sums wrap like Flink's instead of failing, VAR/STDDEV as Flink reduces them): new state.
            _meta("window-aggregate", 2, consumed=(STATE_TTL, O.LOCAL_TIME_ZONE.key),
+                 operators=("window-aggregate",)),
+           # Version 3: same JSON, SESSION windows over other keys than the grouping on the JVM processor
+           # (runtime/jvm/session.py: typed state, new layout) unless a call has no JVM accumulator.
+           _meta("window-aggregate", 3, consumed=(STATE_TTL, O.LOCAL_TIME_ZONE.key),
                  operators=("window-aggregate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class WindowAggregate(ExecNode):
@@ -211,7 +215,9 @@ class WindowAggregate(ExecNode):
 
 @exec_node(_meta("group-window-aggregate", consumed=(STATE_TTL,), operators=("group-window-aggregate",)),
            # Version 2: as window-aggregate_2, the aggregate library's native forms.
-           _meta("group-window-aggregate", 2, consumed=(STATE_TTL,), operators=("group-window-aggregate",)))
+           _meta("group-window-aggregate", 2, consumed=(STATE_TTL,), operators=("group-window-aggregate",)),
+           # Version 3: as window-aggregate_3, SESSION windows over other keys on the JVM processor.
+           _meta("group-window-aggregate", 3, consumed=(STATE_TTL,), operators=("group-window-aggregate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class GroupWindowAggregate(ExecNode):
     STATE_NAMES = ("windowAccumulators",)

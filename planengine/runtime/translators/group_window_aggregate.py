@@ -1,7 +1,8 @@
 """``stream-exec-group-window-aggregate``: legacy ``GROUP BY TUMBLE/HOP/SESSION(ts, …)``.
 
-Same operator as the window TVF aggregate; the window properties (TUMBLE_START/END/ROWTIME, …) are
-appended in the order the plan lists them. Processing-time group windows are refused: Spark's
+Same operators as the window TVF aggregate (version 3: sessions over other keys on the JVM, see
+``window_aggregate``); the window properties (TUMBLE_START/END/ROWTIME, …) are appended in the order the plan
+lists them. Processing-time group windows are refused: Spark's
 processing-time timers never go idle, so such a job could never be stopped at an idle point.
 """
 
@@ -11,13 +12,13 @@ from dataclasses import replace
 from typing import Any
 
 from planengine.runtime.operators.window_aggregate import window_aggregate
-from planengine.runtime.operators.window_session import global_session_aggregate
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful
 from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
+from planengine.runtime.translators.window_aggregate import session_aggregate
 
 
-@translator("stream-exec-group-window-aggregate", 1, 2)
+@translator("stream-exec-group-window-aggregate", 1, 2, 3)
 def translate_group_window_aggregate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     """Version 2 aggregates in the library's native forms, version 1 in its own (see window_aggregate)."""
     stream = after_stateful(inputs[0], node, ctx)
@@ -29,8 +30,7 @@ def translate_group_window_aggregate(node: Any, inputs: list[Stream], ctx: Any) 
                                    or stream.record_watermark):
         if not spec.partition_keys:
             spec = replace(spec, partition_keys=tuple(node.grouping))  # legacy sessions are per group key
-        out = global_session_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types,
-                                       ctx.uid(node, "group-window-aggregate"))
+        out = session_aggregate(stream, node, ctx, spec, props, "group-window-aggregate")
     else:
         if spec.kind == "SESSION" and not spec.partition_keys:
             # legacy SESSION group windows are always per group key

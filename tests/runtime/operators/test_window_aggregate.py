@@ -9,7 +9,9 @@ import pytest
 from planengine.ir import types as T
 from planengine.ir.aggregates import AggregateCall
 from planengine.ir.windows import WindowSpec
+from planengine.runtime.jvm.session import jvm_session_aggregate
 from planengine.runtime.operators.window_aggregate import window_aggregate
+from planengine.runtime.operators.window_session import global_session_aggregate
 from tests.runtime.operators.conftest import ts
 
 SCHEMA = "ts TIMESTAMP, a_int INT, comment STRING, name STRING"
@@ -101,12 +103,18 @@ def test_session_partitioned_by_the_grouping_key(feed, runner):
     assert _fmt(after) == sorted(["b, 00:00:34, 00:00:39, 1, 1, 1", "None, 00:00:32, 00:00:37, 1, 7, 0"])
 
 
-def test_session_over_all_keys_runs_on_state_and_drain_fires_the_open_session(feed, runner):
+@pytest.fixture(params=["python", "jvm"])
+def session_aggregate(request):
+    """Sessions over other keys: the Python operator (window-aggregate versions 1-2) or the JVM processor (3)."""
+    if request.param == "jvm":
+        return jvm_session_aggregate
+    return lambda *args: global_session_aggregate(*args, "t")
+
+
+def test_session_over_all_keys_runs_on_state_and_drain_fires_the_open_session(feed, runner, session_aggregate):
     spec = WindowSpec("SESSION", 0, gap=5 * SEC)
     f = feed(SCHEMA, rowtime=0, delay="1 second")
-    from planengine.runtime.operators.window_session import global_session_aggregate
-
-    stream = global_session_aggregate(f.stream(), (3,), AGGS, spec, ("start", "end", "rowtime"), OUT_TYPES, "t")
+    stream = session_aggregate(f.stream(), (3,), AGGS, spec, ("start", "end", "rowtime"), OUT_TYPES)
     r = runner(stream.df)
     for rows in _micro_batches(BEFORE):
         f.put(rows)
@@ -135,3 +143,21 @@ def test_drain_fires_every_open_window(feed, runner):
     f.drain()
     assert _fmt(r.take()) == sorted(["a, 00:00:40, 00:00:45, 1, 10, 1", "c, 00:00:40, 00:00:45, 1, 12, 1",
                                      "d, 00:00:40, 00:00:45, 2, 24, 2"])
+
+
+def test_jvm_session_state_is_the_open_sessions_with_their_typed_rows(spark, feed, runner, tmp_path):
+    """``windowAccumulators`` holds each open session's bounds and rows (the input's fields, readable with the
+    state data source); a fired session leaves it."""
+    f = feed(SCHEMA, rowtime=0, delay="1 second")
+    stream = jvm_session_aggregate(f.stream(), (3,), AGGS, WindowSpec("SESSION", 0, gap=5 * SEC),
+                                   ("start", "end", "rowtime"), OUT_TYPES)
+    r = runner(stream.df)
+    f.put([(ts("00:00:01"), 1, "Hi", "a"), (ts("00:00:03"), 2, "Hi", "b"), (ts("00:00:20"), 3, None, "a")])
+    assert _fmt(r.take()) == ["a, 00:00:01, 00:00:08, 1, 1, 1", "b, 00:00:01, 00:00:08, 1, 2, 1"]
+    r.stop()
+    (stored,) = spark.read.format("statestore").option("stateVarName", "windowAccumulators").load(
+        str(tmp_path / "ck")).collect()
+    (session,) = stored["value"]["sessions"]
+    day = int(dt.datetime(2020, 10, 10, tzinfo=dt.UTC).timestamp() * 1000)
+    assert (session["start"], session["end"]) == (day + 20_000, day + 25_000)
+    assert [(m["f1"], m["f3"]) for m in session["rows"]] == [(3, "a")]

@@ -7,6 +7,7 @@ import io.planengine.jvm.ops.materialize.UpsertMaterializer;
 import io.planengine.jvm.ops.rank.Rank;
 import io.planengine.jvm.ops.normalize.ChangelogNormalize;
 import io.planengine.jvm.ops.over.OverAggregate;
+import io.planengine.jvm.ops.session.SessionAggregate;
 import io.planengine.jvm.ops.probe.KeyedRowCount;
 import io.planengine.jvm.core.KeyedOperator;
 import java.io.IOException;
@@ -94,6 +95,10 @@ public final class Operators {
 
   public static Dataset<Row> overAggregate(Dataset<Row> input, String spec) {
     return OverAggregate.apply(input, spec);
+  }
+
+  public static Dataset<Row> sessionAggregate(Dataset<Row> input, String spec) {
+    return SessionAggregate.apply(input, spec);
   }
 
   public static Dataset<Row> upsertMaterialize(Dataset<Row> input, String spec) {

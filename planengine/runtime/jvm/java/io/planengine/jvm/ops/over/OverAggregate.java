@@ -219,11 +219,17 @@ public final class OverAggregate extends KeyedChangelogProcessor {
     final ArrayDeque<Entry> history = new ArrayDeque<>();
     long last = Long.MIN_VALUE;
     Accumulator[] accs;
+    boolean accLoaded;
     boolean hadPending;
     boolean pendingChanged;
     boolean accChanged;
   }
 
+  /**
+   * The partition's pending rows; its accumulators are read only when something fires or a row arrives
+   * ({@link #loadAccumulators}): most timers of a partition find their rows already processed by an earlier
+   * one (one timer per timestamp, all due rows fire together), and must stay cheap.
+   */
   private Partition load() {
     Partition p = new Partition();
     Row pending = pendingState.get();
@@ -234,6 +240,14 @@ public final class OverAggregate extends KeyedChangelogProcessor {
         p.pending.computeIfAbsent(e.getLong(0), t -> new ArrayList<>()).add(e.getStruct(1));
       }
     }
+    return p;
+  }
+
+  private void loadAccumulators(Partition p) {
+    if (p.accLoaded) {
+      return;
+    }
+    p.accLoaded = true;
     Row acc = accState.get();
     if (acc != null && expired(ttlMs, acc.getLong(1))) {
       acc = null;
@@ -256,7 +270,6 @@ public final class OverAggregate extends KeyedChangelogProcessor {
         accumulate(p.accs, e.row, true);
       }
     }
-    return p;
   }
 
   private Accumulator[] fresh(boolean withBags) {
@@ -320,6 +333,7 @@ public final class OverAggregate extends KeyedChangelogProcessor {
   protected void process(Row key, ChangelogInput input, Emitter out) {
     long watermark = timerValues.getCurrentWatermarkInMs();
     Partition p = load();
+    loadAccumulators(p); // the lateness of each row is judged on the last processed timestamp
     fire(p, watermark, out); // the earlier batches' watermark comes before this batch's rows
     while (input.next()) {
       Row r = input.row();
@@ -358,6 +372,9 @@ public final class OverAggregate extends KeyedChangelogProcessor {
 
   /** Processes every pending timestamp up to {@code watermark}, in order. */
   private void fire(Partition p, long watermark, Emitter out) {
+    if (!p.pending.isEmpty() && p.pending.firstKey() <= watermark) {
+      loadAccumulators(p);
+    }
     while (!p.pending.isEmpty() && p.pending.firstKey() <= watermark) {
       Map.Entry<Long, List<Row>> due = p.pending.pollFirstEntry();
       long t = due.getKey();

@@ -1,0 +1,309 @@
+package io.planengine.jvm.ops.session;
+
+import io.planengine.jvm.agg.AggCall;
+import io.planengine.jvm.agg.Accumulator;
+import io.planengine.jvm.agg.AggregateFunction;
+import io.planengine.jvm.agg.AggregateFunctions;
+import io.planengine.jvm.agg.CallInput;
+import io.planengine.jvm.core.ChangelogInput;
+import io.planengine.jvm.core.Emitter;
+import io.planengine.jvm.core.Keyed;
+import io.planengine.jvm.core.KeyedChangelogProcessor;
+import io.planengine.jvm.core.MemoryBag;
+import io.planengine.jvm.core.RowKind;
+import io.planengine.jvm.core.Scala;
+import io.planengine.jvm.core.StoredRow;
+import io.planengine.jvm.core.Values;
+import io.planengine.jvm.spec.Spec;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.streaming.StatefulProcessorHandle;
+import org.apache.spark.sql.streaming.TTLConfig;
+import org.apache.spark.sql.streaming.TimeMode;
+import org.apache.spark.sql.streaming.TimerValues;
+import org.apache.spark.sql.streaming.ValueState;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Event-time SESSION windows whose sessions span several grouping keys (Flink's SESSION TVF over a partition,
+ * or all rows without PARTITION BY, aggregated per grouping key inside each session), with the rules of the
+ * Python operator ({@code runtime/operators/window_session.py}) that older node versions keep.
+ *
+ * <p>A row at {@code t} opens {@code [t, t + gap)} and merges every open session it intersects (touching
+ * sessions merge). Lateness is judged on the merged session: a row is dropped when it has closed ({@code end
+ * <= watermark}; below a per-record watermark assigner also when the watermark the row met inside its batch
+ * reached {@code end - 1}, and such a watermark first fires the sessions it closes). An event-time timer at
+ * each session end fires it: one row per grouping key (in the order the keys first appear among the
+ * session's rows) with the aggregates over that key's rows and the session's bounds. A batch first fires
+ * what the earlier batches' watermark closed.
+ *
+ * <p>State {@code windowAccumulators}: {@code (sessions ARRAY<STRUCT<start BIGINT, end BIGINT, rows
+ * ARRAY<STRUCT<the input's fields>>>>, written BIGINT)}: the open sessions with their rows (a merge keeps
+ * the rows in the Python operator's order, which order-dependent calls see). Aggregates are computed when a
+ * session fires, with the library's accumulators (value multisets for DISTINCT in memory).
+ *
+ * <p>Spec: {@code width}, {@code timeField} (epoch ms), {@code recordWatermarkField} (optional), {@code
+ * partitionKeys}, {@code grouping}, {@code gapMs}, {@code aggCalls}, {@code stateTtlMs}, {@code stateNames}.
+ * Output (insert-only): the grouping fields, one column per call, the session's start and end (epoch ms).
+ */
+public final class SessionAggregate extends KeyedChangelogProcessor {
+  private static final long serialVersionUID = 1L;
+
+  private transient int width;
+  private transient int timeField;
+  private transient int recordWatermarkField;
+  private transient int[] grouping;
+  private transient long gap;
+  private transient AggregateFunction[] functions;
+  private transient CallInput[] inputs;
+  private transient long ttlMs;
+  private transient ValueState<Row> state;
+
+  private SessionAggregate(String spec, StructType input) {
+    super(spec, input, false);
+  }
+
+  public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
+    Spec spec = Spec.parse(specJson);
+    StructType data = dataType(spec, input.schema());
+    List<DataType> types = new ArrayList<>();
+    for (int g : groupingFields(spec, data)) {
+      types.add(data.fields()[g].dataType());
+    }
+    for (AggregateFunction f : functions(spec, data)) { // validates the calls on the driver
+      types.add(f.resultType());
+    }
+    types.add(DataTypes.LongType);
+    types.add(DataTypes.LongType);
+    return Keyed.by(input, spec.ints("partitionKeys")).transformWithState(
+        new SessionAggregate(specJson, input.schema()), TimeMode.EventTime(), OutputMode.Append(),
+        Encoders.row(Keyed.outputSchema(types, false)));
+  }
+
+  static StructType dataType(Spec spec, StructType input) {
+    int width = spec.intValue("width", -1);
+    if (width < 0 || width > input.size()) {
+      throw spec.error("width", "must be between 0 and the input's " + input.size() + " fields");
+    }
+    StructType out = new StructType();
+    for (int i = 0; i < width; i++) {
+      out = out.add(input.fields()[i].name(), input.fields()[i].dataType(), true);
+    }
+    return out;
+  }
+
+  private static int[] groupingFields(Spec spec, StructType data) {
+    int[] g = spec.ints("grouping");
+    for (int k : g) {
+      if (k < 0 || k >= data.size()) {
+        throw spec.error("grouping", "refers to input field " + k + " of " + data.size());
+      }
+    }
+    return g;
+  }
+
+  static List<AggregateFunction> functions(Spec spec, StructType data) {
+    List<AggregateFunction> out = new ArrayList<>();
+    for (Spec call : spec.list("aggCalls")) {
+      out.add(AggregateFunctions.create(AggCall.parse(call, data), false));
+    }
+    return out;
+  }
+
+  static StructType stateType(StructType data) {
+    StructType session = new StructType().add("start", DataTypes.LongType, false)
+        .add("end", DataTypes.LongType, false)
+        .add("rows", DataTypes.createArrayType(data, false), false);
+    return new StructType().add("sessions", DataTypes.createArrayType(session, false), false)
+        .add("written", DataTypes.LongType, false);
+  }
+
+  @Override
+  protected void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle) {
+    StructType data = dataType(spec, inputSchema);
+    width = data.size();
+    timeField = spec.index("timeField");
+    recordWatermarkField = spec.index("recordWatermarkField");
+    grouping = groupingFields(spec, data);
+    gap = spec.longValue("gapMs", 0L);
+    List<AggregateFunction> fs = functions(spec, data);
+    functions = fs.toArray(new AggregateFunction[0]);
+    inputs = new CallInput[functions.length];
+    for (int i = 0; i < functions.length; i++) {
+      inputs[i] = new CallInput(functions[i].call());
+    }
+    ttlMs = spec.longValue("stateTtlMs", 0L);
+    state = handle.getValueState(spec.strings("stateNames").get(0), Encoders.row(stateType(data)),
+        TTLConfig.NONE());
+  }
+
+  /** One open session: its bounds and its rows. */
+  private static final class Session {
+    long start;
+    long end;
+    List<Row> rows;
+
+    Session(long start, long end, List<Row> rows) {
+      this.start = start;
+      this.end = end;
+      this.rows = rows;
+    }
+  }
+
+  /** One partition's open sessions while a call works on them. */
+  private final class Open {
+    List<Session> sessions = new ArrayList<>();
+    boolean existed;
+    boolean changed;
+  }
+
+  private Open load() {
+    Open o = new Open();
+    Row stored = state.get();
+    o.existed = stored != null;
+    if (stored != null && !expired(ttlMs, stored.getLong(1))) {
+      for (Object s : stored.getList(0)) {
+        Row r = (Row) s;
+        List<Row> rows = new ArrayList<>();
+        for (Object m : r.getList(2)) {
+          rows.add((Row) m);
+        }
+        o.sessions.add(new Session(r.getLong(0), r.getLong(1), rows));
+      }
+    }
+    return o;
+  }
+
+  private void save(Open o) {
+    if (!o.changed) {
+      return;
+    }
+    if (o.sessions.isEmpty()) {
+      if (o.existed) {
+        state.clear();
+      }
+      return;
+    }
+    List<Object> sessions = new ArrayList<>(o.sessions.size());
+    for (Session s : o.sessions) {
+      sessions.add(RowFactory.create(s.start, s.end, Scala.seq(s.rows)));
+    }
+    state.update(RowFactory.create(Scala.seq(sessions), now));
+  }
+
+  @Override
+  protected void process(Row key, ChangelogInput input, Emitter out) {
+    long watermark = timerValues.getCurrentWatermarkInMs();
+    Open o = load();
+    fire(o, watermark, out); // the earlier batches' watermark comes first
+    while (input.next()) {
+      Row r = input.row();
+      if (r.isNullAt(timeField)) {
+        continue;
+      }
+      long t = r.getLong(timeField);
+      boolean hasMet = recordWatermarkField >= 0 && !r.isNullAt(recordWatermarkField);
+      long met = hasMet ? r.getLong(recordWatermarkField) : Long.MIN_VALUE;
+      if (hasMet && met > watermark && closesAny(o, met)) {
+        fire(o, met + 1, out); // the watermark this row met inside the batch fires (end - 1 <= met) first
+      }
+      long start = t;
+      long end = t + gap;
+      List<Row> members = new ArrayList<>();
+      members.add(RowFactory.create(StoredRow.fields(r, width)));
+      List<Session> keep = new ArrayList<>();
+      for (Session s : o.sessions) {
+        if (s.start <= end && s.end >= start) {
+          start = Math.min(start, s.start);
+          end = Math.max(end, s.end);
+          List<Row> merged = new ArrayList<>(s.rows);
+          merged.addAll(members);
+          members = merged;
+        } else {
+          keep.add(s);
+        }
+      }
+      if (end <= watermark || (hasMet && end - 1 <= met)) {
+        continue; // late: the (merged) session has closed
+      }
+      keep.add(new Session(start, end, members));
+      o.sessions = keep;
+      o.changed = true;
+      getHandle().registerTimer(end);
+    }
+    fire(o, watermark, out);
+    save(o);
+  }
+
+  private static boolean closesAny(Open o, long met) {
+    for (Session s : o.sessions) {
+      if (s.end - 1 <= met) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  @Override
+  protected void onTimer(Row key, TimerValues values, long expiryMs, Emitter out) {
+    Open o = load();
+    fire(o, Math.max(values.getCurrentWatermarkInMs(), expiryMs), out);
+    save(o);
+  }
+
+  /** Emits and forgets every session ending at or before {@code watermark}, earliest first. */
+  private void fire(Open o, long watermark, Emitter out) {
+    List<Session> due = new ArrayList<>();
+    List<Session> rest = new ArrayList<>();
+    for (Session s : o.sessions) {
+      (s.end <= watermark ? due : rest).add(s);
+    }
+    if (due.isEmpty()) {
+      return;
+    }
+    o.sessions = rest;
+    o.changed = true;
+    due.sort((a, b) -> a.start != b.start ? Long.compare(a.start, b.start) : Long.compare(a.end, b.end));
+    for (Session s : due) {
+      Map<Object, List<Row>> groups = new LinkedHashMap<>();
+      for (Row m : s.rows) {
+        Object[] k = new Object[grouping.length];
+        for (int i = 0; i < k.length; i++) {
+          k[i] = Values.hashable(m.get(grouping[i]));
+        }
+        groups.computeIfAbsent(Arrays.asList(k), x -> new ArrayList<>()).add(m);
+      }
+      for (List<Row> group : groups.values()) {
+        Object[] fields = new Object[grouping.length + functions.length + 2];
+        Row first = group.get(0);
+        for (int i = 0; i < grouping.length; i++) {
+          fields[i] = first.get(grouping[i]);
+        }
+        for (int i = 0; i < functions.length; i++) {
+          Accumulator acc = functions[i].create(functions[i].usesBag() ? new MemoryBag() : null);
+          for (Row m : group) {
+            Object v = inputs[i].argument(m);
+            if (v != CallInput.SKIP) {
+              acc.accumulate(v);
+            }
+          }
+          fields[grouping.length + i] = acc.value();
+        }
+        fields[fields.length - 2] = s.start;
+        fields[fields.length - 1] = s.end;
+        out.emit(RowKind.INSERT, fields);
+      }
+    }
+  }
+}

@@ -17,6 +17,7 @@ import pytest
 
 from planengine.exec import base as B
 from tests.restore_corpus.layout import JOB_ROOT, CorpusCase, corpus_cases, localized_copy, sink_rows
+from tests.restore_corpus.pickles import scan_checkpoints
 
 CASES = corpus_cases()
 
@@ -62,6 +63,13 @@ def test_case_restores_with_todays_engine(case: CorpusCase, tmp_path: Path, spar
         got, want = sink_rows(spark, env, data, sink), program.expected(sink, "before", "after")
         assert got == want, (f"{case.id} sink {sink} after restore\n  missing: {sorted((want - got).elements())}\n"
                              f"  unexpected: {sorted((got - want).elements())}")
+
+    # No pickles in state beyond what the plan's node versions wrote before the state codec (pickles.py): the
+    # state as restored (phase 1's batch) and as today's engine left it after phase 2 and the drain.
+    checkpoints = job_root / "runs" / result.run_id / "checkpoints"
+    for batch_ids in (case.generated()["lastBatchIds"], None):
+        findings, _ = scan_checkpoints(spark, case.plan(), checkpoints, batch_ids)
+        assert not findings, f"{case.id}: pickled state in node versions that use the state codec: {findings}"
 
 
 def _registered() -> set[tuple[str, int]]:

@@ -41,6 +41,9 @@ PICKLING_VERSIONS: dict[tuple[str, int], tuple[str, ...]] = {
     ("stream-exec-window-aggregate", 2): _SESSIONS,
     ("stream-exec-group-window-aggregate", 1): _SESSIONS,
     ("stream-exec-group-window-aggregate", 2): _SESSIONS,
+    # version 3 runs sessions on the JVM, except with a Python aggregate function (still window_session.py)
+    ("stream-exec-window-aggregate", 3): _SESSIONS,
+    ("stream-exec-group-window-aggregate", 3): _SESSIONS,
 }
 _PICKLE_PROTOCOLS = frozenset(b"\x02\x03\x04\x05")
 _PYTHON_OPERATORS = ("transformWithStateInPandasExec", "transformWithStateInPySparkExec")

@@ -1,7 +1,7 @@
 """Per operator family: the JVM processor vs the Python transformWithState operator, same plan, same input.
 
     python benchmarks/jvm_families.py [--rows 1000000] [--keys 10000] [--rounds 2]
-        [--families aggregate-retract,dedup,normalize,materialize,join,rank,over] [--pyflink]
+        [--families aggregate-retract,dedup,normalize,materialize,join,rank,over,sort-limit] [--pyflink]
         [--out benchmarks/results/jvm_families.md]
 
 Each family is one statement compiled once by today's engine (its stateful node runs on the JVM: the newest
@@ -21,7 +21,9 @@ files. Families (``--rows`` input rows over ``--keys`` keys, JSON-lines or chang
 * ``rank``: the top 3 per key by value with the row number (``rank_2`` vs ``_1``, append-fast strategy: rows
   that can no longer rank are dropped);
 * ``over``: ``SUM`` and ``MAX`` over the 10 preceding rows per key by rowtime (``over-aggregate_2`` vs ``_1``;
-  rows carry ``t``, one second per 1000 rows, watermark 1 s behind: every row but the last second's fires).
+  rows carry ``t``, one second per 1000 rows, watermark 1 s behind: every row but the last second's fires);
+* ``sort-limit``: the global top 10 by value (``ORDER BY v DESC LIMIT 10``: ``sort-limit_3``, the same JVM
+  processor as a partition-less ROW_NUMBER, vs ``_1``); one key, so one task does all the work in both variants.
 
 Timed is ``process_available()`` over the whole input in one SparkSession (no JVM start, no snapshot), the
 variants alternating so both see the same load. Reported: seconds, rows/s, the ratio JVM ÷ TWS and the bytes
@@ -126,6 +128,11 @@ FAMILIES = {
         "SUM(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 10 PRECEDING AND CURRENT ROW), "
         "MAX(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) FROM src",
         ("over-aggregate",), event_time=True),
+    "sort-limit": Family(
+        "CREATE TABLE src (k STRING, v BIGINT) WITH ('connector' = 'filesystem', 'path' = '{src}', "
+        "'format' = 'json'); CREATE TABLE sink_out (k STRING, v BIGINT) WITH ('connector' = 'blackhole')",
+        "INSERT INTO sink_out SELECT k, v FROM src ORDER BY v DESC LIMIT 10",
+        ("sort-limit",)),
 }
 
 

@@ -246,7 +246,11 @@ class OverAggregate(ExecNode):
 # --- ranking and deduplication ----------------------------------------------------------------------------
 @exec_node(_meta("rank", consumed=(STATE_TTL,), operators=("rank",)),
            # Version 2: same JSON, the JVM processor (runtime/jvm/rank.py): typed state, new layout.
-           _meta("rank", 2, consumed=(STATE_TTL,), operators=("rank",)))
+           _meta("rank", 2, consumed=(STATE_TTL,), operators=("rank",)),
+           # Version 3: the JVM processor with Flink's rank strategy recorded ("strategy": APPEND_FAST | RETRACT
+           # | UPDATE_FAST with "uniqueKey"; planner/rank_strategy.py): update-fast keeps only the top rows of an
+           # updating input whose sort key only moves rows up. Version 2 derives append-fast/retract at run time.
+           _meta("rank", 3, consumed=(STATE_TTL,), operators=("rank",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Rank(ExecNode):
     STATE_NAMES = ("rankedRows",)
@@ -257,6 +261,9 @@ class Rank(ExecNode):
     rank_end: int = json_field("rankEnd", INT)
     output_rank_number: bool = json_field("outputRowNumber", BOOL, False)
     generate_update_before: bool = json_field("generateUpdateBefore", BOOL, True)
+    # Version 3 only (planengine.plan.strategies): the rank strategy and, for UPDATE_FAST, the input's unique key.
+    strategy: str | None = json_field("strategy", optional(STR), None, omit_empty=True)
+    unique_key: tuple[int, ...] = json_field("uniqueKey", INTS, (), omit_empty=True)
 
 
 @exec_node(_meta("deduplicate", consumed=(STATE_TTL, *MINI_BATCH), operators=("deduplicate",)),
@@ -307,11 +314,20 @@ class ChangelogNormalize(ExecNode):
     generate_update_before: bool = json_field("generateUpdateBefore", BOOL, True)
 
 
+# The planner's fetch for ORDER BY without LIMIT (table.exec.non-temporal-sort.enabled): a full sort, not a Top-N.
+FULL_SORT_FETCH = 2147483647
+
+
 @exec_node(_meta("sort-limit", consumed=(STATE_TTL, O.NON_TEMPORAL_SORT.key), operators=("sort-limit",)),
            # Version 2: same JSON, new strategy for ORDER BY without LIMIT (fetch 2147483647): Flink's
            # StreamSortOperator, sorted at the end of input (runtime/translators/sort_limit.py); version 1
            # keeps the Top-N over everything for its plans.
            _meta("sort-limit", 2, consumed=(STATE_TTL, O.NON_TEMPORAL_SORT.key),
+                 operators=("sort-limit",)),
+           # Version 3: same JSON, the Top-N (with a fetch) on the JVM processor as a partition-less ROW_NUMBER
+           # (runtime/jvm/rank.py, io.planengine.jvm.ops.rank.Rank): typed topRows, new layout. The full sort
+           # (no fetch) stays version 2's Python StreamSortOperator.
+           _meta("sort-limit", 3, consumed=(STATE_TTL, O.NON_TEMPORAL_SORT.key),
                  operators=("sort-limit",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class SortLimit(ExecNode):

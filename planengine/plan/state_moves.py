@@ -11,8 +11,9 @@ Today's moves (issue 9), each from the Python ``transformWithState`` operator to
 * ``stream-exec-group-aggregate`` versions 1 and 2 (version 1 always, version 2 with ``"strategy":
   "TRANSFORM_WITH_STATE"``) -> version 3 (``"strategy": "JVM"``), when every call has a JVM accumulator;
 * ``stream-exec-deduplicate``, ``-changelog-normalize``, ``-rank`` and ``-join`` version 1 -> 2 (a join only
-  without a non-equi condition: version 2 runs such a join on the Python operator too), and
-  ``stream-exec-sink`` version 1 -> 2 when it materializes upserts (``requireUpsertMaterialize``).
+  without a non-equi condition: version 2 runs such a join on the Python operator too),
+  ``stream-exec-sink`` version 1 -> 2 when it materializes upserts (``requireUpsertMaterialize``), and
+  ``stream-exec-sort-limit`` versions 1 and 2 -> 3 when it has a fetch (a global Top-N).
 
 Pure functions on the plan's JSON: the node keeps its id, uids, state names, output type and changelog mode
 (``migrate._invariants``), so its consumers and its query are untouched. A node with a move registered for its
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planengine.exec import base as B
+from planengine.exec.nodes import FULL_SORT_FETCH
 from planengine.plan import serde
 from planengine.plan.strategies import JVM, JVM_AGGREGATES, TRANSFORM_WITH_STATE, record_strategies
 
@@ -52,7 +54,10 @@ _MOVES: dict[tuple[str, int], int] = {
     ("stream-exec-rank", 1): 2,
     ("stream-exec-join", 1): 2,
     ("stream-exec-sink", 1): 2,
+    ("stream-exec-sort-limit", 1): 3,
+    ("stream-exec-sort-limit", 2): 3,
 }
+
 _RECORDS_STRATEGY = frozenset({GROUP_AGGREGATE})
 # Spark's operator names: what the snapshot's checkpoint holds before the move, and after it.
 PYTHON_OPERATOR = "transformWithStateInPandasExec"
@@ -110,6 +115,8 @@ def kept_reason(node: dict[str, Any], strategy: str | None = None) -> str | None
             if not isinstance(function, str) or (function.upper(), call.get("version") or 1) not in JVM_AGGREGATES:
                 shown = function if isinstance(function, str) else (function or {}).get("identifier", function)
                 return f"aggregate function {shown} has no JVM accumulator"
+    if found[0] == "stream-exec-sort-limit" and int(node.get("limit", FULL_SORT_FETCH)) >= FULL_SORT_FETCH:
+        return "a full sort (ORDER BY without a fetch) runs on the Python operator in every version"
     if found[0] == "stream-exec-join" and node.get("nonEquiCondition") is not None:
         return "a non-equi join condition (the JVM join evaluates no expressions)"
     return None

@@ -54,11 +54,16 @@ NATIVE = "NATIVE"
 JVM = "JVM"
 TRANSFORM_WITH_STATE = "TRANSFORM_WITH_STATE"
 STRATEGIES = (NATIVE, JVM, TRANSFORM_WITH_STATE)
+# Flink's Top-N strategies (stream-exec-rank_3, decided by planner/rank_strategy.py).
+APPEND_FAST = "APPEND_FAST"
+RETRACT = "RETRACT"
+UPDATE_FAST = "UPDATE_FAST"
 # The strategies each node version can run; any other recorded value is incompatible (restore.check_plan).
 NODE_STRATEGIES: dict[tuple[str, int], tuple[str, ...]] = {
     ("stream-exec-group-aggregate", 2): (NATIVE, TRANSFORM_WITH_STATE),
     ("stream-exec-group-aggregate", 3): (NATIVE, JVM, TRANSFORM_WITH_STATE),
     ("stream-exec-group-aggregate", 4): (NATIVE, JVM, TRANSFORM_WITH_STATE),
+    ("stream-exec-rank", 3): (APPEND_FAST, RETRACT, UPDATE_FAST),
 }
 
 # (name, version) of the built-in aggregates with a JVM accumulator (io.planengine.jvm.agg.AggregateFunctions).

@@ -384,7 +384,7 @@ class PhysicalConverter:
         if str(self.ctx.config.get("table.exec.non-temporal-sort.enabled", "false")).lower() == "true":
             # A full sort of an unbounded stream: a Top-N over everything, emitting retractions as rows move.
             return X.SortLimit(inputs=(child,), output_type=node.row_type, order_keys=node.keys, offset=node.offset,
-                               limit=2147483647, state=self._state(X.SortLimit),
+                               limit=X.FULL_SORT_FETCH, state=self._state(X.SortLimit),
                                input_properties=(InputProperty("SINGLETON"),),
                                description=f"Sort(non-temporal, {node.explain_terms()})")
         raise UnsupportedQueryError(

@@ -26,6 +26,7 @@ from planengine.planner.final_rewrites import insert_exchanges, merge_exec_calcs
 from planengine.planner.per_record_watermarks import per_record_watermarks
 from planengine.planner.physical import PhysicalContext, PhysicalConverter
 from planengine.planner.programs import TraceStep, explain_dag, optimize
+from planengine.planner.rank_strategy import record_rank_strategies
 from planengine.planner.rules.context import RuleContext
 from planengine.sql import statements as S
 
@@ -62,6 +63,7 @@ class Planner:
         sinks = merge_exec_calcs(sinks)
         sinks = insert_exchanges(sinks)
         sinks = per_record_watermarks(sinks)
+        sinks = record_rank_strategies(sinks)  # reads final changelog modes and upsert keys
         sinks = record_strategies(sinks)  # last: the rule reads the final neighbours of each node
         return PlanResult(sinks, logical, optimized, steps or [], connectors)
 

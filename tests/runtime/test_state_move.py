@@ -7,8 +7,9 @@ input. Its sinks' changelogs must equal those of the same plan run without inter
 operators: nothing lost, nothing twice, the state carried over (a group aggregate's accumulators, DISTINCT
 values and MIN/MAX multisets under retraction; a join's rows of both sides with their association counts and
 an upsert materializer's rows alive per sink key). The restore corpus's engine-0.1 plans and snapshots move too
-(Top-N, keep-first and keep-last deduplicate, changelog normalize), and a node that cannot move (a join with a
-non-equi condition) keeps its Python version and its state, with the reason in the migration's decisions.
+(Top-N, keep-first and keep-last deduplicate, changelog normalize, the global Top-N of a sort-limit), and a
+node that cannot move (a join with a non-equi condition) keeps its Python version and its state, with the reason
+in the migration's decisions.
 """
 
 from __future__ import annotations
@@ -155,13 +156,18 @@ JOIN_INSERT = """EXECUTE STATEMENT SET BEGIN
 INSERT INTO left_out SELECT o.id, o.amount, c.name FROM o LEFT JOIN c ON o.cust = c.cust;
 INSERT INTO by_name SELECT c.name, o.id, o.amount FROM o JOIN c ON o.cust = c.cust;
 END"""
-JOIN_PHASE1 = {"o": [{"op": "+I", "id": 11, "cust": 3, "amount": 50}, {"op": "+I", "id": 12, "cust": 1, "amount": 70}],
-               "c": [{"op": "+I", "cust": 1, "name": "Ann"}, {"op": "+I", "cust": 2, "name": "Bob"}]}
-# Retractions on both sides of rows kept since phase 1: a padded order becomes joined, an order changes its
-# customer, a joined order goes, a customer is renamed (every row alive for the sink key "Ann" is retracted).
-JOIN_PHASE2 = {"o": [{"op": "+I", "id": 10, "cust": 1, "amount": 100}, {"op": "-U", "id": 11, "cust": 3, "amount": 50},
+# Phase 1 in two batches (customers, then their orders) and phase 2's changes on one side per join key: the
+# order in which a micro-batch interleaves the two sides' rows of one key is not deterministic.
+JOIN_PHASE1 = [{"c": [{"op": "+I", "cust": 1, "name": "Ann"}, {"op": "+I", "cust": 2, "name": "Bob"},
+                      {"op": "+I", "cust": 5, "name": "Eve"}]},
+               {"o": [{"op": "+I", "id": 11, "cust": 3, "amount": 50}, {"op": "+I", "id": 12, "cust": 1, "amount": 70},
+                      {"op": "+I", "id": 13, "cust": 5, "amount": 30}]}]
+# Retractions of rows kept since phase 1, on both sides: a padded order becomes joined (11), a joined order goes
+# (12), a customer is renamed (Eve: her joined rows are retracted and padded, then joined again), a second row
+# becomes alive for the sink key Bob (10 and 11).
+JOIN_PHASE2 = {"o": [{"op": "+I", "id": 10, "cust": 2, "amount": 100}, {"op": "-U", "id": 11, "cust": 3, "amount": 50},
                      {"op": "+U", "id": 11, "cust": 2, "amount": 60}, {"op": "-D", "id": 12, "cust": 1, "amount": 70}],
-               "c": [{"op": "-U", "cust": 1, "name": "Ann"}, {"op": "+U", "cust": 1, "name": "Anna"},
+               "c": [{"op": "-U", "cust": 5, "name": "Eve"}, {"op": "+U", "cust": 5, "name": "Eva"},
                      {"op": "+I", "cust": 4, "name": "Dan"}]}
 
 
@@ -190,10 +196,11 @@ def test_python_join_and_upsert_materializer_migrated_to_the_jvm_continue_with_t
     old_plan = CompiledPlan.from_file(tmp_path / "old.json")
 
     # The reference: the Python plan without interruption.
-    _write_tables(ref, "phase1", JOIN_PHASE1)
     job = ref_env.execute_plan(old_plan, job_root=str(ref / JOB_ROOT))
     try:
-        job.process_available()
+        for i, part in enumerate(JOIN_PHASE1):
+            _write_tables(ref, f"phase1-{i}", part)
+            job.process_available()
         _write_tables(ref, "phase2", JOIN_PHASE2)
         job.process_available()
     finally:
@@ -202,9 +209,14 @@ def test_python_join_and_upsert_materializer_migrated_to_the_jvm_continue_with_t
 
     data = tmp_path / "data"
     env = env_for(data)
-    _write_tables(data, "phase1", JOIN_PHASE1)
-    first = env.execute_plan(old_plan, job_root=str(data / JOB_ROOT), until_idle=True)
-    snapshot = data / JOB_ROOT / "snapshots" / first.snapshot_id
+    job = env.execute_plan(old_plan, job_root=str(data / JOB_ROOT))
+    try:
+        for i, part in enumerate(JOIN_PHASE1):
+            _write_tables(data, f"phase1-{i}", part)
+            job.process_available()
+    finally:
+        snapshot_id = job.stop(snapshot=True)
+    snapshot = data / JOB_ROOT / "snapshots" / str(snapshot_id)
 
     new_path = tmp_path / "new.json"
     assert cli_main(["migrate", "--plan", str(tmp_path / "old.json"), "-o", str(new_path)]) == 0
@@ -217,7 +229,7 @@ def test_python_join_and_upsert_materializer_migrated_to_the_jvm_continue_with_t
                      "--json"]) == 0, capsys.readouterr().out
     moves = [r["message"] for r in json.loads(capsys.readouterr().out)["reasons"] if "state migration" in r["message"]]
     assert len(moves) == 3, moves  # two joins, one upsert materializer
-    assert any("stream-exec-sink version 1" in m and "1 rows in materializedRows" in m for m in moves), moves
+    assert any("stream-exec-sink version 1" in m and "2 rows in materializedRows" in m for m in moves), moves
 
     _write_tables(data, "phase2", JOIN_PHASE2)
     second = env.execute_plan(CompiledPlan.from_file(new_path), job_root=str(tmp_path / "job2"),
@@ -230,6 +242,7 @@ def test_python_join_and_upsert_materializer_migrated_to_the_jvm_continue_with_t
         assert got == want, (f"{sink} missing: {sorted((want - got).elements())}\n"
                              f"unexpected: {sorted((got - want).elements())}")
     assert "-D[11, 50, null]" in expected["left_out"] and "+I[11, 60, Bob]" in expected["left_out"]
+    assert "+I[13, 30, null]" in expected["left_out"] and "+I[13, 30, Eva]" in expected["left_out"]
 
 
 # case -> (node id -> its type after the migration), the nodes whose state moved
@@ -238,6 +251,8 @@ CORPUS_MOVES = {
     "rank_deduplicate": ({4: "stream-exec-rank_2", 8: "stream-exec-deduplicate_2", 12: "stream-exec-deduplicate_2"},
                          {4, 8, 12}),
     "changelog": ({3: "stream-exec-changelog-normalize_2", 8: "stream-exec-changelog-normalize_2"}, {3, 8}),
+    # the global Top-N moves to the JVM; LIMIT and the temporal sort have no JVM version
+    "sorts": ({5: "stream-exec-limit_1", 8: "stream-exec-sort-limit_3", 12: "stream-exec-temporal-sort_1"}, {8}),
     # a non-equi condition: the join keeps version 1 and its Python state
     "joins": ({5: "stream-exec-join_1"}, set()),
 }

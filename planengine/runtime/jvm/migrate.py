@@ -1,7 +1,7 @@
 """State migration: the state a Python ``transformWithState`` operator kept, as its JVM processor's initial state.
 
 The group aggregate's accumulators need per-function conversion (below). Every other moved family
-(deduplicate, changelog normalize, upsert materializer, Top-N, join) keeps rows, and its JVM
+(deduplicate, changelog normalize, upsert materializer, Top-N and sort-limit, join) keeps rows, and its JVM
 processor's initial state has one generic shape learnt from the processor itself
 (``io.planengine.jvm.core.StateVariables``: ``state STRUCT<variable: value | ARRAY<STRUCT<key, value>>>``);
 ``keyed_initial_state`` fills it from the Python state through one small table (``_PYTHON_STATE``: how each
@@ -172,6 +172,7 @@ _PYTHON_STATE: dict[str, tuple[Any, ...]] = {
     "stream-exec-changelog-normalize": (_kept_row,),
     "stream-exec-sink": (_materialized_rows,),
     "stream-exec-rank": (_ranked_rows,),
+    "stream-exec-sort-limit": (_ranked_rows,),
     "stream-exec-join": (_side_row, _side_row),
 }
 

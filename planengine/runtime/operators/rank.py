@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.errors import ValidationError
+from planengine.exec.nodes import FULL_SORT_FETCH
 from planengine.ir.types import BOOLEAN, DataType
 from planengine.runtime.operators._codec import decode, encode
 from planengine.runtime.operators._tws import (
@@ -230,7 +231,7 @@ def sort_limit(stream: Any, node: Any, ctx: Any) -> Any:
                      insert_only=node.changelog_mode.contains_only_inserts())
 
 
-UNBOUNDED_FETCH = 2147483647  # the planner's fetch for ORDER BY without LIMIT (table.exec.non-temporal-sort.enabled)
+UNBOUNDED_FETCH = FULL_SORT_FETCH
 
 
 def is_full_sort(node: Any) -> bool:

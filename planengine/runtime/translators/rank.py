@@ -1,5 +1,6 @@
 """``stream-exec-rank``: version 1 on the Python Top-N TWS operator (``planengine.runtime.operators.rank``),
-version 2 on the JVM processor (``runtime/jvm/rank.py``; same rules, typed state)."""
+version 2 on the JVM processor (``runtime/jvm/rank.py``; same rules, typed state), version 3 on the JVM processor
+with Flink's strategy recorded in the plan (append-fast, retract or update-fast)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def translate_rank(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     return rank(stream, node, ctx)
 
 
-@translator("stream-exec-rank", 2)
+@translator("stream-exec-rank", 2, 3)
 def translate_rank_v2(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    """Version 3 hands the processor its recorded strategy (``planner/rank_strategy.py``)."""
     (stream,) = inputs
     return jvm_rank(stream, node, ctx)

@@ -5,7 +5,8 @@ A sort-limit without a fetch is the planner's non-temporal ``ORDER BY`` (``table
 the drain's end-of-input marker from its own control stream (``<run>/control/<uid>/``, the same mechanism
 as the watermark assigners', see ``translators/watermark.py``), as the input has no watermark to carry it.
 Version 1 plans keep their strategy (a Top-N over everything, rows emitted as they arrive), because a
-strategy is frozen per node version (DESIGN, "Translation strategies").
+strategy is frozen per node version (DESIGN, "Translation strategies"). Version 3 runs the Top-N (with a fetch)
+on the JVM processor (``runtime/jvm/rank.py``); its full sort is version 2's.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from planengine.runtime.context import DrainControl
+from planengine.runtime.jvm.rank import jvm_sort_limit
 from planengine.runtime.operators.rank import full_sort, is_full_sort, limit, sort_limit
 from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
@@ -32,6 +34,18 @@ def translate_sort_limit(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     (stream,) = inputs
     if not is_full_sort(node):
         return sort_limit(stream, node, ctx)
+    return _full_sort(stream, node, ctx)
+
+
+@translator("stream-exec-sort-limit", 3)
+def translate_sort_limit_v3(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
+    (stream,) = inputs
+    if not is_full_sort(node):
+        return jvm_sort_limit(stream, node, ctx)
+    return _full_sort(stream, node, ctx)
+
+
+def _full_sort(stream: Stream, node: Any, ctx: Any) -> Stream:
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     data = stream.df.withColumn(EOI, F.lit(False)).withColumn(EOI_TIME, F.lit(None).cast("timestamp"))

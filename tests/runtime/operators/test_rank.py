@@ -97,3 +97,39 @@ def test_top_n_without_rank_number_emits_leaving_and_entering_rows(spark, feed, 
     assert flink(got[0]) == ["+I[1, x, 10]", "+I[2, x, 20]"]
     assert flink(got[1]) == ["-D[2, x, 20]", "+I[0, x, 5]"]
     assert flink(got[2]) == ["-D[0, x, 5]", "+I[2, x, 20]", "-D[1, x, 10]", "+I[3, x, 30]"]
+
+
+def test_update_fast_emits_fewer_messages_and_keeps_fewer_rows_than_retract(spark, feed, runner, tmp_path):
+    """Flink's UpdatableTopNFunction (``rank_3`` strategy ``UPDATE_FAST``): counts per key (unique key ``k``)
+    only grow, so an update replaces its row by the key and the ``-U`` is skipped; rows below the top 2 are not
+    kept (key c comes back through its own update). Same table as the retract strategy, fewer messages."""
+    counts = "ROW<k STRING, cnt BIGINT>"
+    input_batches = [
+        [("a", 1, "+I"), ("b", 1, "+I"), ("c", 1, "+I")],
+        [("a", 1, "-U"), ("a", 2, "+U")],
+        [("c", 1, "-U"), ("c", 2, "+U"), ("c", 2, "-U"), ("c", 3, "+U")]]
+    out, state_rows = {}, {}
+    for strategy in ("RETRACT", "UPDATE_FAST"):
+        f = feed("k STRING, cnt BIGINT, _rowkind STRING", changelog=True)
+        node = X.Rank(inputs=(input_node(counts),), output_type=parse_type("ROW<k STRING, cnt BIGINT, rn BIGINT>"),
+                      changelog_mode=ALL, rank_type="ROW_NUMBER", partition_keys=(), order_keys=(SortKey(1, False),),
+                      rank_end=2, output_rank_number=True, strategy=strategy,
+                      unique_key=(0,) if strategy == "UPDATE_FAST" else ())
+        r = runner(jvm_rank(f.stream(), node, node_ctx(spark, node)).df, name=f"ck-{strategy}")
+        out[strategy] = []
+        for batch in input_batches:
+            f.put(batch)
+            out[strategy].append(r.take())
+        r.stop()
+        state = spark.read.format("statestore").option("stateVarName", "rankedRows").load(
+            str(tmp_path / f"ck-{strategy}"))
+        state_rows[strategy] = sum(len(row["value"]["rows"]) for row in state.collect())
+    fast, retract = out["UPDATE_FAST"], out["RETRACT"]
+    assert flink(fast[1]) == ["-U[a, 1, 1]", "+U[a, 2, 1]"]
+    assert flink(fast[2]) == ["-U[b, 1, 2]", "+U[c, 2, 2]", "-U[a, 2, 1]", "+U[c, 3, 1]", "-U[c, 2, 2]",
+                              "+U[a, 2, 2]"]
+    assert len(flink(retract[1])) == 8 and len(flink(fast[1])) == 2
+    everything = [r for batch in fast for r in batch]
+    assert materialized(everything) == materialized([r for batch in retract for r in batch]) == {
+        ("c", 3, 1): 1, ("a", 2, 2): 1}
+    assert (state_rows["UPDATE_FAST"], state_rows["RETRACT"]) == (2, 3)

@@ -32,13 +32,21 @@ import org.apache.spark.sql.types.StructType;
  *
  * <p>State {@code rankedRows}: {@code (rows ARRAY<STRUCT<seq BIGINT, row STRUCT<the input's fields>>>, seq
  * BIGINT, written BIGINT)}: the partition's rows in sort order, {@code seq} numbering arrivals so rows with
- * equal sort keys keep arrival order (Flink's order among ties). Two strategies, as Flink chooses them:
+ * equal sort keys keep arrival order (Flink's order among ties). Three strategies, as Flink's planner chooses
+ * them ({@code strategy}; without it, as {@code stream-exec-rank_2} plans run: append-fast over insert-only
+ * input, retract otherwise):
  *
  * <ul>
- *   <li>insert-only input ({@code AppendOnlyTopNFunction}): only rows that can still rank within
- *       {@code rankEnd} are kept;
- *   <li>updating input ({@code RetractableTopNFunction}): every row is kept, so a retraction promotes the next
- *       one; a retraction of a row the state does not hold is ignored.
+ *   <li>{@code APPEND_FAST}, insert-only input ({@code AppendOnlyTopNFunction}): only rows that can still rank
+ *       within {@code rankEnd} are kept;
+ *   <li>{@code RETRACT}, updating input ({@code RetractableTopNFunction}): every row is kept, so a retraction
+ *       promotes the next one; a retraction of a row the state does not hold is ignored;
+ *   <li>{@code UPDATE_FAST}, an updating input with a unique key ({@code uniqueKey}, input positions that
+ *       determine the partition) whose sort key only moves rows up ({@code UpdatableTopNFunction}): an
+ *       accumulate message replaces the row of its unique key, {@code -U} is skipped (its {@code +U} carries
+ *       the change), and only rows that can still rank are kept, as rows below the top-N never come back except
+ *       through a message of their own. So an update is one change of the top-N instead of a retraction (which
+ *       promotes the next row) and an insertion (which demotes it again): fewer messages, less state.
  * </ul>
  *
  * <p>Emission diffs the top-N before and after each record: with the rank number and ROW_NUMBER, per rank
@@ -49,12 +57,15 @@ import org.apache.spark.sql.types.StructType;
  *
  * <p>Spec: {@code partitionKeys}, {@code order} ({@code [{field, ascending, nullsFirst}]}), {@code rankType},
  * {@code rankStart}, {@code rankEnd}, {@code outputRankNumber}, {@code generateUpdateBefore},
- * {@code inputUpdating}, {@code insertOnly} (output), {@code stateTtlMs}, {@code stateNames}.
+ * {@code inputUpdating}, {@code strategy}, {@code uniqueKey}, {@code insertOnly} (output), {@code stateTtlMs},
+ * {@code stateNames}.
  */
 public final class Rank extends KeyedChangelogProcessor {
   private static final long serialVersionUID = 1L;
 
   private enum Type { ROW_NUMBER, RANK, DENSE_RANK }
+
+  private enum Strategy { APPEND_FAST, RETRACT, UPDATE_FAST }
 
   private transient int width;
   private transient int[] fields;
@@ -65,7 +76,8 @@ public final class Rank extends KeyedChangelogProcessor {
   private transient long rankEnd;
   private transient boolean outputRank;
   private transient boolean updateBefore;
-  private transient boolean inputUpdating;
+  private transient Strategy strategy;
+  private transient int[] uniqueKey;
   private transient long ttlMs;
   private transient ValueState<Row> state;
 
@@ -119,7 +131,17 @@ public final class Rank extends KeyedChangelogProcessor {
     rankEnd = spec.longValue("rankEnd", Long.MAX_VALUE);
     outputRank = spec.bool("outputRankNumber", false);
     updateBefore = spec.bool("generateUpdateBefore", true);
-    inputUpdating = spec.bool("inputUpdating", true);
+    boolean inputUpdating = spec.bool("inputUpdating", true);
+    strategy = Strategy.valueOf(spec.string("strategy", inputUpdating ? "RETRACT" : "APPEND_FAST"));
+    uniqueKey = spec.ints("uniqueKey");
+    if (strategy == Strategy.UPDATE_FAST && uniqueKey.length == 0) {
+      throw spec.error("uniqueKey", "is needed by the UPDATE_FAST strategy");
+    }
+    for (int k : uniqueKey) {
+      if (k >= width) {
+        throw spec.error("uniqueKey", "refers to input field " + k + " of " + width);
+      }
+    }
     ttlMs = spec.longValue("stateTtlMs", 0L);
     state = handle.getValueState(spec.strings("stateNames").get(0), Encoders.row(stateType(data)),
         TTLConfig.NONE());
@@ -288,9 +310,9 @@ public final class Rank extends KeyedChangelogProcessor {
     }
   }
 
-  /** Insert-only input: rows ranked beyond {@code rankEnd} can never come back. */
+  /** Append-fast and update-fast: rows ranked beyond {@code rankEnd} never come back (see the class comment). */
   private void trim(List<Entry> entries) {
-    if (inputUpdating || entries.size() <= rankEnd) {
+    if (strategy == Strategy.RETRACT || entries.size() <= rankEnd) {
       return;
     }
     long[] ranks = ranks(entries, entries.size(), rankEnd);
@@ -298,6 +320,26 @@ public final class Rank extends KeyedChangelogProcessor {
     if (ranks[last] > rankEnd) {
       entries.subList(last, entries.size()).clear();
     }
+  }
+
+  private boolean sameKey(Object[] a, Object[] b) {
+    for (int k : uniqueKey) {
+      if (!Values.equal(a[k], b[k])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** The position of the row to replace or retract: its unique key (update-fast), else an equal row. */
+  private int held(List<Entry> entries, Object[] row) {
+    for (int i = entries.size() - 1; i >= 0; i--) {
+      Object[] kept = entries.get(i).row;
+      if (strategy == Strategy.UPDATE_FAST ? sameKey(kept, row) : Values.equalRows(kept, row)) {
+        return i;
+      }
+    }
+    return -1;
   }
 
   @Override
@@ -317,16 +359,23 @@ public final class Rank extends KeyedChangelogProcessor {
     while (input.next()) {
       any = true;
       Object[] row = StoredRow.fields(input.row(), width);
-      if (input.kind().isAccumulate()) {
+      if (strategy == Strategy.UPDATE_FAST) {
+        if (input.kind() == RowKind.UPDATE_BEFORE) {
+          continue; // the update's +U replaces the row by its unique key
+        }
+        int found = held(entries, row);
+        if (found >= 0) {
+          entries.remove(found);
+        }
+        if (input.kind().isAccumulate()) {
+          entries.add(insertionPoint(entries, row), new Entry(seq++, row));
+        } else if (found < 0) {
+          continue;
+        }
+      } else if (input.kind().isAccumulate()) {
         entries.add(insertionPoint(entries, row), new Entry(seq++, row));
       } else {
-        int found = -1;
-        for (int i = entries.size() - 1; i >= 0; i--) {
-          if (Values.equalRows(entries.get(i).row, row)) {
-            found = i;
-            break;
-          }
-        }
+        int found = held(entries, row);
         if (found < 0) {
           continue; // a retraction of a row we do not hold
         }

@@ -1,7 +1,7 @@
 """Per operator family: the JVM processor vs the Python transformWithState operator, same plan, same input.
 
     python benchmarks/jvm_families.py [--rows 1000000] [--keys 10000] [--rounds 2]
-        [--families aggregate-retract,dedup,normalize,materialize,join,rank,over,sort-limit] [--pyflink]
+        [--families aggregate-retract,dedup,normalize,materialize,join,rank,over,sort-limit,session] [--pyflink]
         [--out benchmarks/results/jvm_families.md]
 
 Each family is one statement compiled once by today's engine (its stateful node runs on the JVM: the newest
@@ -23,7 +23,10 @@ files. Families (``--rows`` input rows over ``--keys`` keys, JSON-lines or chang
 * ``over``: ``SUM`` and ``MAX`` over the 10 preceding rows per key by rowtime (``over-aggregate_2`` vs ``_1``;
   rows carry ``t``, one second per 1000 rows, watermark 1 s behind: every row but the last second's fires);
 * ``sort-limit``: the global top 10 by value (``ORDER BY v DESC LIMIT 10``: ``sort-limit_3``, the same JVM
-  processor as a partition-less ROW_NUMBER, vs ``_1``); one key, so one task does all the work in both variants.
+  processor as a partition-less ROW_NUMBER, vs ``_1``); one key, so one task does all the work in both variants;
+* ``session``: SESSION windows (5 s gap) per key aggregated per value, so sessions span grouping keys and run on
+  the session operator (``window-aggregate_3`` on the JVM vs ``_1`` on Python; a key's rows are 10 s apart:
+  one session per row, each fired by the watermark).
 
 Timed is ``process_available()`` over the whole input in one SparkSession (no JVM start, no snapshot), the
 variants alternating so both see the same load. Reported: seconds, rows/s, the ratio JVM ÷ TWS and the bytes
@@ -133,6 +136,14 @@ FAMILIES = {
         "'format' = 'json'); CREATE TABLE sink_out (k STRING, v BIGINT) WITH ('connector' = 'blackhole')",
         "INSERT INTO sink_out SELECT k, v FROM src ORDER BY v DESC LIMIT 10",
         ("sort-limit",)),
+    "session": Family(
+        "CREATE TABLE src (k STRING, v BIGINT, t BIGINT, ts AS TO_TIMESTAMP(FROM_UNIXTIME(t)), "
+        "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '{src}', "
+        "'format' = 'json'); CREATE TABLE sink_out (v BIGINT, ws TIMESTAMP(3), we TIMESTAMP(3), c BIGINT) "
+        "WITH ('connector' = 'blackhole')",
+        "INSERT INTO sink_out SELECT v, window_start, window_end, COUNT(*) FROM TABLE(SESSION(TABLE src "
+        "PARTITION BY k, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY v, window_start, window_end",
+        ("window-aggregate",), event_time=True),
 }
 
 

@@ -220,16 +220,21 @@ public final class SessionAggregate extends KeyedChangelogProcessor {
       }
       long start = t;
       long end = t + gap;
-      List<Row> members = new ArrayList<>();
-      members.add(RowFactory.create(StoredRow.fields(r, width)));
+      Row row = RowFactory.create(StoredRow.fields(r, width));
+      List<Row> members = null; // the merged session's rows: each intersecting session's, then the row
       List<Session> keep = new ArrayList<>();
       for (Session s : o.sessions) {
         if (s.start <= end && s.end >= start) {
           start = Math.min(start, s.start);
           end = Math.max(end, s.end);
-          List<Row> merged = new ArrayList<>(s.rows);
-          merged.addAll(members);
-          members = merged;
+          if (members == null) {
+            members = s.rows; // appended to in place: no copy while a row extends one session
+          } else {
+            List<Row> merged = new ArrayList<>(s.rows.size() + members.size() + 1);
+            merged.addAll(s.rows); // a later session's rows come first, as in the Python operator
+            merged.addAll(members);
+            members = merged;
+          }
         } else {
           keep.add(s);
         }
@@ -237,6 +242,10 @@ public final class SessionAggregate extends KeyedChangelogProcessor {
       if (end <= watermark || (hasMet && end - 1 <= met)) {
         continue; // late: the (merged) session has closed
       }
+      if (members == null) {
+        members = new ArrayList<>();
+      }
+      members.add(row);
       keep.add(new Session(start, end, members));
       o.sessions = keep;
       o.changed = true;

@@ -41,8 +41,8 @@ import org.apache.spark.sql.types.StructType;
  * JVM, keyed by the partition columns, with the rules of the Python operator ({@code
  * runtime/operators/over_aggregate.py}) that {@code stream-exec-over-aggregate_1} plans keep.
  *
- * <p>Each row waits in {@code pendingRows} until the watermark passes its timestamp (an event-time timer per
- * timestamp); then the due rows are processed in timestamp order, equal timestamps in arrival order, and each
+ * <p>Each row waits in {@code pendingRows} until the watermark passes its timestamp (an event-time timer at the
+ * earliest pending timestamp); then the due rows are processed in timestamp order, equal timestamps in arrival order, and each
  * is emitted with its aggregate values: ROWS frames over the row and the {@code lower} rows before it, RANGE
  * frames over the rows within {@code [t - lower, t]} (all rows of one timestamp get the same values), or
  * everything so far when unbounded. A row whose timestamp is not after the last processed one ({@code last},
@@ -350,23 +350,30 @@ public final class OverAggregate extends KeyedChangelogProcessor {
       if (t <= p.last) {
         continue; // late: its timestamp's rows were already emitted
       }
-      List<Row> group = p.pending.get(t);
-      if (group == null) {
-        group = new ArrayList<>();
-        p.pending.put(t, group);
-        getHandle().registerTimer(t);
-      }
-      group.add(RowFactory.create(StoredRow.fields(r, width)));
+      p.pending.computeIfAbsent(t, k -> new ArrayList<>()).add(RowFactory.create(StoredRow.fields(r, width)));
       p.pendingChanged = true;
     }
     fire(p, watermark, out);
+    armTimer(p);
     save(p);
+  }
+
+  /**
+   * One event-time timer at the earliest pending timestamp (instead of one per timestamp): when it fires,
+   * every timestamp the watermark passed is processed, and the next earliest one gets the timer. A timer left
+   * at a later timestamp by an earlier row fires later with nothing due.
+   */
+  private void armTimer(Partition p) {
+    if (p.pendingChanged && !p.pending.isEmpty()) {
+      getHandle().registerTimer(p.pending.firstKey());
+    }
   }
 
   @Override
   protected void onTimer(Row key, TimerValues values, long expiryMs, Emitter out) {
     Partition p = load();
     fire(p, Math.max(values.getCurrentWatermarkInMs(), expiryMs), out);
+    armTimer(p);
     save(p);
   }
 

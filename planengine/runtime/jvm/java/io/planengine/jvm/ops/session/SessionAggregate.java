@@ -44,7 +44,7 @@ import org.apache.spark.sql.types.StructType;
  * sessions merge). Lateness is judged on the merged session: a row is dropped when it has closed ({@code end
  * <= watermark}; below a per-record watermark assigner also when the watermark the row met inside its batch
  * reached {@code end - 1}, and such a watermark first fires the sessions it closes). An event-time timer at
- * each session end fires it: one row per grouping key (in the order the keys first appear among the
+ * the earliest open session's end fires the sessions the watermark closed: one row per grouping key (in the order the keys first appear among the
  * session's rows) with the aggregates over that key's rows and the session's bounds. A batch first fires
  * what the earlier batches' watermark closed.
  *
@@ -249,10 +249,26 @@ public final class SessionAggregate extends KeyedChangelogProcessor {
       keep.add(new Session(start, end, members));
       o.sessions = keep;
       o.changed = true;
-      getHandle().registerTimer(end);
     }
     fire(o, watermark, out);
+    armTimer(o);
     save(o);
+  }
+
+  /**
+   * One event-time timer at the earliest open session's end (instead of one per session): when it fires,
+   * every session the watermark closed fires, and the next earliest end gets the timer. A timer left at an
+   * end a merge moved fires later with nothing due.
+   */
+  private void armTimer(Open o) {
+    if (!o.changed || o.sessions.isEmpty()) {
+      return;
+    }
+    long first = Long.MAX_VALUE;
+    for (Session s : o.sessions) {
+      first = Math.min(first, s.end);
+    }
+    getHandle().registerTimer(first);
   }
 
   private static boolean closesAny(Open o, long met) {
@@ -268,6 +284,7 @@ public final class SessionAggregate extends KeyedChangelogProcessor {
   protected void onTimer(Row key, TimerValues values, long expiryMs, Emitter out) {
     Open o = load();
     fire(o, Math.max(values.getCurrentWatermarkInMs(), expiryMs), out);
+    armTimer(o);
     save(o);
   }
 

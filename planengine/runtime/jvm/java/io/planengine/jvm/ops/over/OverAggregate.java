@@ -9,6 +9,7 @@ import io.planengine.jvm.core.ChangelogInput;
 import io.planengine.jvm.core.MemoryBag;
 import io.planengine.jvm.core.Emitter;
 import io.planengine.jvm.core.Keyed;
+import io.planengine.jvm.core.Layout;
 import io.planengine.jvm.core.KeyedChangelogProcessor;
 import io.planengine.jvm.core.RowKind;
 import io.planengine.jvm.core.Scala;
@@ -89,7 +90,7 @@ public final class OverAggregate extends KeyedChangelogProcessor {
 
   public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
     Spec spec = Spec.parse(specJson);
-    StructType data = dataType(spec, input.schema());
+    StructType data = Layout.dataFields(spec, input.schema());
     List<DataType> types = new ArrayList<>();
     for (StructField f : data.fields()) {
       types.add(f.dataType());
@@ -100,19 +101,6 @@ public final class OverAggregate extends KeyedChangelogProcessor {
     return Keyed.by(input, spec.ints("partitionKeys")).transformWithState(
         new OverAggregate(specJson, input.schema()), TimeMode.EventTime(), OutputMode.Append(),
         Encoders.row(Keyed.outputSchema(types, false)));
-  }
-
-  /** The first {@code width} input fields: the row as the plan sees it (the time and watermark columns follow). */
-  static StructType dataType(Spec spec, StructType input) {
-    int width = spec.intValue("width", -1);
-    if (width < 0 || width > input.size()) {
-      throw spec.error("width", "must be between 0 and the input's " + input.size() + " fields");
-    }
-    StructType out = new StructType();
-    for (int i = 0; i < width; i++) {
-      out = out.add(input.fields()[i].name(), input.fields()[i].dataType(), true);
-    }
-    return out;
   }
 
   private static boolean bounded(Spec spec) {
@@ -181,7 +169,7 @@ public final class OverAggregate extends KeyedChangelogProcessor {
 
   @Override
   protected void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle) {
-    StructType data = dataType(spec, inputSchema);
+    StructType data = Layout.dataFields(spec, inputSchema);
     width = data.size();
     timeField = spec.index("timeField");
     recordWatermarkField = spec.index("recordWatermarkField");

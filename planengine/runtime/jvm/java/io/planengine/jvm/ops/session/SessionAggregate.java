@@ -8,6 +8,7 @@ import io.planengine.jvm.agg.CallInput;
 import io.planengine.jvm.core.ChangelogInput;
 import io.planengine.jvm.core.Emitter;
 import io.planengine.jvm.core.Keyed;
+import io.planengine.jvm.core.Layout;
 import io.planengine.jvm.core.KeyedChangelogProcessor;
 import io.planengine.jvm.core.MemoryBag;
 import io.planengine.jvm.core.RowKind;
@@ -76,7 +77,7 @@ public final class SessionAggregate extends KeyedChangelogProcessor {
 
   public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
     Spec spec = Spec.parse(specJson);
-    StructType data = dataType(spec, input.schema());
+    StructType data = Layout.dataFields(spec, input.schema());
     List<DataType> types = new ArrayList<>();
     for (int g : groupingFields(spec, data)) {
       types.add(data.fields()[g].dataType());
@@ -89,18 +90,6 @@ public final class SessionAggregate extends KeyedChangelogProcessor {
     return Keyed.by(input, spec.ints("partitionKeys")).transformWithState(
         new SessionAggregate(specJson, input.schema()), TimeMode.EventTime(), OutputMode.Append(),
         Encoders.row(Keyed.outputSchema(types, false)));
-  }
-
-  static StructType dataType(Spec spec, StructType input) {
-    int width = spec.intValue("width", -1);
-    if (width < 0 || width > input.size()) {
-      throw spec.error("width", "must be between 0 and the input's " + input.size() + " fields");
-    }
-    StructType out = new StructType();
-    for (int i = 0; i < width; i++) {
-      out = out.add(input.fields()[i].name(), input.fields()[i].dataType(), true);
-    }
-    return out;
   }
 
   private static int[] groupingFields(Spec spec, StructType data) {
@@ -131,7 +120,7 @@ public final class SessionAggregate extends KeyedChangelogProcessor {
 
   @Override
   protected void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle) {
-    StructType data = dataType(spec, inputSchema);
+    StructType data = Layout.dataFields(spec, inputSchema);
     width = data.size();
     timeField = spec.index("timeField");
     recordWatermarkField = spec.index("recordWatermarkField");

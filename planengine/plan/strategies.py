@@ -152,7 +152,13 @@ def group_aggregate_refusal(node: X.GroupAggregate, consumers: dict[int, list[Ex
 
 def group_aggregate_jvm_refusal(node: X.GroupAggregate) -> str | None:
     """Why a version-3 or -4 ``node`` cannot run on the JVM processor, or None (then it does where not native)."""
-    for call in node.aggregates:
+    return jvm_calls_refusal(node.aggregates)
+
+
+def jvm_calls_refusal(aggregates: Sequence[AggregateCall]) -> str | None:
+    """Why one of ``aggregates`` has no JVM accumulator (a Python aggregate function, an unported function
+    version), or None. Reads only the plan, so a node version's strategy stays what it was compiled to."""
+    for call in aggregates:
         if call.user_function is not None:
             return f"{call}: a Python aggregate function"
         key = (str(call.function).upper(), call.version or 1)

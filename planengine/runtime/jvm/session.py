@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.ir.types import DataType
-from planengine.plan.strategies import JVM_AGGREGATES
+from planengine.plan.strategies import jvm_calls_refusal
 from planengine.runtime.jvm import run_operator
 from planengine.runtime.jvm.group_aggregate import call_spec
 from planengine.runtime.jvm.typed import typed_input
@@ -29,15 +29,8 @@ from planengine.runtime.stream import RECORD_WATERMARK, Stream, column_name
 STATE_NAMES = ("windowAccumulators",)
 
 
-def refusal(aggregates: Sequence[Any]) -> str | None:
-    """Why a session aggregate with ``aggregates`` runs on the Python operator, or None. Reads only the plan."""
-    for call in aggregates:
-        if call.user_function is not None:
-            return f"{call}: a Python aggregate function"
-        key = (str(call.function).upper(), call.version or 1)
-        if key not in JVM_AGGREGATES:
-            return f"{call}: {key[0]} version {key[1]} has no JVM accumulator"
-    return None
+# Why a session aggregate runs on the Python operator, or None: the group aggregate's rule for its calls.
+refusal = jvm_calls_refusal
 
 
 def jvm_session_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequence[Any], spec: Any,

@@ -23,16 +23,11 @@ def spec(node: Any, stream: Stream, ctx: Any) -> dict[str, Any]:
     """The JSON spec ``Rank.apply`` reads (see its Javadoc)."""
     return {
         "partitionKeys": list(node.partition_keys),
-        "order": [{"field": f, "ascending": asc, "nullsFirst": first} for f, asc, first in sort_order(node)],
         "rankType": str(node.rank_type).upper(),
         "rankStart": int(node.rank_start),
         "rankEnd": int(node.rank_end),
         "outputRankNumber": bool(node.output_rank_number),
-        "generateUpdateBefore": bool(node.generate_update_before),
-        "inputUpdating": bool(stream.updating),
-        "insertOnly": node.changelog_mode.contains_only_inserts(),
-        "stateTtlMs": int(ctx.state_ttl_ms(node)),
-        "stateNames": list(type(node).STATE_NAMES),
+        **_common(node, stream, ctx),
         # version 3 records Flink's strategy; version 2 lets the processor derive it from inputUpdating
         **({"strategy": node.strategy, "uniqueKey": list(node.unique_key)} if node.strategy else {}),
     }
@@ -53,11 +48,18 @@ def sort_limit_spec(node: Any, stream: Stream, ctx: Any) -> dict[str, Any]:
         raise ValueError("a full sort (no fetch) is not a Top-N")
     return {
         "partitionKeys": [],
-        "order": [{"field": f, "ascending": asc, "nullsFirst": first} for f, asc, first in sort_order(node)],
         "rankType": "ROW_NUMBER",
         "rankStart": int(node.offset) + 1,
         "rankEnd": int(node.offset) + int(node.limit),
         "outputRankNumber": False,
+        **_common(node, stream, ctx),
+    }
+
+
+def _common(node: Any, stream: Stream, ctx: Any) -> dict[str, Any]:
+    """The spec fields a rank and a sort-limit read alike: sort order, changelog kinds, TTL, state name."""
+    return {
+        "order": [{"field": f, "ascending": asc, "nullsFirst": first} for f, asc, first in sort_order(node)],
         "generateUpdateBefore": bool(node.generate_update_before),
         "inputUpdating": bool(stream.updating),
         "insertOnly": node.changelog_mode.contains_only_inserts(),

@@ -302,7 +302,7 @@ def pyflink_runner(work: Path):  # type: ignore[no-untyped-def]
         return float(json.loads(proc.stdout.strip().splitlines()[-1])["job"])
 
     def run(family: Family, src: Path, dim: Path | None) -> float:
-        tiny = write_input(work / "input", 10, 10, 1, family.changelog)
+        tiny = write_input(work / "input", 10, 10, 1, family.changelog, family.event_time)
         tiny_dim = write_dim(work / "input", 10) if family.dim else None
         return job_seconds(family, src, dim) - job_seconds(family, tiny, tiny_dim)
 

@@ -44,4 +44,13 @@ public final class CallInput {
     }
     return RowFactory.create(vs);
   }
+
+  /** One input per function, in order: what the event-time processors keep beside their functions. */
+  public static CallInput[] of(AggregateFunction[] functions) {
+    CallInput[] out = new CallInput[functions.length];
+    for (int i = 0; i < functions.length; i++) {
+      out[i] = new CallInput(functions[i].call());
+    }
+    return out;
+  }
 }

@@ -179,10 +179,7 @@ public final class OverAggregate extends KeyedChangelogProcessor {
     List<AggregateFunction> fs = functions(spec, data);
     recompute = bounded && needsRecompute(fs);
     functions = fs.toArray(new AggregateFunction[0]);
-    inputs = new CallInput[functions.length];
-    for (int i = 0; i < functions.length; i++) {
-      inputs[i] = new CallInput(functions[i].call());
-    }
+    inputs = CallInput.of(functions);
     ttlMs = spec.longValue("stateTtlMs", 0L);
     List<String> names = spec.strings("stateNames");
     pendingState = handle.getValueState(names.get(0), Encoders.row(pendingType(data)), TTLConfig.NONE());

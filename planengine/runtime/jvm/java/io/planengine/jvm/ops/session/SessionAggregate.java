@@ -128,10 +128,7 @@ public final class SessionAggregate extends KeyedChangelogProcessor {
     gap = spec.longValue("gapMs", 0L);
     List<AggregateFunction> fs = functions(spec, data);
     functions = fs.toArray(new AggregateFunction[0]);
-    inputs = new CallInput[functions.length];
-    for (int i = 0; i < functions.length; i++) {
-      inputs[i] = new CallInput(functions[i].call());
-    }
+    inputs = CallInput.of(functions);
     ttlMs = spec.longValue("stateTtlMs", 0L);
     state = handle.getValueState(spec.strings("stateNames").get(0), Encoders.row(stateType(data)),
         TTLConfig.NONE());

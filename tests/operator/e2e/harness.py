@@ -624,12 +624,30 @@ class World:
     def batch_files(self, name: str) -> list[Path]:
         return sorted(p for p in self.sink(name).glob("batch-*.txt"))
 
+    def diagnosis(self, name: str, lines: int = 40) -> str:
+        """What a timed-out wait prints so a CI failure can be explained without the machine: the job's status
+        and the tails of its current run's logs (a local driver's ``.operator`` log, a pod's container log)."""
+        status = self.status(name)
+        brief = {k: status.get(k) for k in ("phase", "operation", "upgrade", "error", "runId", "engineVersion")}
+        run = status.get("runId") or ""
+        parts = [f"status: {json.dumps(brief, default=str)}"]
+        # Known places only: a pod's overlay root under the kubelet's directory is the machine's whole root.
+        places = [*self.tmp.glob("*/.operator/*.log"), *self.tmp.glob("jobs/*/*/.operator/*.log")]
+        if self.kubelet is not None:
+            places += [*(self.kubelet.root / "pods").glob("*/logs/*.log"),
+                       *(self.kubelet.root / "pvc").glob("*/*/*/.operator/*.log")]
+        logs = sorted(places, key=lambda p: p.stat().st_mtime)
+        for log in [p for p in logs if run and run in str(p)][-3:] or logs[-2:]:
+            tail = log.read_text(errors="replace").splitlines()[-lines:]
+            parts.append(f"--- {log} (last {len(tail)} lines)\n" + "\n".join(tail))
+        return "\n".join(parts)
+
     def assert_exactly_once(self, name: str, timeout: float = 30) -> list[tuple[str, str]]:
         """Wait until every input row is in the output, then check none is missing or duplicated."""
         wanted = self.input_rows(name)
         wait_for(lambda: sorted(r for r, _ in self.output(name)) == wanted or len(self.output(name)) > len(wanted),
                  timeout, f"{name}: all {len(wanted)} input rows in the output",
-                 lambda: f"{len(self.output(name))} output rows")
+                 lambda: f"{len(self.output(name))} output rows\n{self.diagnosis(name)}")
         got = sorted(r for r, _ in self.output(name))
         duplicates = sorted({r for r in got if got.count(r) > 1})
         missing = sorted(set(wanted) - set(got))

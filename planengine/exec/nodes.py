@@ -363,7 +363,11 @@ JOIN_FIELDS_DOC = "leftKeys/rightKeys index the left and right inputs; nonEquiCo
 
 @exec_node(_meta("join", consumed=(STATE_TTL,), operators=("join",)),
            # Version 2: same JSON, the JVM processor (runtime/jvm/join.py) unless there is a non-equi condition.
-           _meta("join", 2, consumed=(STATE_TTL,), operators=("join",)))
+           _meta("join", 2, consumed=(STATE_TTL,), operators=("join",)),
+           # Version 3: same JSON and state layout as version 2, the JVM processor also for a non-equi condition
+           # (evaluated there per pair of rows, runtime/jvm/join.py refusal_v3); version 2 keeps such joins on the
+           # Python operator for its plans.
+           _meta("join", 3, consumed=(STATE_TTL,), operators=("join",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Join(ExecNode):
     STATE_NAMES = ("leftRows", "rightRows")

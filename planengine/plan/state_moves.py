@@ -10,8 +10,10 @@ Today's moves (issue 9), each from the Python ``transformWithState`` operator to
 
 * ``stream-exec-group-aggregate`` versions 1 and 2 (version 1 always, version 2 with ``"strategy":
   "TRANSFORM_WITH_STATE"``) -> version 3 (``"strategy": "JVM"``), when every call has a JVM accumulator;
-* ``stream-exec-deduplicate``, ``-changelog-normalize``, ``-rank`` and ``-join`` version 1 -> 2 (a join only
-  without a non-equi condition: version 2 runs such a join on the Python operator too),
+* ``stream-exec-deduplicate``, ``-changelog-normalize`` and ``-rank`` version 1 -> 2;
+* ``stream-exec-join`` version 1 -> 3, and version 2 -> 3 when it has a non-equi condition (version 2 runs such a
+  join on the Python operator; version 3 evaluates the condition on the JVM), unless the condition calls a user
+  function (a Python function, which the JVM cannot call);
   ``stream-exec-sink`` version 1 -> 2 when it materializes upserts (``requireUpsertMaterialize``), and
   ``stream-exec-sort-limit`` versions 1 and 2 -> 3 when it has a fetch (a global Top-N).
 
@@ -26,10 +28,13 @@ version that cannot take it says why (``kept_reason``), so a migration never dro
 'node 3: stream-exec-group-aggregate version 1 (TRANSFORM_WITH_STATE) -> 3 (JVM), state accumulators'
 >>> apply_state_move(node)["type"], node["strategy"]
 ('stream-exec-group-aggregate_3', 'JVM')
->>> join = {"id": 4, "type": "stream-exec-join_1", "state": [{"name": "leftRows"}, {"name": "rightRows"}],
-...         "nonEquiCondition": {"kind": "CALL"}}
+>>> join = {"id": 4, "type": "stream-exec-join_2", "state": [{"name": "leftRows"}, {"name": "rightRows"}],
+...         "nonEquiCondition": {"kind": "CALL", "function": {"name": ">", "version": 1}, "operands": []}}
+>>> state_move(join).describe()
+'node 4: stream-exec-join version 2 (TRANSFORM_WITH_STATE) -> 3 (JVM), state leftRows, rightRows'
+>>> join["nonEquiCondition"]["operands"] = [{"kind": "CALL", "function": {"identifier": "`c`.`d`.`f`"}}]
 >>> state_move(join) is None, kept_reason(join)
-(True, 'a non-equi join condition (the JVM join evaluates no expressions)')
+(True, 'the non-equi join condition calls the user function `c`.`d`.`f` (the JVM join cannot call Python)')
 """
 
 from __future__ import annotations
@@ -52,7 +57,8 @@ _MOVES: dict[tuple[str, int], int] = {
     ("stream-exec-deduplicate", 1): 2,
     ("stream-exec-changelog-normalize", 1): 2,
     ("stream-exec-rank", 1): 2,
-    ("stream-exec-join", 1): 2,
+    ("stream-exec-join", 1): 3,
+    ("stream-exec-join", 2): 3,
     ("stream-exec-sink", 1): 2,
     ("stream-exec-sort-limit", 1): 3,
     ("stream-exec-sort-limit", 2): 3,
@@ -100,6 +106,8 @@ def _candidate(node: dict[str, Any], strategy: str | None) -> tuple[str, int, in
         return None  # native: no Python operator, nothing to move
     if name == "stream-exec-sink" and not node.get("requireUpsertMaterialize"):
         return None  # no upsert materializer: the sink keeps no state
+    if (name, version) == ("stream-exec-join", 2) and node.get("nonEquiCondition") is None:
+        return None  # an equi join_2 already runs on the JVM
     return name, version, target
 
 
@@ -117,8 +125,27 @@ def kept_reason(node: dict[str, Any], strategy: str | None = None) -> str | None
                 return f"aggregate function {shown} has no JVM accumulator"
     if found[0] == "stream-exec-sort-limit" and int(node.get("limit", FULL_SORT_FETCH)) >= FULL_SORT_FETCH:
         return "a full sort (ORDER BY without a fetch) runs on the Python operator in every version"
-    if found[0] == "stream-exec-join" and node.get("nonEquiCondition") is not None:
-        return "a non-equi join condition (the JVM join evaluates no expressions)"
+    if found[0] == "stream-exec-join" and (user := user_function_in(node.get("nonEquiCondition"))) is not None:
+        return f"the non-equi join condition calls the user function {user} (the JVM join cannot call Python)"
+    return None
+
+
+def user_function_in(expr: Any) -> str | None:
+    """The identifier of a user (catalog or temporary) function an expression's JSON calls, or None: what keeps a
+    non-equi join off the JVM (``runtime/jvm/join.py refusal_v3`` asks this too, so the two cannot disagree)."""
+    if isinstance(expr, dict):
+        function = expr.get("function")
+        if isinstance(function, dict) and ("identifier" in function or "systemName" in function):
+            return str(function.get("identifier") or function.get("systemName"))
+        children: Any = list(expr.values())
+    elif isinstance(expr, list):
+        children = expr
+    else:
+        return None
+    for child in children:
+        found = user_function_in(child)
+        if found is not None:
+            return found
     return None
 
 

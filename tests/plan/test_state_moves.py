@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 
 from planengine.plan.migrate import migrate_plan
-from planengine.plan.state_moves import kept_reason, moved_between, state_move
+from planengine.plan.serde import compute_plan_id
+from planengine.plan.state_moves import moved_between, state_move
 from planengine.plan.topology import Dag, legacy_topology
 
 CORPUS = Path(__file__).parents[1] / "restore_corpus" / "corpus" / "0.1"
@@ -68,13 +69,25 @@ def test_rows_keeping_python_nodes_move_to_their_jvm_versions_without_a_strategy
     assert migrate_plan(new)[0] == new
 
 
-def test_a_node_that_cannot_move_keeps_its_version_and_says_why() -> None:
+def test_a_non_equi_join_moves_to_join_3_unless_its_condition_calls_a_user_function() -> None:
+    """join_3 evaluates a non-equi condition on the JVM, so the corpus's non-equi join_1 moves with its state; a
+    condition with a Python user function keeps the node where it is and the decisions say why."""
     old = json.loads((CORPUS / "joins" / "plan.json").read_text(encoding="utf-8"))
     new, decisions = migrate_plan(old)
-    assert _nodes(new)[5]["type"] == "stream-exec-join_1"
-    assert ("node 5: stream-exec-join version 1 kept on the Python operator with its state: a non-equi join "
-            "condition (the JVM join evaluates no expressions)") in decisions
-    assert kept_reason(_nodes(old)[5]) is not None and state_move(_nodes(old)[5]) is None
+    assert _nodes(old)[5]["nonEquiCondition"] is not None
+    assert _nodes(new)[5]["type"] == "stream-exec-join_3"
+    assert moved_between(_nodes(old)[5], _nodes(new)[5]) is not None
+    assert any(d.startswith("node 5: stream-exec-join version 1 (TRANSFORM_WITH_STATE) -> 3 (JVM)") for d in decisions)
+    python_join_2 = {**copy.deepcopy(_nodes(old)[5]), "type": "stream-exec-join_2"}
+    assert state_move(python_join_2).to_version == 3
+    assert state_move({**python_join_2, "nonEquiCondition": None}) is None  # an equi join_2 is on the JVM already
+    udf = {"kind": "CALL", "function": {"identifier": "`cat`.`db`.`near`"}, "operands": []}
+    python_join_2["nonEquiCondition"]["operands"].append(udf)
+    edited = {**old, "nodes": [python_join_2 if n["id"] == 5 else n for n in old["nodes"]]}
+    kept, decisions = migrate_plan({**edited, "planId": compute_plan_id(edited)})
+    assert _nodes(kept)[5]["type"] == "stream-exec-join_2" and state_move(python_join_2) is None
+    assert ("node 5: stream-exec-join version 2 kept on the Python operator with its state: the non-equi join "
+            "condition calls the user function `cat`.`db`.`near` (the JVM join cannot call Python)") in decisions
 
 
 def test_a_sink_moves_only_with_an_upsert_materializer() -> None:

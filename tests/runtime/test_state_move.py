@@ -7,9 +7,8 @@ input. Its sinks' changelogs must equal those of the same plan run without inter
 operators: nothing lost, nothing twice, the state carried over (a group aggregate's accumulators, DISTINCT
 values and MIN/MAX multisets under retraction; a join's rows of both sides with their association counts and
 an upsert materializer's rows alive per sink key). The restore corpus's engine-0.1 plans and snapshots move too
-(Top-N, keep-first and keep-last deduplicate, changelog normalize, the global Top-N of a sort-limit), and a
-node that cannot move (a join with a non-equi condition) keeps its Python version and its state, with the reason
-in the migration's decisions.
+(Top-N, keep-first and keep-last deduplicate, changelog normalize, the global Top-N of a sort-limit, a join with
+a non-equi condition, which ``join_3`` evaluates on the JVM).
 """
 
 from __future__ import annotations
@@ -189,7 +188,7 @@ def test_python_join_and_upsert_materializer_migrated_to_the_jvm_continue_with_t
     ref_env = env_for(ref)
     ref_env.execute_sql(f"COMPILE PLAN '{tmp_path / 'compiled.json'}' FOR {JOIN_INSERT}")
     compiled = json.loads((tmp_path / "compiled.json").read_text(encoding="utf-8"))
-    old = _downgraded(compiled, {"stream-exec-join": (2, 1), "stream-exec-sink": (2, 1)})
+    old = _downgraded(compiled, {"stream-exec-join": (3, 1), "stream-exec-sink": (2, 1)})
     assert sorted(n["type"] for n in old["nodes"] if n.get("state")) == [
         "stream-exec-join_1", "stream-exec-join_1", "stream-exec-sink_1"]
     (tmp_path / "old.json").write_text(dumps(old), encoding="utf-8")
@@ -221,7 +220,7 @@ def test_python_join_and_upsert_materializer_migrated_to_the_jvm_continue_with_t
     new_path = tmp_path / "new.json"
     assert cli_main(["migrate", "--plan", str(tmp_path / "old.json"), "-o", str(new_path)]) == 0
     err = capsys.readouterr().err
-    assert "stream-exec-join version 1 (TRANSFORM_WITH_STATE) -> 2 (JVM), state leftRows, rightRows" in err
+    assert "stream-exec-join version 1 (TRANSFORM_WITH_STATE) -> 3 (JVM), state leftRows, rightRows" in err
     assert "stream-exec-sink version 1 (TRANSFORM_WITH_STATE) -> 2 (JVM), state materializedRows" in err
     catalog = tmp_path / "catalog.sql"
     catalog.write_text(JOIN_DDL.replace("{dir}", str(data)), encoding="utf-8")
@@ -253,8 +252,8 @@ CORPUS_MOVES = {
     "changelog": ({3: "stream-exec-changelog-normalize_2", 8: "stream-exec-changelog-normalize_2"}, {3, 8}),
     # the global Top-N moves to the JVM; LIMIT and the temporal sort have no JVM version
     "sorts": ({5: "stream-exec-limit_1", 8: "stream-exec-sort-limit_3", 12: "stream-exec-temporal-sort_1"}, {8}),
-    # a non-equi condition: the join keeps version 1 and its Python state
-    "joins": ({5: "stream-exec-join_1"}, set()),
+    # a non-equi condition (t1.b > t2.b): join_3 evaluates it on the JVM
+    "joins": ({5: "stream-exec-join_3"}, {5}),
 }
 
 

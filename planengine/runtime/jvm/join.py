@@ -4,8 +4,14 @@ Both sides are unioned into one stream keyed by the join key, as for the Python 
 (``operators/join.py``): ``_k0..`` (the equi-key values cast to the left key types), ``_side``, ``_rowkind``,
 the left fields ``l0..`` and the right fields ``r0..`` (the other side's NULL), each cast to its plan type.
 
-``refusal`` says why a join stays on the Python operator: a non-equi condition depends on rows of both sides,
-so it cannot be computed in Spark expressions before the join, and the JVM side does not evaluate expressions.
+A non-equi condition depends on rows of both sides, so it cannot be computed in Spark expressions before the
+join. Version 2 keeps such a join on the Python operator (``refusal``, frozen: its plans translate the same
+forever). Version 3 runs it on the JVM too (``refusal_v3``): the condition is rendered as Spark SQL over the
+columns ``l0..``/``r0..`` by the same renderer as every other expression (``runtime/expressions.py``) and handed
+over in the spec; the processor resolves it with the session's analyzer on the driver and evaluates the
+Catalyst predicate per pair of rows (``io.planengine.jvm.ops.join.PairCondition``). Nothing is evaluated in
+Python. A condition with no such Spark form (a Python user function, a function without a Spark rendering)
+keeps version 3's node on the Python operator, which evaluates it itself.
 """
 
 from __future__ import annotations
@@ -13,6 +19,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from planengine.errors import ValidationError
+from planengine.plan.state_moves import user_function_in
+from planengine.runtime.expressions import render_spark_sql
 from planengine.runtime.jvm.movable import run_movable
 from planengine.runtime.jvm.typed import spark_type
 from planengine.runtime.stream import ROWKIND, Stream
@@ -24,6 +33,29 @@ def refusal(node: Any) -> str | None:
     """Why ``node`` runs on the Python operator rather than the JVM, or None. A pure function of the plan."""
     if node.non_equi_condition is not None:
         return "a non-equi join condition (evaluated per pair of rows; the JVM join evaluates no expressions)"
+    return None
+
+
+def condition_columns(node: Any) -> list[str]:
+    """The processor's columns a non-equi condition reads: the left fields then the right fields."""
+    return [*(f"l{i}" for i in range(len(node.inputs[0].field_types))),
+            *(f"r{i}" for i in range(len(node.inputs[1].field_types)))]
+
+
+def refusal_v3(node: Any) -> str | None:
+    """Why ``join_3``'s node runs on the Python operator, or None. A pure function of the plan: a non-equi
+    condition runs on the JVM when it has a Spark SQL form the JVM can evaluate."""
+    condition = node.non_equi_condition
+    if condition is None:
+        return None
+    user = user_function_in(condition.to_json())
+    if user is not None:
+        return (f"the non-equi join condition calls the user function {user} (a Python function; the JVM join "
+                "evaluates Spark expressions only)")
+    try:
+        render_spark_sql(condition, condition_columns(node))
+    except ValidationError as error:
+        return f"the non-equi join condition has no Spark SQL form ({error})"
     return None
 
 
@@ -49,7 +81,8 @@ def _sides(left: Stream, right: Stream, node: Any) -> Any:
 
 
 def jvm_join(left: Stream, right: Stream, node: Any, ctx: Any) -> Stream:
-    """``stream-exec-join`` without a non-equi condition on the JVM processor."""
+    """``stream-exec-join`` on the JVM processor; a non-equi condition (``refusal_v3`` None) goes along as Spark
+    SQL over ``l0..``/``r0..``."""
     insert_only = node.changelog_mode.contains_only_inserts()
     spec = {
         "joinType": str(node.join_type).upper(),
@@ -62,6 +95,8 @@ def jvm_join(left: Stream, right: Stream, node: Any, ctx: Any) -> Stream:
         "stateTtlMs": int(ctx.state_ttl_ms(node)),
         "stateNames": list(type(node).STATE_NAMES),
     }
+    if node.non_equi_condition is not None:
+        spec["condition"] = render_spark_sql(node.non_equi_condition, condition_columns(node))
     df = run_movable(_sides(left, right, node), "join", spec, node, ctx, [f"_k{i}" for i in range(len(node.left_keys))])
     return Stream(df=df, fields=tuple(node.field_names), updating=not insert_only, rowtime=None,
                   facts=replace(left.facts, stateful=True))

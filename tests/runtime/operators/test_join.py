@@ -15,7 +15,7 @@ import pytest
 from planengine.exec import nodes as X
 from planengine.ir import types as T
 from planengine.ir.changelog import ALL, INSERT_ONLY
-from planengine.ir.expressions import Call, FunctionRef, InputRef
+from planengine.ir.expressions import Call, FunctionRef, InputRef, Literal
 from planengine.ir.types import parse_type
 from planengine.runtime.jvm.join import jvm_join
 from planengine.runtime.operators.join import join
@@ -150,3 +150,82 @@ def test_semi_join_forwards_the_right_row_kind_on_both_transitions(spark, feed, 
     assert flink(r.take()) == ["+I[1, 10, x]"]
     rf.put([(1, 0, "r", "-U"), (1, 5, "r", "+U")])
     assert flink(r.take()) == ["-U[1, 10, x]", "+U[1, 10, x]"]
+
+
+# l.b < r.b + 5: NULL in either b makes it NULL (no match).
+LT_PLUS_5 = Call(FunctionRef("<", 1), (InputRef(1, T.BIGINT), Call(FunctionRef("+", 1), (
+    InputRef(4, T.BIGINT), Literal(5, T.BIGINT.with_nullable(False))), T.BIGINT)), T.BOOLEAN)
+# (side, rows) per micro-batch, both inputs updating: matches come and go as the condition's inputs change.
+NON_EQUI_BATCHES = (
+    ("left", [(1, 10, "x", "+I"), (1, None, "n", "+I"), (2, 3, "q", "+I"), (None, 1, "k", "+I")]),
+    ("right", [(1, 8, "a", "+I"), (1, 20, "b", "+I"), (1, None, "c", "+I"), (2, 1, "d", "+I")]),
+    # x keeps b only, then has no match left
+    ("right", [(1, 8, "a", "-U"), (1, 2, "a", "+U"), (1, 20, "b", "-D"), (3, 0, "e", "+I")]),
+    ("left", [(2, 3, "q", "-U"), (2, 9, "q", "+U"), (1, 0, "z", "+I")]),  # q loses d; z matches a only
+)
+
+
+def _batch_join(join_type: str) -> Counter:
+    """The join of the inputs' final rows, computed here: what the changelog must materialize to."""
+    rows: dict[str, Counter] = {"left": Counter(), "right": Counter()}
+    for side, batch in NON_EQUI_BATCHES:
+        for *row, kind in batch:
+            rows[side][tuple(row)] += 1 if kind in ("+I", "+U") else -1
+    left, right = (list((+rows[s]).elements()) for s in ("left", "right"))
+
+    def ok(lr, rr):
+        return lr[0] is not None and lr[0] == rr[0] and None not in (lr[1], rr[1]) and lr[1] < rr[1] + 5
+
+    out: Counter = Counter()
+    for lr in left:
+        matched = [rr for rr in right if ok(lr, rr)]
+        if join_type in ("SEMI", "ANTI"):
+            out[lr] += (join_type == "SEMI") == bool(matched)
+            continue
+        out.update((*lr, *rr) for rr in matched)
+        if not matched and join_type in ("LEFT", "FULL"):
+            out[(*lr, None, None, None)] += 1
+    if join_type in ("RIGHT", "FULL"):
+        out.update((None, None, None, *rr) for rr in right if not any(ok(lr, rr) for lr in left))
+    return +out
+
+
+@pytest.mark.parametrize("join_type", ["INNER", "LEFT", "RIGHT", "FULL", "SEMI", "ANTI"])
+def test_non_equi_join_changelogs_are_the_same_on_both_operators(spark, feed, runner, join_type):
+    """join_3 evaluates the non-equi condition on the JVM (a Catalyst predicate per pair of rows): its changelog,
+    batch by batch and per join key in order, is the Python operator's, over updating inputs whose updates make
+    and break matches and with NULLs in the condition's columns; both materialize to the batch join."""
+    node = _node(join_type, L if join_type in ("SEMI", "ANTI") else OUT, LT_PLUS_5)
+    changelogs = {}
+    for kind, join_ in (("python", join), ("jvm", jvm_join)):
+        lf, rf = (feed("a INT, b BIGINT, c STRING, _rowkind STRING", name=f"{kind}-{s}", changelog=True)
+                  for s in ("left", "right"))
+        r = runner(join_(lf.stream(), rf.stream(), node, node_ctx(spark, node)).df, name=f"ck-{kind}")
+        batches = []
+        for side, rows in NON_EQUI_BATCHES:
+            (lf if side == "left" else rf).put(rows)
+            per_key: dict = {}
+            for row, text in zip(out := r.take(), flink(out), strict=True):
+                per_key.setdefault(_join_key(row), []).append(text)
+            batches.append(per_key)
+        r.stop()
+        changelogs[kind] = batches
+    assert changelogs["jvm"] == changelogs["python"]
+    everything = [row for batch in changelogs["jvm"] for rows in batch.values() for row in rows]
+    assert everything, "the case must produce output"
+    assert materialized(_parse(everything)) == _batch_join(join_type)
+
+
+def _join_key(row: tuple) -> object:
+    """The join key of an output row (kind last): the left ``a``, else (right-only row) the right ``a``."""
+    return row[0] if row[0] is not None or len(row) == 4 else row[3]
+
+
+def _parse(texts: list[str]) -> list[tuple]:
+    """Flink row strings back to rows (ints, strings, None) with their kind last, for ``materialized``."""
+    out = []
+    for text in texts:
+        kind, body = text[:2], text[3:-1]
+        values = [None if v == "null" else int(v) if v.lstrip("-").isdigit() else v for v in body.split(", ")]
+        out.append((*values, kind))
+    return out

@@ -1,6 +1,6 @@
-"""Regular joins on the JVM (``join_2`` without a non-equi condition): what only the JVM strategy has (its refusal
-rule, the insert-only output without ``_rowkind``). The Flink changelogs and the state after a restore are one
-case table with the Python operator's: ``test_join.py`` runs its equi-join cases on both strategies."""
+"""Regular joins on the JVM (``join_2`` without a non-equi condition, ``join_3`` with one too): what only the JVM
+strategy has (its refusal rules, the insert-only output without ``_rowkind``). The Flink changelogs and the state
+after a restore are one case table with the Python operator's: ``test_join.py`` runs its cases on both strategies."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from collections import Counter
 import pytest
 
 from planengine.exec import nodes as X
+from planengine.ir import types as T
 from planengine.ir.changelog import ALL, INSERT_ONLY
+from planengine.ir.expressions import Call, FunctionRef, InputRef
 from planengine.ir.types import parse_type
-from planengine.runtime.jvm.join import jvm_join, refusal
+from planengine.runtime.jvm.join import jvm_join, refusal, refusal_v3
 from tests.runtime.operators.test_aggregate import input_node, node_ctx
 from tests.runtime.operators.test_join import GT, OUT, L, R
 
@@ -29,12 +31,21 @@ def _feeds(feed, changelog=False):
         "a INT, b BIGINT, c STRING" + extra, name="right", changelog=changelog)
 
 
-def test_a_non_equi_condition_stays_on_the_python_operator():
-    conditioned = X.Join(inputs=(input_node(L), input_node(R)), output_type=parse_type(OUT), changelog_mode=ALL,
-                         join_type="INNER", left_keys=(0,), right_keys=(0,), filter_nulls=(True,),
-                         non_equi_condition=GT)
-    assert "non-equi" in refusal(conditioned)
+def test_a_non_equi_condition_stays_on_the_python_operator_in_version_2_only():
+    """join_2's refusal is frozen (its plans translate the same forever); join_3 refuses only a condition the JVM
+    cannot evaluate: one that calls a Python user function."""
+    def conditioned(condition):
+        return X.Join(inputs=(input_node(L), input_node(R)), output_type=parse_type(OUT), changelog_mode=ALL,
+                      join_type="INNER", left_keys=(0,), right_keys=(0,), filter_nulls=(True,),
+                      non_equi_condition=condition)
+
+    assert "non-equi" in refusal(conditioned(GT))
     assert refusal(_node("INNER", OUT)) is None
+    assert refusal_v3(conditioned(GT)) is None and refusal_v3(_node("INNER", OUT)) is None
+    udf = Call(FunctionRef("near", None, catalog_identifier="`c`.`d`.`near`"),
+               (InputRef(1, T.BIGINT), InputRef(4, T.BIGINT)), T.BOOLEAN)
+    assert refusal_v3(conditioned(udf)) == ("the non-equi join condition calls the user function `c`.`d`.`near` "
+                                            "(a Python function; the JVM join evaluates Spark expressions only)")
 
 
 def test_inner_join_null_keys_and_insert_only_output(spark, feed, runner):

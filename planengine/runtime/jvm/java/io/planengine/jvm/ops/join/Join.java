@@ -30,12 +30,13 @@ import org.apache.spark.sql.types.StructType;
  * <p>Row kinds as Flink emits them: an accumulating input row on a non-outer side keeps its kind ({@code +I}/
  * {@code +U}) in the joined rows, a retracting one ({@code -U}/{@code -D}) too; outer sides emit {@code +I} and
  * {@code -D}. A row whose key is NULL in a column with {@code filterNulls} never matches (an outer side still
- * emits it padded). Joins with a non-equi condition are not run here (the engine keeps them on the Python
- * operator).
+ * emits it padded). A non-equi condition ({@code condition}, {@link PairCondition}) decides which rows of the
+ * other side with the same key are matches: only pairs that satisfy it join and count as associations of an
+ * outer (or semi/anti left) row, as in Flink's operators.
  *
  * <p>Spec: {@code joinType}, {@code leftWidth}, {@code rightWidth}, {@code leftKeys}, {@code rightKeys}
  * (positions within each side), {@code filterNulls}, {@code insertOnly}, {@code stateTtlMs},
- * {@code stateNames}.
+ * {@code stateNames}, optional {@code condition} (Spark SQL over {@code l0..} and {@code r0..}).
  */
 public final class Join extends KeyedChangelogProcessor {
   private static final long serialVersionUID = 1L;
@@ -50,9 +51,12 @@ public final class Join extends KeyedChangelogProcessor {
   private transient long ttlMs;
   private transient SideRows[] sides;
   private transient int sideIndex;
+  /** The non-equi condition, resolved on the driver; null when the join has none. */
+  private final PairCondition condition;
 
-  private Join(String spec, StructType input, boolean updatingOutput) {
+  private Join(String spec, StructType input, boolean updatingOutput, PairCondition condition) {
     super(spec, input, updatingOutput);
+    this.condition = condition;
   }
 
   public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
@@ -77,7 +81,10 @@ public final class Join extends KeyedChangelogProcessor {
       keyColumns[i] = schema.fieldIndex("_k" + i);
     }
     boolean insertOnly = spec.bool("insertOnly", false);
-    return new KeyedOperator(input, keyColumns, new Join(specJson, schema, !insertOnly),
+    String sql = spec.string("condition", "");
+    PairCondition condition = sql.isEmpty() ? null
+        : PairCondition.resolve(input.sparkSession(), sql, sideFields(schema, "l", nl), sideFields(schema, "r", nr));
+    return new KeyedOperator(input, keyColumns, new Join(specJson, schema, !insertOnly, condition),
         Keyed.outputSchema(out, !insertOnly));
   }
 
@@ -114,6 +121,28 @@ public final class Join extends KeyedChangelogProcessor {
       sides[s] = new SideRows(map);
     }
     sideIndex = inputSchema.fieldIndex("_side");
+    if (condition != null) {
+      condition.open();
+    }
+  }
+
+  /** The rows of the other side that join with {@code row}: all of them, or those the condition accepts. */
+  private List<SideRows.Entry> matches(Object[] row, int side) {
+    List<SideRows.Entry> all = sides[1 - side].entries();
+    if (condition == null || all.isEmpty()) {
+      return all;
+    }
+    org.apache.spark.sql.catalyst.InternalRow mine = condition.internal(row, side);
+    List<SideRows.Entry> out = new ArrayList<>();
+    for (SideRows.Entry e : all) {
+      if (e.internal == null) {
+        e.internal = condition.internal(e.fields, 1 - side);
+      }
+      if (side == 0 ? condition.test(mine, e.internal) : condition.test(e.internal, mine)) {
+        out.add(e);
+      }
+    }
+    return out;
   }
 
   private Object[] sideRow(Row input, int side) {
@@ -188,7 +217,7 @@ public final class Join extends KeyedChangelogProcessor {
     }
     SideRows state = sides[side];
     SideRows other = sides[1 - side];
-    List<SideRows.Entry> matches = other.entries();
+    List<SideRows.Entry> matches = matches(row, side);
     long matched = 0;
     for (SideRows.Entry e : matches) {
       matched += e.count;
@@ -243,7 +272,7 @@ public final class Join extends KeyedChangelogProcessor {
       }
       return;
     }
-    List<SideRows.Entry> matches = sides[1 - side].entries();
+    List<SideRows.Entry> matches = matches(row, side);
     if (side == 0) {
       if (!matches.isEmpty() != anti) {
         out.emit(kind, row);

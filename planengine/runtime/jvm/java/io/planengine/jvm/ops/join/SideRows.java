@@ -30,6 +30,8 @@ final class SideRows {
     long count;
     long associations;
     boolean dirty;
+    /** {@link #fields} as Catalyst values, for a non-equi condition; converted on first use. */
+    org.apache.spark.sql.catalyst.InternalRow internal;
 
     Entry(Row key, Object[] fields, long count, long associations) {
       this.key = key;

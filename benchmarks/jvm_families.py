@@ -1,7 +1,8 @@
 """Per operator family: the JVM processor vs the Python transformWithState operator, same plan, same input.
 
     python benchmarks/jvm_families.py [--rows 1000000] [--keys 10000] [--rounds 2]
-        [--families aggregate-retract,dedup,normalize,materialize,join,rank,over,sort-limit,session] [--pyflink]
+        [--families aggregate-retract,dedup,normalize,materialize,join,join-nonequi,rank,over,sort-limit,session]
+        [--pyflink]
         [--out benchmarks/results/jvm_families.md]
 
 Each family is one statement compiled once by today's engine (its stateful node runs on the JVM: the newest
@@ -18,6 +19,10 @@ files. Families (``--rows`` input rows over ``--keys`` keys, JSON-lines or chang
   ``sink_2`` vs ``_1``; the aggregate runs on the JVM in both variants);
 * ``join``: the input LEFT JOIN a table of one row per key (``join_2`` vs ``_1``; ``--keys`` right rows, so
   every left row finds its match once the right side is in state);
+* ``join-nonequi``: the ``join`` family with a non-equi condition ``AND s.v < d.v + 5`` (``join_3``, evaluated
+  per pair on the JVM, vs ``_1``, evaluated in Python); the dimension's ``v`` is its key number mod 1000, which
+  is every matching input row's ``v``, so each left row matches as in ``join`` and the difference is the
+  condition's cost;
 * ``rank``: the top 3 per key by value with the row number (``rank_2`` vs ``_1``, append-fast strategy: rows
   that can no longer rank are dropped);
 * ``over``: ``SUM`` and ``MAX`` over the 10 preceding rows per key by rowtime (``over-aggregate_2`` vs ``_1``;
@@ -116,6 +121,13 @@ FAMILIES = {
         "WITH ('connector' = 'blackhole')",
         "INSERT INTO sink_out SELECT s.k, s.v, d.name FROM src s LEFT JOIN dim d ON s.k = d.k",
         ("join",), dim=True),
+    "join-nonequi": Family(
+        "CREATE TABLE src (k STRING, v BIGINT) WITH ('connector' = 'filesystem', 'path' = '{src}', "
+        "'format' = 'json'); CREATE TABLE dim (k STRING, name STRING, v BIGINT) WITH ('connector' = 'filesystem', "
+        "'path' = '{dim}', 'format' = 'json'); CREATE TABLE sink_out (k STRING, v BIGINT, name STRING) "
+        "WITH ('connector' = 'blackhole')",
+        "INSERT INTO sink_out SELECT s.k, s.v, d.name FROM src s LEFT JOIN dim d ON s.k = d.k AND s.v < d.v + 5",
+        ("join",), dim=True),
     "rank": Family(
         "CREATE TABLE src (k STRING, v BIGINT) WITH ('connector' = 'filesystem', 'path' = '{src}', "
         "'format' = 'json'); CREATE TABLE sink_out (k STRING, v BIGINT, rn BIGINT) WITH ('connector' = 'blackhole')",
@@ -174,10 +186,10 @@ def write_input(root: Path, rows: int, keys: int, files: int, changelog: bool, e
 
 
 def write_dim(root: Path, keys: int) -> Path:
-    dim = root / f"dim-{keys}"
+    dim = root / f"dim-v-{keys}"
     if not dim.is_dir():
         dim.mkdir(parents=True)
-        (dim / "part-0.json").write_text("".join(json.dumps({"k": f"key{k}", "name": f"n{k}"}) + "\n"
+        (dim / "part-0.json").write_text("".join(json.dumps({"k": f"key{k}", "name": f"n{k}", "v": k % 1000}) + "\n"
                                                  for k in range(keys)), encoding="utf-8")
     return dim
 

@@ -42,7 +42,7 @@ from planengine.exec import nodes as X
 from planengine.exec.base import ExecNode, rebuild, topological
 from planengine.ir.expressions import InputRef
 from planengine.plan.strategies import APPEND_FAST, RETRACT, UPDATE_FAST
-from planengine.planner.changelog import upsert_keys
+from planengine.planner.upsert_keys import upsert_keys
 
 log = logging.getLogger("planengine.planner")
 

@@ -47,3 +47,18 @@ def test_the_strategy_follows_flinks_rules(statement: str, strategy: str) -> Non
     assert node["type"] == "stream-exec-rank_3"
     assert node["strategy"] == strategy
     assert (node.get("uniqueKey") is not None) == (strategy == "UPDATE_FAST")
+
+
+@pytest.mark.parametrize("aggregate,order,strategy,update_before", [
+    ("COUNT(*)", "DESC", "UPDATE_FAST", False),  # update-fast asks for update-afters only (Flink's trait)
+    ("SUM(v)", "DESC", "RETRACT", True),  # a retracting Top-N needs the before-images
+], ids=["update-fast", "retract"])
+def test_update_fast_asks_its_input_for_update_afters_only(aggregate: str, order: str, strategy: str,
+                                                           update_before: bool) -> None:
+    env = TableEnvironment()
+    env.execute_sql(DDL)
+    plan = json.loads(env.compile_plan_sql(top("clicks", aggregate, order)).as_json())
+    (rank,) = [n for n in plan["nodes"] if n["type"].startswith("stream-exec-rank")]
+    (aggregate_node,) = [n for n in plan["nodes"] if n["type"].startswith("stream-exec-group-aggregate")]
+    assert rank["strategy"] == strategy
+    assert aggregate_node["generateUpdateBefore"] is update_before

@@ -133,3 +133,21 @@ def test_update_fast_emits_fewer_messages_and_keeps_fewer_rows_than_retract(spar
     assert materialized(everything) == materialized([r for batch in retract for r in batch]) == {
         ("c", 3, 1): 1, ("a", 2, 2): 1}
     assert (state_rows["UPDATE_FAST"], state_rows["RETRACT"]) == (2, 3)
+
+
+def test_update_fast_without_the_rank_number_updates_rows_in_place(spark, feed, runner):
+    """Flink's UpdatableTopNFunction without the row number: a key already in the top-N is updated in place
+    (``-U old``, ``+U new``); a key entering it deletes the row it pushes out and is inserted."""
+    counts = "ROW<k STRING, cnt BIGINT>"
+    f = feed("k STRING, cnt BIGINT, _rowkind STRING", changelog=True)
+    node = X.Rank(inputs=(input_node(counts),), output_type=parse_type(counts), changelog_mode=ALL,
+                  rank_type="ROW_NUMBER", partition_keys=(), order_keys=(SortKey(1, False),), rank_end=2,
+                  output_rank_number=False, strategy="UPDATE_FAST", unique_key=(0,))
+    r = runner(jvm_rank(f.stream(), node, node_ctx(spark, node)).df)
+    out = []
+    for batch in ([("a", 1, "+I"), ("b", 1, "+I"), ("c", 1, "+I")], [("a", 2, "+U")], [("c", 2, "+U"), ("c", 3, "+U")]):
+        f.put(batch)
+        out.append(flink(r.take()))
+    r.stop()
+    assert out == [["+I[a, 1]", "+I[b, 1]"], ["-U[a, 1]", "+U[a, 2]"],
+                   ["-D[b, 1]", "+I[c, 2]", "-U[c, 2]", "+U[c, 3]"]]

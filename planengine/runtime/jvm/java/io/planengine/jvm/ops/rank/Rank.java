@@ -52,7 +52,8 @@ import org.apache.spark.sql.types.StructType;
  * <p>Emission diffs the top-N before and after each record: with the rank number and ROW_NUMBER, per rank
  * position (a position that gains a row {@code +I}, loses it {@code -D}, changes rows {@code -U old} when
  * {@code generateUpdateBefore}, then {@code +U new}); otherwise the rows leaving the top-N {@code -D} and the
- * rows entering it {@code +I} (in rank order). The same rules as the Python operator
+ * rows entering it {@code +I} (in rank order), except that update-fast updates the row of a unique key that
+ * stays in the top-N in place ({@code -U old}, {@code +U new}, as Flink). The same rules as the Python operator
  * ({@code runtime/operators/rank.py}), which {@code stream-exec-rank_1} plans keep.
  *
  * <p>Spec: {@code partitionKeys}, {@code order} ({@code [{field, ascending, nullsFirst}]}), {@code rankType},
@@ -310,6 +311,41 @@ public final class Rank extends KeyedChangelogProcessor {
     }
   }
 
+  /**
+   * Update-fast without the rank number ({@code UpdatableTopNFunction.processElementWithoutRowNumber}): the row
+   * of a unique key that stays in the top-N is updated in place, {@code -U old} (when {@code
+   * generateUpdateBefore}) and {@code +U new} wherever it moved, not a deletion and an insertion; any other change
+   * of the top-N (none, as sort keys only move rows up) is diffed as usual.
+   */
+  private void updateInPlace(
+      Emitter out, List<Object[]> before, List<Object[]> after, Object[] replaced, Object[] row) {
+    int was = indexOfSame(before, replaced);
+    int is = indexOfSame(after, row);
+    if (was < 0 || is < 0) {
+      diff(out, before, after);
+      return;
+    }
+    if (updateBefore) {
+      out.emit(RowKind.UPDATE_BEFORE, replaced);
+    }
+    out.emit(RowKind.UPDATE_AFTER, row);
+    List<Object[]> restBefore = new ArrayList<>(before);
+    restBefore.remove(was);
+    List<Object[]> restAfter = new ArrayList<>(after);
+    restAfter.remove(is);
+    diff(out, restBefore, restAfter);
+  }
+
+  /** The position of this very array in {@code rows} (kept rows are compared by identity, not content). */
+  private static int indexOfSame(List<Object[]> rows, Object[] row) {
+    for (int i = 0; i < rows.size(); i++) {
+      if (rows.get(i) == row) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
   /** Append-fast and update-fast: rows ranked beyond {@code rankEnd} never come back (see the class comment). */
   private void trim(List<Entry> entries) {
     if (strategy == Strategy.RETRACT || entries.size() <= rankEnd) {
@@ -359,13 +395,14 @@ public final class Rank extends KeyedChangelogProcessor {
     while (input.next()) {
       any = true;
       Object[] row = StoredRow.fields(input.row(), width);
+      Object[] replaced = null;
       if (strategy == Strategy.UPDATE_FAST) {
         if (input.kind() == RowKind.UPDATE_BEFORE) {
           continue; // the update's +U replaces the row by its unique key
         }
         int found = held(entries, row);
         if (found >= 0) {
-          entries.remove(found);
+          replaced = entries.remove(found).row;
         }
         if (input.kind().isAccumulate()) {
           entries.add(insertionPoint(entries, row), new Entry(seq++, row));
@@ -383,7 +420,11 @@ public final class Rank extends KeyedChangelogProcessor {
       }
       trim(entries);
       List<Object[]> next = top(entries);
-      diff(out, current, next);
+      if (replaced != null && !outputRank && input.kind().isAccumulate()) {
+        updateInPlace(out, current, next, replaced, row);
+      } else {
+        diff(out, current, next);
+      }
       current = next;
     }
     if (!any) {

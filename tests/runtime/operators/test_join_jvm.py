@@ -4,6 +4,7 @@ after a restore are one case table with the Python operator's: ``test_join.py`` 
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from planengine.exec import nodes as X
 from planengine.ir import types as T
 from planengine.ir.changelog import ALL, INSERT_ONLY
-from planengine.ir.expressions import Call, FunctionRef, InputRef
+from planengine.ir.expressions import Call, FunctionRef, InputRef, Literal
 from planengine.ir.types import parse_type
 from planengine.runtime.jvm.join import jvm_join, refusal, refusal_v3
 from tests.runtime.operators.test_aggregate import input_node, node_ctx
@@ -61,3 +62,28 @@ def test_inner_join_null_keys_and_insert_only_output(spark, feed, runner):
                            ("Baker5", "HeHe")])
     lf.put([(2, 1, "Later")])
     assert [(x[2], x[5]) for x in r.take()] == [("Later", "HeHe")]
+
+
+def test_a_non_equi_condition_with_time_arithmetic_and_functions_runs_as_spark_evaluates_it(spark, feed, runner):
+    """join_3's condition is whatever Spark SQL the renderer gives (here interval arithmetic on TIMESTAMP(3) and
+    UPPER), resolved by the session's analyzer: ``l.t BETWEEN r.t - INTERVAL '1' HOUR AND r.t AND UPPER(l.c) =
+    r.c``; a NULL time makes it NULL (no match)."""
+    row = "ROW<a INT, t TIMESTAMP(3), c STRING>"
+    ts = parse_type("TIMESTAMP(3)")
+    hour_before = Call(FunctionRef("-", 1), (InputRef(4, ts), Literal(dt.timedelta(hours=1), T.INTERVAL_DAY_TIME)), ts)
+    condition = Call(FunctionRef("AND", 1), (
+        Call(FunctionRef(">=", 1), (InputRef(1, ts), hour_before), T.BOOLEAN),
+        Call(FunctionRef("<=", 1), (InputRef(1, ts), InputRef(4, ts)), T.BOOLEAN),
+        Call(FunctionRef("=", 1), (Call(FunctionRef("UPPER", 1), (InputRef(2, T.STRING),), T.STRING),
+                                   InputRef(5, T.STRING)), T.BOOLEAN)), T.BOOLEAN)
+    node = X.Join(inputs=(input_node(row), input_node(row)), changelog_mode=INSERT_ONLY, join_type="INNER",
+                  output_type=parse_type("ROW<a INT, t TIMESTAMP(3), c STRING, a0 INT, t0 TIMESTAMP(3), c0 STRING>"),
+                  left_keys=(0,), right_keys=(0,), filter_nulls=(True,), non_equi_condition=condition)
+    assert refusal_v3(node) is None
+    lf, rf = (feed("a INT, t TIMESTAMP, c STRING", name=name) for name in ("left", "right"))
+    r = runner(jvm_join(lf.stream(), rf.stream(), node, node_ctx(spark, node)).df)
+    lf.put([(1, "2020-01-01 10:30:00", "x"), (1, "2020-01-01 08:00:00", "x"), (1, "2020-01-01 10:30:00", "y"),
+            (1, None, "x")])
+    rf.put([(1, "2020-01-01 11:00:00", "X")])
+    got = r.take()
+    assert [(str(x[1]).replace("T", " ")[:16], x[2], x[5]) for x in got] == [("2020-01-01 10:30", "x", "X")]

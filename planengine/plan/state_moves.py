@@ -14,8 +14,13 @@ Today's moves (issue 9), each from the Python ``transformWithState`` operator to
 * ``stream-exec-join`` version 1 -> 3, and version 2 -> 3 when it has a non-equi condition (version 2 runs such a
   join on the Python operator; version 3 evaluates the condition on the JVM), unless the condition calls a user
   function (a Python function, which the JVM cannot call);
-  ``stream-exec-sink`` version 1 -> 2 when it materializes upserts (``requireUpsertMaterialize``), and
-  ``stream-exec-sort-limit`` versions 1 and 2 -> 3 when it has a fetch (a global Top-N).
+* ``stream-exec-sink`` version 1 -> 2 when it materializes upserts (``requireUpsertMaterialize``), and
+  ``stream-exec-sort-limit`` versions 1 and 2 -> 3 when it has a fetch (a global Top-N);
+* ``stream-exec-over-aggregate`` version 1 -> 2 when version 2 runs it on the JVM (ordered by a time attribute,
+  every call with a JVM accumulator and without DISTINCT: ``runtime/jvm/over_aggregate.refusal``'s rule);
+* ``stream-exec-window-aggregate`` and ``stream-exec-group-window-aggregate`` version 2 -> 3 for a SESSION
+  window partitioned by other keys than the grouping (the Python session operator), every call with a JVM
+  accumulator. Other windows keep version 2: Spark's native aggregation, nothing to move.
 
 Pure functions on the plan's JSON: the node keeps its id, uids, state names, output type and changelog mode
 (``migrate._invariants``), so its consumers and its query are untouched. A node with a move registered for its
@@ -44,6 +49,7 @@ from typing import Any
 
 from planengine.exec import base as B
 from planengine.exec.nodes import FULL_SORT_FETCH
+from planengine.ir.types import parse_type
 from planengine.plan import serde
 from planengine.plan.strategies import JVM, JVM_AGGREGATES, TRANSFORM_WITH_STATE, record_strategies
 
@@ -62,12 +68,24 @@ _MOVES: dict[tuple[str, int], int] = {
     ("stream-exec-sink", 1): 2,
     ("stream-exec-sort-limit", 1): 3,
     ("stream-exec-sort-limit", 2): 3,
+    ("stream-exec-over-aggregate", 1): 2,
+    ("stream-exec-window-aggregate", 2): 3,
+    ("stream-exec-group-window-aggregate", 2): 3,
 }
+_SESSIONS = frozenset({"stream-exec-window-aggregate", "stream-exec-group-window-aggregate"})
 
 _RECORDS_STRATEGY = frozenset({GROUP_AGGREGATE})
 # Spark's operator names: what the snapshot's checkpoint holds before the move, and after it.
 PYTHON_OPERATOR = "transformWithStateInPandasExec"
+# The event-time operators (OVER, sessions) run on PySpark's row-based ``transformWithState``, named otherwise.
+PYTHON_OPERATORS = frozenset({PYTHON_OPERATOR, "transformWithStateInPySparkExec"})
 JVM_OPERATOR = "transformWithStateExec"
+
+
+def user_state(names: Any) -> set[str]:
+    """A stored operator's state variables without Spark's own (``$eventTimers_...``: timers, which a move
+    replaces with the JVM processor's)."""
+    return {str(n) for n in names if not str(n).startswith("$")}
 
 
 @dataclass(frozen=True)
@@ -108,7 +126,48 @@ def _candidate(node: dict[str, Any], strategy: str | None) -> tuple[str, int, in
         return None  # no upsert materializer: the sink keeps no state
     if (name, version) == ("stream-exec-join", 2) and node.get("nonEquiCondition") is None:
         return None  # an equi join_2 already runs on the JVM
+    if name in _SESSIONS and not _python_session(node):
+        return None  # Spark's native window aggregation in both versions: nothing to move
     return name, version, target
+
+
+def _python_session(node: dict[str, Any]) -> bool:
+    """Whether a window aggregate's JSON is a SESSION over other keys than the grouping (the sessions the
+    Python operator keeps in versions 1 and 2; ``translators/window_aggregate.py``). A session partitioned by
+    its grouping keys runs natively unless below a per-record watermark assigner, which the node does not say:
+    such a node keeps version 2 (and its Python state)."""
+    grouping = set(node.get("grouping", []))
+    if node.get("windowing"):
+        spec, default = node["windowing"], set()  # a SESSION TVF without PARTITION BY: sessions over all rows
+    else:
+        spec, default = (node.get("window") or {}).get("spec") or {}, grouping  # legacy: per group key
+    return spec.get("strategy") == "SESSION" and (set(spec.get("partitionKeys", [])) or default) != grouping
+
+
+def _call_reason(call: dict[str, Any], distinct: bool) -> str | None:
+    """Why one aggregate call (plan JSON) has no JVM accumulator, or None; ``distinct``: whether DISTINCT
+    keeps it off the JVM too."""
+    function = call.get("function")
+    if isinstance(function, dict):
+        return (f"aggregate function {function.get('identifier', function)} is a Python function: its accumulators "
+                "are pickled Python objects, which the JVM state cannot hold")
+    if not isinstance(function, str) or (function.upper(), call.get("version") or 1) not in JVM_AGGREGATES:
+        return f"aggregate function {function} has no JVM accumulator"
+    if distinct and call.get("distinct"):
+        return f"{function} DISTINCT (no value multiset in the JVM OVER operator of version 2)"
+    return None
+
+
+def _over_reason(node: dict[str, Any]) -> str | None:
+    """Why an OVER node stays on the Python operators in version 2 (``runtime/jvm/over_aggregate.refusal``,
+    read from the JSON: the input's fields lead the node's output type)."""
+    order = node.get("orderBy") or []
+    if order:
+        fields = parse_type(str(node.get("outputType"))).fields
+        index = int(order[0].get("index", -1))
+        if not 0 <= index < len(fields) or not fields[index].type.is_time_attribute:
+            return "ordered by a non-time column (the non-time RANGE operator is Python only)"
+    return next(filter(None, (_call_reason(c, True) for c in node.get("aggCalls", []))), None)
 
 
 def kept_reason(node: dict[str, Any], strategy: str | None = None) -> str | None:
@@ -117,12 +176,12 @@ def kept_reason(node: dict[str, Any], strategy: str | None = None) -> str | None
     found = _candidate(node, strategy)
     if found is None:
         return None
-    if found[0] == GROUP_AGGREGATE:
-        for call in node.get("aggCalls", []):
-            function = call.get("function")
-            if not isinstance(function, str) or (function.upper(), call.get("version") or 1) not in JVM_AGGREGATES:
-                shown = function if isinstance(function, str) else (function or {}).get("identifier", function)
-                return f"aggregate function {shown} has no JVM accumulator"
+    if found[0] == GROUP_AGGREGATE or found[0] in _SESSIONS:
+        reason = next(filter(None, (_call_reason(c, False) for c in node.get("aggCalls", []))), None)
+        if reason is not None:
+            return reason
+    if found[0] == "stream-exec-over-aggregate":
+        return _over_reason(node)
     if found[0] == "stream-exec-sort-limit" and int(node.get("limit", FULL_SORT_FETCH)) >= FULL_SORT_FETCH:
         return "a full sort (ORDER BY without a fetch) runs on the Python operator in every version"
     if found[0] == "stream-exec-join" and (user := user_function_in(node.get("nonEquiCondition"))) is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from planengine.plan.migrate import migrate_plan
 from planengine.plan.serde import compute_plan_id
-from planengine.plan.state_moves import moved_between, state_move
+from planengine.plan.state_moves import kept_reason, moved_between, state_move
 from planengine.plan.topology import Dag, legacy_topology
 
 CORPUS = Path(__file__).parents[1] / "restore_corpus" / "corpus" / "0.1"
@@ -105,3 +105,35 @@ def test_a_legacy_plans_query_keeps_the_uid_of_a_moved_sink() -> None:
                                                                        "2_stream-exec-sink-1_upsert-materializer"]}],
             "edges": [{"source": 1, "target": 2}]}
     assert legacy_topology(Dag.from_plan(plan)).queries[0].uid == "2_stream-exec-sink-1_sink"
+
+
+def test_over_and_session_nodes_move_when_their_jvm_version_takes_them() -> None:
+    over = _nodes(json.loads((CORPUS / "over_aggregate" / "plan.json").read_text(encoding="utf-8")))[4]
+    assert state_move(over).describe() == ("node 4: stream-exec-over-aggregate version 1 (TRANSFORM_WITH_STATE) -> "
+                                           "2 (JVM), state pendingRows, accumulators")
+    distinct = copy.deepcopy(over)
+    distinct["aggCalls"][0]["distinct"] = True
+    assert "DISTINCT" in kept_reason(distinct) and state_move(distinct) is None
+    udaf = copy.deepcopy(over)
+    udaf["aggCalls"][1]["function"] = {"identifier": "`c`.`d`.`my_agg`"}
+    assert "pickled Python objects" in kept_reason(udaf) and state_move(udaf) is None
+    non_time = {**over, "orderBy": [{"index": 1, "isAscending": True}]}  # a_int: INT, not a time attribute
+    assert kept_reason(non_time).startswith("ordered by a non-time column") and state_move(non_time) is None
+    assert state_move({**over, "type": "stream-exec-over-aggregate_2"}) is None  # already on the JVM
+
+    session = {"id": 5, "type": "stream-exec-window-aggregate_2", "state": [{"name": "windowAccumulators"}],
+               "grouping": [1], "aggCalls": [{"function": "COUNT", "version": 1}],
+               "windowing": {"strategy": "SESSION", "timeAttributeIndex": 3, "gap": "PT5S", "partitionKeys": [0]}}
+    assert state_move(session).to_version == 3
+    over_all_rows = {**session, "windowing": {**session["windowing"], "partitionKeys": []}}
+    assert state_move(over_all_rows).to_version == 3  # a session over all rows, grouped by a key
+    legacy = {**session, "type": "stream-exec-group-window-aggregate_2", "windowing": None,
+              "window": {"spec": {**session["windowing"], "partitionKeys": []}}}
+    assert state_move(legacy) is None  # a legacy session window is per group key: native
+    assert state_move({**legacy, "window": {"spec": session["windowing"]}}).to_version == 3
+    by_grouping = {**session, "windowing": {**session["windowing"], "partitionKeys": [1]}}
+    assert state_move(by_grouping) is None and kept_reason(by_grouping) is None  # native: nothing to move
+    tumble = {**session, "windowing": {"strategy": "TUMBLE", "timeAttributeIndex": 3, "size": "PT5S"}}
+    assert state_move(tumble) is None and kept_reason(tumble) is None
+    udaf_session = {**session, "aggCalls": [{"function": {"identifier": "`c`.`d`.`my_agg`"}, "version": 1}]}
+    assert "pickled Python objects" in kept_reason(udaf_session) and state_move(udaf_session) is None

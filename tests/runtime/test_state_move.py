@@ -254,6 +254,10 @@ CORPUS_MOVES = {
     "sorts": ({5: "stream-exec-limit_1", 8: "stream-exec-sort-limit_3", 12: "stream-exec-temporal-sort_1"}, {8}),
     # a non-equi condition (t1.b > t2.b): join_3 evaluates it on the JVM
     "joins": ({5: "stream-exec-join_3"}, {5}),
+    # a RANGE frame's history and the row pending at the snapshot (waiting for the watermark) move
+    "over_aggregate": ({4: "stream-exec-over-aggregate_2"}, {4}),
+    # TUMBLE windows: Spark's native aggregation in every version, nothing to move
+    "time_windows": ({5: "stream-exec-window-aggregate_1", 10: "stream-exec-group-window-aggregate_1"}, set()),
 }
 
 
@@ -288,3 +292,106 @@ def test_corpus_plan_written_by_engine_0_1_moves_to_the_jvm(tmp_path: Path, spar
         got, want = sink_rows(spark, env, data, sink), program.expected(sink, "before", "after")
         assert got == want, (f"{sink} missing: {sorted((want - got).elements())}\n"
                              f"unexpected: {sorted((got - want).elements())}")
+
+
+EVENT_DDL = """
+CREATE TABLE ev (k STRING, g STRING, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+  WITH ('connector' = 'filesystem', 'path' = '{dir}/ev', 'format' = 'json');
+CREATE TABLE over_out (k STRING, ts TIMESTAMP(3), v INT, total INT, lo INT, n BIGINT) WITH (
+  'connector' = 'filesystem', 'path' = '{dir}/over_out', 'format' = 'changelog-json');
+CREATE TABLE sess_out (g STRING, ws TIMESTAMP(3), we TIMESTAMP(3), n BIGINT, total INT) WITH (
+  'connector' = 'filesystem', 'path' = '{dir}/sess_out', 'format' = 'changelog-json');
+"""
+# An unbounded ROWS frame (the Python operator keeps every row; the JVM folds them into accumulators) and
+# sessions per k aggregated per g (the Python session operator: sessions span several grouping keys).
+EVENT_INSERT = """EXECUTE STATEMENT SET BEGIN
+INSERT INTO over_out SELECT k, ts, v,
+  SUM(v) OVER w, MIN(v) OVER w, COUNT(*) OVER w FROM ev
+  WINDOW w AS (PARTITION BY k ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
+INSERT INTO sess_out SELECT g, window_start, window_end, COUNT(*), SUM(v)
+  FROM TABLE(SESSION(TABLE ev PARTITION BY k, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+  GROUP BY g, window_start, window_end;
+END"""
+# At the snapshot (watermark :08): a's row at :09 pending in the OVER operator, the others processed (the
+# history of a and b); the sessions of a [:01, :14) and b [:03, :09) open.
+EVENT_PHASE1 = [{"k": "a", "g": "x", "v": 5, "ts": "2020-10-10 00:00:01"},
+                {"k": "b", "g": "y", "v": 7, "ts": "2020-10-10 00:00:03"},
+                {"k": "a", "g": "y", "v": 2, "ts": "2020-10-10 00:00:04"},
+                {"k": "b", "g": "x", "v": 1, "ts": "2020-10-10 00:00:04"},
+                {"k": "a", "g": "x", "v": 9, "ts": "2020-10-10 00:00:09"}]
+# Phase 2 extends a's open session and closes it; b's session closes on the moved timer alone (no b rows).
+EVENT_PHASE2 = [{"k": "a", "g": "x", "v": 4, "ts": "2020-10-10 00:00:12"},
+                {"k": "c", "g": "x", "v": 3, "ts": "2020-10-10 00:00:30"}]
+
+
+def test_python_over_and_sessions_migrated_to_the_jvm_continue_with_their_state(tmp_path: Path, spark,
+                                                                                 capsys) -> None:
+    def env_for(data: Path) -> TableEnvironment:
+        env = TableEnvironment()
+        env.execute_sql(EVENT_DDL.replace("{dir}", str(data)))
+        env.execute_sql("SET 'table.plan.compile.catalog-objects' = 'SCHEMA'")
+        return env
+
+    def write(data: Path, name: str, rows: list[dict]) -> None:
+        (data / "ev").mkdir(parents=True, exist_ok=True)
+        (data / "ev" / f"{name}.json").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+    ref = tmp_path / "ref"
+    ref_env = env_for(ref)
+    ref_env.execute_sql(f"COMPILE PLAN '{tmp_path / 'compiled.json'}' FOR {EVENT_INSERT}")
+    compiled = json.loads((tmp_path / "compiled.json").read_text(encoding="utf-8"))
+    old = _downgraded(compiled, {"stream-exec-over-aggregate": (2, 1), "stream-exec-window-aggregate": (3, 2)})
+    assert sorted(n["type"] for n in old["nodes"] if n.get("state")) == [
+        "stream-exec-over-aggregate_1", "stream-exec-window-aggregate_2"]
+    (tmp_path / "old.json").write_text(dumps(old), encoding="utf-8")
+    old_plan = CompiledPlan.from_file(tmp_path / "old.json")
+
+    job = ref_env.execute_plan(old_plan, job_root=str(ref / JOB_ROOT))
+    try:
+        write(ref, "phase1", EVENT_PHASE1)
+        job.process_available()
+        write(ref, "phase2", EVENT_PHASE2)
+        job.process_available()
+    finally:
+        job.stop(snapshot=False)
+    expected = {sink: sink_rows(spark, ref_env, ref, sink) for sink in ("over_out", "sess_out")}
+
+    data = tmp_path / "data"
+    env = env_for(data)
+    job = env.execute_plan(old_plan, job_root=str(data / JOB_ROOT))
+    try:
+        write(data, "phase1", EVENT_PHASE1)
+        job.process_available()
+    finally:
+        snapshot_id = job.stop(snapshot=True)
+    snapshot = data / JOB_ROOT / "snapshots" / str(snapshot_id)
+    before = {sink: sink_rows(spark, env, data, sink) for sink in ("over_out", "sess_out")}
+    assert "+I[a, 2020-10-10T00:00:09, 9, 16, 2, 3]" not in before["over_out"]  # pending at the snapshot
+    assert not before["sess_out"]  # every session open at the snapshot
+
+    new_path = tmp_path / "new.json"
+    assert cli_main(["migrate", "--plan", str(tmp_path / "old.json"), "-o", str(new_path)]) == 0
+    err = capsys.readouterr().err
+    assert "stream-exec-over-aggregate version 1 (TRANSFORM_WITH_STATE) -> 2 (JVM)" in err
+    assert "stream-exec-window-aggregate version 2 (TRANSFORM_WITH_STATE) -> 3 (JVM)" in err
+    catalog = tmp_path / "catalog.sql"
+    catalog.write_text(EVENT_DDL.replace("{dir}", str(data)), encoding="utf-8")
+    assert cli_main(["check", "--plan", str(new_path), "--snapshot", str(snapshot), "--catalog", str(catalog),
+                     "--json"]) == 0, capsys.readouterr().out
+    moves = [r["message"] for r in json.loads(capsys.readouterr().out)["reasons"] if "state migration" in r["message"]]
+    assert len(moves) == 2, moves
+    assert any("over-aggregate" in m and "rows in pendingRows" in m for m in moves), moves
+
+    write(data, "phase2", EVENT_PHASE2)
+    second = env.execute_plan(CompiledPlan.from_file(new_path), job_root=str(tmp_path / "job2"),
+                              from_snapshot=str(snapshot), until_idle=True)
+    assert set(_operator_names(tmp_path / "job2", second.run_id)) == {"transformWithStateExec"}
+    moved = json.loads((tmp_path / "job2" / "runs" / second.run_id / "state-moves.json").read_text())
+    assert sorted(m["groups"] for m in moved) == [2, 2], moved  # partitions a and b in both operators
+    for sink in ("over_out", "sess_out"):
+        got, want = sink_rows(spark, env, data, sink), expected[sink]
+        assert got == want, (f"{sink} missing: {sorted((want - got).elements())}\n"
+                             f"unexpected: {sorted((got - want).elements())}")
+    # the moved history (a: 5, 2) and pending row (a :09) meet phase 2's row; a's session spans both phases
+    assert "+I[a, 2020-10-10T00:00:12, 4, 20, 2, 4]" in expected["over_out"]
+    assert "+I[x, 2020-10-10T00:00:01, 2020-10-10T00:00:17, 3, 18]" in expected["sess_out"]

@@ -1,8 +1,8 @@
 """State migration: the state a Python ``transformWithState`` operator kept, as its JVM processor's initial state.
 
 The group aggregate's accumulators need per-function conversion (below). Every other moved family
-(deduplicate, changelog normalize, upsert materializer, Top-N and sort-limit, join) keeps rows, and its JVM
-processor's initial state has one generic shape learnt from the processor itself
+(deduplicate, changelog normalize, upsert materializer, Top-N and sort-limit, join, OVER, sessions) keeps rows,
+and its JVM processor's initial state has one generic shape learnt from the processor itself
 (``io.planengine.jvm.core.StateVariables``: ``state STRUCT<variable: value | ARRAY<STRUCT<key, value>>>``);
 ``keyed_initial_state`` fills it from the Python state through one small table (``_PYTHON_STATE``: how each
 family's JSON text reads as typed values).
@@ -26,6 +26,7 @@ count, ``AVG``: sum and count, ``MIN``/``MAX``: the extreme, with the value mult
 from __future__ import annotations
 
 import json
+import pickle
 from dataclasses import replace
 from typing import Any
 
@@ -164,6 +165,30 @@ def _side_row(key: Any, value: Any) -> tuple[Any, Any]:
     return (decode_row(key["row"]),), (int(value["cnt"]), int(value["assoc"]), 0)
 
 
+def _pickled(value: Any) -> Any:
+    """A ``PickledValue`` variable's value (``blob``): node versions before the state codec pickled their state
+    (``operators/window_state.py``); this engine wrote it, so reading it back is safe."""
+    return pickle.loads(bytes(value["blob"]))
+
+
+def _pending_rows(value: Any) -> tuple[Any, ...]:
+    """OVER's ``pendingRows``: ``{ts: [row, ...]}`` -> ``(rows [(ts, row), ...] by timestamp, written)``."""
+    pending = _pickled(value)
+    return ([(int(t), tuple(row)) for t in sorted(pending) for row in pending[t]], 0)
+
+
+def _over_history(value: Any) -> tuple[Any, ...]:
+    """OVER's ``accumulators``: ``{"last", "rows": [(ts, row), ...]}`` -> ``(last, written, rows)`` (the JVM
+    folds the rows into its accumulators for unbounded frames: ``OverAggregate.loadInitialState``)."""
+    acc = _pickled(value)
+    return (int(acc["last"]), 0, [(int(t), tuple(row)) for t, row in acc["rows"]])
+
+
+def _open_sessions(value: Any) -> tuple[Any, ...]:
+    """A session's ``windowAccumulators``: ``[[start, end, [row, ...]], ...]`` -> ``(sessions, written)``."""
+    return ([(int(start), int(end), [tuple(r) for r in rows]) for start, end, rows in _pickled(value)], 0)
+
+
 # Node name -> per state variable (in STATE_NAMES order) how the Python operator's value reads as the JVM's
 # (``written`` is stamped by the JVM with the time of the move). Value variables take the state source's
 # ``value`` row, map variables its ``user_map_key`` and ``user_map_value``.
@@ -174,6 +199,9 @@ _PYTHON_STATE: dict[str, tuple[Any, ...]] = {
     "stream-exec-rank": (_ranked_rows,),
     "stream-exec-sort-limit": (_ranked_rows,),
     "stream-exec-join": (_side_row, _side_row),
+    "stream-exec-over-aggregate": (_pending_rows, _over_history),
+    "stream-exec-window-aggregate": (_open_sessions,),
+    "stream-exec-group-window-aggregate": (_open_sessions,),
 }
 
 

@@ -23,6 +23,7 @@ from planengine.ir.types import DataType
 from planengine.plan.strategies import JVM_AGGREGATES
 from planengine.runtime.jvm import run_operator
 from planengine.runtime.jvm.group_aggregate import call_spec
+from planengine.runtime.jvm.movable import run_movable
 from planengine.runtime.jvm.typed import typed_input
 from planengine.runtime.operators.over_aggregate import over_output, rowtime_column
 from planengine.runtime.operators.window_assign import millis_sql
@@ -56,9 +57,11 @@ def _lower(frame: Any) -> int | None:
 
 def jvm_over_aggregate(stream: Stream, partition_keys: Sequence[int], order_keys: Sequence[Any], frame: Any,
                        aggregates: Sequence[Any], in_types: Sequence[DataType] | None = None,
-                       ttl_ms: int = 0) -> Stream:
+                       ttl_ms: int = 0, node: Any = None, ctx: Any = None) -> Stream:
     """The OVER window on the JVM processor; ``in_types``: the plan's input types (the columns are cast to
-    them, so the accumulators follow the plan), or the stream's own Spark types when None."""
+    them, so the accumulators follow the plan), or the stream's own Spark types when None. With ``node`` and
+    ``ctx`` (a plan's node) the operator is a state move candidate (``movable.py``: a migrated version-1 node
+    starts from its Python state)."""
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     time_col = rowtime_column(stream, order_keys)
@@ -84,5 +87,8 @@ def jvm_over_aggregate(stream: Stream, partition_keys: Sequence[int], order_keys
         "stateTtlMs": int(ttl_ms),
         "stateNames": list(STATE_NAMES),
     }
-    out = run_operator(df, "overAggregate", spec)
+    if node is None:
+        out = run_operator(df, "overAggregate", spec)
+    else:
+        out = run_movable(df, "overAggregate", spec, node, ctx, [df.columns[k] for k in partition_keys])
     return over_output(stream, out, "f", len(aggregates), order_keys[0].field)

@@ -20,6 +20,7 @@ from planengine.ir.types import DataType
 from planengine.plan.strategies import jvm_calls_refusal
 from planengine.runtime.jvm import run_operator
 from planengine.runtime.jvm.group_aggregate import call_spec
+from planengine.runtime.jvm.movable import run_movable
 from planengine.runtime.jvm.typed import typed_input
 from planengine.runtime.operators.window_aggregate import window_property_columns
 from planengine.runtime.operators.window_assign import END_MS, START_MS, millis_sql, ms, watermark_metadata
@@ -35,9 +36,12 @@ refusal = jvm_calls_refusal
 
 def jvm_session_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequence[Any], spec: Any,
                           properties: Sequence[str], output_types: Sequence[Any],
-                          in_types: Sequence[DataType] | None = None, ttl_ms: int = 0) -> Stream:
+                          in_types: Sequence[DataType] | None = None, ttl_ms: int = 0, node: Any = None,
+                          ctx: Any = None) -> Stream:
     """Sessions per ``spec.partition_keys`` (over all rows without them), aggregated per grouping key, on the
-    JVM processor; ``in_types``: the plan's input types (the columns are cast to them), else the stream's own."""
+    JVM processor; ``in_types``: the plan's input types (the columns are cast to them), else the stream's own.
+    With ``node`` and ``ctx`` the operator is a state move candidate (a migrated version-2 node starts from
+    its Python sessions)."""
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
     time_col = column_name(spec.time_field)
@@ -49,7 +53,7 @@ def jvm_session_aggregate(stream: Stream, grouping: Sequence[int], aggregates: S
     df = stream.df.select(*stream.columns, *extra) if in_types is None else typed_input(stream, in_types, extra)
     # Event-time marks off: the processor judges lateness on the merged session, not Spark on the row.
     df = df.select(*[F.col(f"`{c}`").alias(c, metadata={}) for c in df.columns])
-    out = run_operator(df, "sessionAggregate", {
+    session_spec = {
         "width": n,
         "timeField": n,
         "recordWatermarkField": n + 1 if stream.record_watermark else None,
@@ -59,7 +63,12 @@ def jvm_session_aggregate(stream: Stream, grouping: Sequence[int], aggregates: S
         "aggCalls": [call_spec(call) for call in aggregates],
         "stateTtlMs": int(ttl_ms),
         "stateNames": list(STATE_NAMES),
-    })
+    }
+    if node is None:
+        out = run_operator(df, "sessionAggregate", session_spec)
+    else:
+        out = run_movable(df, "sessionAggregate", session_spec, node, ctx,
+                          [df.columns[k] for k in spec.partition_keys])
     width = len(grouping) + len(aggregates)
     out = out.select(*[F.col(column_name(i)) for i in range(width)], F.col(column_name(width)).alias(START_MS),
                      F.col(column_name(width + 1)).alias(END_MS))

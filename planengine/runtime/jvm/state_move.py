@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from planengine.errors import InternalError, PlanIncompatible
-from planengine.plan.state_moves import JVM_OPERATOR, PYTHON_OPERATOR
+from planengine.plan.state_moves import JVM_OPERATOR, PYTHON_OPERATORS, user_state
 from planengine.runtime.snapshots import last_committed_batch_id
 from planengine.runtime.state_check import stateful_lineage
 
@@ -92,7 +92,8 @@ def python_operator_of(checkpoint: Path, node_id: int, state_names: tuple[str, .
     a fresh query). Raises when several could be it, or when ``sharing`` (the query's nodes with these state
     names) is above one: the operator ids do not name their nodes."""
     found = [op for op in operator_metadata(checkpoint)
-             if op.name == PYTHON_OPERATOR and op.variables and set(op.variables) <= set(state_names)]
+             if op.name in PYTHON_OPERATORS and user_state(op.variables)
+             and user_state(op.variables) <= set(state_names)]
     if len(found) > 1 or (found and sharing > 1):
         raise PlanIncompatible(f"node {node_id}: the checkpoint {checkpoint} holds {len(found)} Python operator(s) "
                                f"with its state variables ({', '.join(state_names)}) and its query has {sharing} "
@@ -149,7 +150,7 @@ def _move(spark: Any, checkpoint: Path, uid: str, op: OperatorMetadata, candidat
         _replace_operator(seed / "state" / "0", checkpoint / "state" / str(op.operator_id), op.operator_id, batch)
     result = MovedState(node_id, uid, op.operator_id, batch, groups, op.partitions)
     log.info("state move: node %d (query %s, Spark operator %d): %d groups moved from %s to %s at batch %d",
-             node_id, uid, op.operator_id, groups, PYTHON_OPERATOR, JVM_OPERATOR, batch)
+             node_id, uid, op.operator_id, groups, op.name, JVM_OPERATOR, batch)
     return result
 
 

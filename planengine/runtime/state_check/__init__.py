@@ -29,7 +29,14 @@ from typing import Any
 from planengine.plan.catalog_objects import PlanSession
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.restore import COMPATIBLE, INCOMPATIBLE, CheckReport
-from planengine.plan.state_moves import JVM_OPERATOR, PYTHON_OPERATOR, StateMove, moved_between, restored_strategies
+from planengine.plan.state_moves import (
+    JVM_OPERATOR,
+    PYTHON_OPERATORS,
+    StateMove,
+    moved_between,
+    restored_strategies,
+    user_state,
+)
 from planengine.plan.topology import Dag, Topology, legacy_topology
 from planengine.runtime.session import get_spark
 from planengine.runtime.state_check.compare import ADVICE, compare_layouts
@@ -195,7 +202,7 @@ def _explain_moves(uid: str, moves: list[StateMove], stored: dict[str, Any], exp
     operators out of the layout comparison: their Python layout is replaced by the JVM one at start."""
     old_ops, new_ops = dict(stored.get("operators", {})), dict(expected.get("operators", {}))
     python_ops = [op for op, meta in sorted(old_ops.items(), key=lambda kv: int(kv[0]))
-                  if meta.get("name") == PYTHON_OPERATOR and (new_ops.get(op) or {}).get("name") == JVM_OPERATOR]
+                  if meta.get("name") in PYTHON_OPERATORS and (new_ops.get(op) or {}).get("name") == JVM_OPERATOR]
     # Each move takes the Python operator whose state variables are the node's (Spark's ids do not name nodes).
     pairs = [(move, [op for op in python_ops if _holds_state_of(old_ops[op], move)]) for move in moves]
     if len(python_ops) != len(moves) or any(len(ops) != 1 for _, ops in pairs) or \
@@ -217,8 +224,8 @@ def _explain_moves(uid: str, moves: list[StateMove], stored: dict[str, Any], exp
                 continue
             counts.append(f"{rows} rows in {variable}")
         report.add(COMPATIBLE, f"query {uid}, Spark operator {op}: state migration of {move.describe()}: "
-                               f"{'; '.join(counts) or 'no rows'} move from {PYTHON_OPERATOR} to {JVM_OPERATOR} "
-                               "when the run starts")
+                               f"{'; '.join(counts) or 'no rows'} move from {old_ops[op].get('name')} to "
+                               f"{JVM_OPERATOR} when the run starts")
         old_ops.pop(op)
         new_ops.pop(op)
     return {**stored, "operators": old_ops}, {**expected, "operators": new_ops}
@@ -227,7 +234,9 @@ def _explain_moves(uid: str, moves: list[StateMove], stored: dict[str, Any], exp
 def _holds_state_of(operator: dict[str, Any], move: StateMove) -> bool:
     """Whether a stored transformWithState operator's state variables are (some of) the moved node's."""
     props = operator.get("properties") or {}
-    names = {str(v.get("stateName")) for v in props.get("stateVariables", [])} if isinstance(props, dict) else set()
+    if not isinstance(props, dict):
+        return False
+    names = user_state(v.get("stateName") for v in props.get("stateVariables", []))
     return bool(names) and names <= set(move.state)
 
 

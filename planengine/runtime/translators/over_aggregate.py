@@ -46,5 +46,5 @@ def translate_over_aggregate_v2(node: Any, inputs: list[Stream], ctx: Any) -> St
         return translate_over_aggregate(node, inputs, ctx)
     stream = after_stateful(inputs[0], node, ctx)
     out = jvm_over_aggregate(stream, node.partition_keys, node.order_keys, node.frame, node.aggregates,
-                             node.inputs[0].field_types, ctx.state_ttl_ms(node))
+                             node.inputs[0].field_types, ctx.state_ttl_ms(node), node, ctx)
     return mark_stateful(out.with_df(out.df, fields=tuple(node.field_names)), stream)

@@ -47,7 +47,7 @@ def session_aggregate(stream: Stream, node: Any, ctx: Any, spec: Any, props: tup
     reason = "version 1-2 runs the Python operator" if node.metadata.version < 3 else refusal(node.aggregates)
     if reason is None:
         return jvm_session_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types,
-                                     node.inputs[0].field_types, ctx.state_ttl_ms(node))
+                                     node.inputs[0].field_types, ctx.state_ttl_ms(node), node, ctx)
     log.info("node %d (%s, SESSION): transformWithState (Python): %s", ctx.node_id(node), kind, reason)
     return global_session_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types,
                                     ctx.uid(node, kind))

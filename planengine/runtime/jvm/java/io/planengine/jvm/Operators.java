@@ -32,7 +32,9 @@ public final class Operators {
       "changelogNormalize", ChangelogNormalize::prepare,
       "upsertMaterialize", UpsertMaterializer::prepare,
       "join", Join::prepare,
-      "rank", Rank::prepare);
+      "rank", Rank::prepare,
+      "overAggregate", OverAggregate::prepare,
+      "sessionAggregate", SessionAggregate::prepare);
 
   private static KeyedOperator movable(String entry, Dataset<Row> input, String spec) {
     BiFunction<Dataset<Row>, String, KeyedOperator> prepare = MOVABLE.get(entry);

@@ -76,9 +76,19 @@ public abstract class KeyedChangelogProcessor
   }
 
   @Override
-  public void handleInitialState(Row key, Row initialState, TimerValues timerValues) {
+  public final void handleInitialState(Row key, Row initialState, TimerValues timerValues) {
     now = System.currentTimeMillis();
-    variables.load(initialState.getStruct(initialState.fieldIndex(StateVariables.STATE)), now);
+    this.timerValues = timerValues;
+    loadInitialState(key, initialState.getStruct(initialState.fieldIndex(StateVariables.STATE)));
+  }
+
+  /**
+   * Write one key's migrated {@code state} (of {@link #initialStateType}) into the state variables. A processor
+   * whose state is more than the rows it is given (event-time timers, accumulators derived from rows) overrides
+   * it, and {@link #initialStateType} where the given facts differ from what it keeps.
+   */
+  protected void loadInitialState(Row key, Row state) {
+    variables.load(state, now);
   }
 
   /**

@@ -19,16 +19,24 @@ public final class KeyedOperator {
   private final int[] keyFields;
   private final KeyedChangelogProcessor processor;
   private final StructType output;
+  private final TimeMode timeMode;
 
   public KeyedOperator(Dataset<Row> input, int[] keyFields, KeyedChangelogProcessor processor, StructType output) {
+    this(input, keyFields, processor, output, TimeMode.None());
+  }
+
+  /** An operator with timers: {@code timeMode} as {@code transformWithState} takes it (event-time operators). */
+  public KeyedOperator(Dataset<Row> input, int[] keyFields, KeyedChangelogProcessor processor, StructType output,
+      TimeMode timeMode) {
     this.input = input;
     this.keyFields = keyFields;
     this.processor = processor;
     this.output = output;
+    this.timeMode = timeMode;
   }
 
   public Dataset<Row> run() {
-    return Keyed.by(input, keyFields).transformWithState(processor, TimeMode.None(), OutputMode.Append(),
+    return Keyed.by(input, keyFields).transformWithState(processor, timeMode, OutputMode.Append(),
         Encoders.row(output));
   }
 
@@ -53,7 +61,7 @@ public final class KeyedOperator {
     for (int i = 0; i < keyFields.length; i++) {
       initialKeys[i] = initial.schema().fieldIndex(input.schema().fields()[keyFields[i]].name());
     }
-    return Keyed.by(input, keyFields).transformWithState(processor, TimeMode.None(), OutputMode.Append(),
+    return Keyed.by(input, keyFields).transformWithState(processor, timeMode, OutputMode.Append(),
         Keyed.by(initial, initialKeys), Encoders.row(output), Encoders.row(initial.schema()));
   }
 }

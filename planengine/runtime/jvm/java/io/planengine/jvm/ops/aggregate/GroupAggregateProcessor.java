@@ -20,7 +20,6 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.streaming.MapState;
 import org.apache.spark.sql.streaming.StatefulProcessorHandle;
 import org.apache.spark.sql.streaming.TTLConfig;
-import org.apache.spark.sql.streaming.TimerValues;
 import org.apache.spark.sql.streaming.ValueState;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -132,9 +131,7 @@ public final class GroupAggregateProcessor extends KeyedChangelogProcessor {
    * key's {@code distinctValues} entries; written as they are, with this run's write time.
    */
   @Override
-  public void handleInitialState(Row key, Row initial, TimerValues timerValues) {
-    now = System.currentTimeMillis();
-    Row state = initial.getStruct(initial.fieldIndex("state"));
+  protected void loadInitialState(Row key, Row state) {
     Row acc = state.getStruct(0);
     Object[] fields = new Object[acc.length()];
     for (int i = 0; i < fields.length; i++) {

@@ -11,6 +11,7 @@ import io.planengine.jvm.core.Emitter;
 import io.planengine.jvm.core.Keyed;
 import io.planengine.jvm.core.Layout;
 import io.planengine.jvm.core.KeyedChangelogProcessor;
+import io.planengine.jvm.core.KeyedOperator;
 import io.planengine.jvm.core.RowKind;
 import io.planengine.jvm.core.Scala;
 import io.planengine.jvm.core.StoredRow;
@@ -24,7 +25,6 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
-import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StatefulProcessorHandle;
 import org.apache.spark.sql.streaming.TTLConfig;
 import org.apache.spark.sql.streaming.TimeMode;
@@ -89,6 +89,11 @@ public final class OverAggregate extends KeyedChangelogProcessor {
   }
 
   public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
+    return prepare(input, specJson).run();
+  }
+
+  /** The operator over {@code input}, ready to run or to start from a migration's state. */
+  public static KeyedOperator prepare(Dataset<Row> input, String specJson) {
     Spec spec = Spec.parse(specJson);
     StructType data = Layout.dataFields(spec, input.schema());
     List<DataType> types = new ArrayList<>();
@@ -98,9 +103,57 @@ public final class OverAggregate extends KeyedChangelogProcessor {
     for (AggregateFunction f : functions(spec, data)) { // validates the calls on the driver
       types.add(f.resultType());
     }
-    return Keyed.by(input, spec.ints("partitionKeys")).transformWithState(
-        new OverAggregate(specJson, input.schema()), TimeMode.EventTime(), OutputMode.Append(),
-        Encoders.row(Keyed.outputSchema(types, false)));
+    return new KeyedOperator(input, spec.ints("partitionKeys"), new OverAggregate(specJson, input.schema()),
+        Keyed.outputSchema(types, false), TimeMode.EventTime());
+  }
+
+  /**
+   * A migration gives what the Python operator kept: the pending rows and the frame's history {@code (last,
+   * written, rows)}, without accumulators (the Python operator keeps rows, not accumulators, also for
+   * unbounded frames). {@link #loadInitialState} derives this processor's state from them.
+   */
+  @Override
+  public StructType initialStateType() {
+    StructType generic = super.initialStateType();
+    if (bounded) {
+      return generic; // bounded frames keep rows only, as the Python operator does
+    }
+    StructField[] fields = generic.fields().clone();
+    StructType acc = (StructType) fields[1].dataType();
+    fields[1] = new StructField(fields[1].name(), new StructType(java.util.Arrays.copyOf(acc.fields(), 3)),
+        fields[1].nullable(), fields[1].metadata());
+    return new StructType(fields);
+  }
+
+  /**
+   * One partition's migrated state: the pending rows as they are, with the timer at the earliest pending
+   * timestamp; the history's rows kept (bounded frames) or folded into the accumulators in their processing
+   * order (unbounded frames: the values are those of the same rows accumulated as they fired).
+   */
+  @Override
+  protected void loadInitialState(Row key, Row state) {
+    Partition p = new Partition();
+    Row pending = state.isNullAt(0) ? null : state.getStruct(0);
+    if (pending != null) {
+      for (Object o : pending.getList(0)) {
+        Row e = (Row) o;
+        p.pending.computeIfAbsent(e.getLong(0), t -> new ArrayList<>()).add(e.getStruct(1));
+      }
+    }
+    p.pendingChanged = !p.pending.isEmpty();
+    Row acc = state.isNullAt(1) ? null : state.getStruct(1);
+    p.accLoaded = true;
+    p.accs = bounded ? (recompute ? null : fresh(true)) : fresh(false);
+    if (acc != null) {
+      p.last = acc.getLong(0);
+      for (Object o : acc.getList(2)) {
+        Row e = (Row) o;
+        add(p, e.getLong(0), e.getStruct(1));
+      }
+      p.accChanged = true;
+    }
+    armTimer(p);
+    save(p);
   }
 
   private static boolean bounded(Spec spec) {

@@ -10,6 +10,7 @@ import io.planengine.jvm.core.Emitter;
 import io.planengine.jvm.core.Keyed;
 import io.planengine.jvm.core.Layout;
 import io.planengine.jvm.core.KeyedChangelogProcessor;
+import io.planengine.jvm.core.KeyedOperator;
 import io.planengine.jvm.core.MemoryBag;
 import io.planengine.jvm.core.RowKind;
 import io.planengine.jvm.core.Scala;
@@ -25,7 +26,6 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
-import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StatefulProcessorHandle;
 import org.apache.spark.sql.streaming.TTLConfig;
 import org.apache.spark.sql.streaming.TimeMode;
@@ -76,6 +76,11 @@ public final class SessionAggregate extends KeyedChangelogProcessor {
   }
 
   public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
+    return prepare(input, specJson).run();
+  }
+
+  /** The operator over {@code input}, ready to run or to start from a migration's state. */
+  public static KeyedOperator prepare(Dataset<Row> input, String specJson) {
     Spec spec = Spec.parse(specJson);
     StructType data = Layout.dataFields(spec, input.schema());
     List<DataType> types = new ArrayList<>();
@@ -87,9 +92,20 @@ public final class SessionAggregate extends KeyedChangelogProcessor {
     }
     types.add(DataTypes.LongType);
     types.add(DataTypes.LongType);
-    return Keyed.by(input, spec.ints("partitionKeys")).transformWithState(
-        new SessionAggregate(specJson, input.schema()), TimeMode.EventTime(), OutputMode.Append(),
-        Encoders.row(Keyed.outputSchema(types, false)));
+    return new KeyedOperator(input, spec.ints("partitionKeys"), new SessionAggregate(specJson, input.schema()),
+        Keyed.outputSchema(types, false), TimeMode.EventTime());
+  }
+
+  /**
+   * One partition's migrated state (the open sessions with their rows, the Python operator's facts in this
+   * processor's layout), with the timer at the earliest session end.
+   */
+  @Override
+  protected void loadInitialState(Row key, Row state) {
+    super.loadInitialState(key, state);
+    Open o = load();
+    o.changed = true;
+    armTimer(o);
   }
 
   private static int[] groupingFields(Spec spec, StructType data) {

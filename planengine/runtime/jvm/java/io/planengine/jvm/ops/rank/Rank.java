@@ -396,29 +396,39 @@ public final class Rank extends KeyedChangelogProcessor {
       any = true;
       Object[] row = StoredRow.fields(input.row(), width);
       Object[] replaced = null;
+      int touched; // the first position this record changes: positions before it keep their rows
       if (strategy == Strategy.UPDATE_FAST) {
         if (input.kind() == RowKind.UPDATE_BEFORE) {
           continue; // the update's +U replaces the row by its unique key
         }
         int found = held(entries, row);
+        touched = found >= 0 ? found : Integer.MAX_VALUE;
         if (found >= 0) {
           replaced = entries.remove(found).row;
         }
         if (input.kind().isAccumulate()) {
-          entries.add(insertionPoint(entries, row), new Entry(seq++, row));
+          int at = insertionPoint(entries, row);
+          entries.add(at, new Entry(seq++, row));
+          touched = Math.min(touched, at);
         } else if (found < 0) {
           continue;
         }
       } else if (input.kind().isAccumulate()) {
-        entries.add(insertionPoint(entries, row), new Entry(seq++, row));
+        touched = insertionPoint(entries, row);
+        entries.add(touched, new Entry(seq++, row));
       } else {
-        int found = held(entries, row);
-        if (found < 0) {
+        touched = held(entries, row);
+        if (touched < 0) {
           continue; // a retraction of a row we do not hold
         }
-        entries.remove(found);
+        entries.remove(touched);
       }
       trim(entries);
+      if (type == Type.ROW_NUMBER && touched >= rankEnd) {
+        // A ROW_NUMBER is the position, so the top-N (positions below rankEnd) is unchanged: nothing to emit.
+        // Over an insert-only input most rows land here (Flink's AppendOnlyTopNFunction returns early too).
+        continue;
+      }
       List<Object[]> next = top(entries);
       if (replaced != null && !outputRank && input.kind().isAccumulate()) {
         updateInPlace(out, current, next, replaced, row);

@@ -233,7 +233,10 @@ class GroupWindowAggregate(ExecNode):
 @exec_node(_meta("over-aggregate", consumed=(STATE_TTL,), operators=("over-aggregate",)),
            # Version 2: same JSON, the JVM processor (runtime/jvm/over_aggregate.py) for rowtime windows whose
            # calls have JVM accumulators: typed state, new layout; the rest stays on the Python operators.
-           _meta("over-aggregate", 2, consumed=(STATE_TTL,), operators=("over-aggregate",)))
+           _meta("over-aggregate", 2, consumed=(STATE_TTL,), operators=("over-aggregate",)),
+           # Version 3: same JSON, DISTINCT calls on the JVM processor too (a value multiset per call: unbounded
+           # frames keep it in ``accumulators``), where version 2 keeps them on the Python operator.
+           _meta("over-aggregate", 3, consumed=(STATE_TTL,), operators=("over-aggregate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class OverAggregate(ExecNode):
     STATE_NAMES = ("pendingRows", "accumulators")

@@ -1,4 +1,4 @@
-"""Event-time OVER aggregates (``stream-exec-over-aggregate`` version 2) on the JVM
+"""Event-time OVER aggregates (``stream-exec-over-aggregate`` versions 2 and 3) on the JVM
 (``io.planengine.jvm.ops.over.OverAggregate``).
 
 The rules are the Python operator's (``runtime/operators/over_aggregate.py``, which version-1 plans keep):
@@ -10,7 +10,8 @@ accumulators), the state is typed (``pendingRows``, ``accumulators``).
 the same way by every later engine (frozen for version 2):
 
 * ordered by a non-time column: Flink's non-time RANGE over values (``operators/over_non_time.py``);
-* a call without a JVM accumulator (``LAG``, a Python aggregate function) or with DISTINCT.
+* a call without a JVM accumulator (``LAG``, a Python aggregate function) or, in version 2, with DISTINCT
+  (version 3 runs DISTINCT calls on the JVM: a value multiset per call).
 """
 
 from __future__ import annotations
@@ -33,15 +34,16 @@ from planengine.runtime.stream import RECORD_WATERMARK, Stream
 STATE_NAMES = ("pendingRows", "accumulators")
 
 
-def refusal(node: Any) -> str | None:
-    """Why ``node`` runs on a Python operator rather than the JVM, or None. A pure function of the plan."""
+def refusal(node: Any, version: int = 2) -> str | None:
+    """Why ``node`` (of node ``version``) runs on a Python operator rather than the JVM, or None. A pure
+    function of the plan; each version's rule is frozen."""
     in_types = node.inputs[0].field_types
     if node.order_keys and not in_types[node.order_keys[0].field].is_time_attribute:
         return "ordered by a non-time column (the non-time RANGE operator is Python only)"
     for call in node.aggregates:
         if call.user_function is not None:
             return f"{call}: a Python aggregate function"
-        if call.distinct:
+        if call.distinct and version < 3:
             return f"{call}: DISTINCT (no value multiset in the JVM OVER operator)"
         key = (str(call.function).upper(), call.version or 1)
         if key not in JVM_AGGREGATES:

@@ -8,7 +8,7 @@ by other columns.
 
 Version 2: the rowtime frames on the JVM processor (``runtime/jvm/over_aggregate.py``, typed state), unless
 ``refusal`` keeps the node on version 1's operators (a non-time order, a call without a JVM accumulator); the
-choice reads only the plan.
+choice reads only the plan. Version 3: DISTINCT calls on the JVM processor too.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ def translate_over_aggregate(node: Any, inputs: list[Stream], ctx: Any) -> Strea
     return mark_stateful(out.with_df(out.df, fields=tuple(node.field_names)), stream)
 
 
-@translator("stream-exec-over-aggregate", 2)
+@translator("stream-exec-over-aggregate", 2, 3)
 def translate_over_aggregate_v2(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    reason = refusal(node)
+    reason = refusal(node, node.metadata.version)
     if reason is not None:
         logging.getLogger("planengine.runtime").info("node %d (over aggregate): transformWithState (Python): %s",
                                                      ctx.node_id(node), reason)

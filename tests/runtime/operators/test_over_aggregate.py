@@ -1,7 +1,8 @@
 """Rowtime OVER aggregates: Flink's over-aggregate-bounded-partitioned-* programs and frame cases.
 
-One case table for both strategies: ``over-aggregate_1`` on the Python TWS operator and ``_2`` on the JVM
-processor (``runtime/jvm/over_aggregate.py``); what only the JVM has (typed state, TTL) is at the end.
+One case table for both strategies: ``over-aggregate_1`` on the Python TWS operator and ``_2``/``_3`` on the JVM
+processor (``runtime/jvm/over_aggregate.py``; DISTINCT from ``_3``); what only the JVM has (typed state, TTL) is
+at the end.
 """
 
 from __future__ import annotations
@@ -92,7 +93,10 @@ SLIDING = [(1, 5, 0, "p"), (2, 3, 0, "p"), (3, 5, 0, "p"), (4, 9, 0, "p"), (5, 1
 
 
 def _call(fn: str, name: str) -> AggregateCall:
-    return AggregateCall(fn, None, (1,), T.BIGINT.with_nullable(False) if fn == "COUNT" else T.BIGINT, name)
+    """``"SUM"`` or ``"SUM DISTINCT"`` of field 1."""
+    fn, _, distinct = fn.partition(" ")
+    return AggregateCall(fn, None, (1,), T.BIGINT.with_nullable(False) if fn == "COUNT" else T.BIGINT, name,
+                         distinct=bool(distinct))
 
 
 @pytest.mark.parametrize("calls,frame,expected", [
@@ -103,6 +107,12 @@ def _call(fn: str, name: str) -> AggregateCall:
     (("FIRST_VALUE", "LAST_VALUE"), OverFrame("ROWS", 2), [(5, 5), (5, 3), (5, 5), (3, 9), (5, 1), (9, 1)]),
     (("MIN", "SUM", "FIRST_VALUE"), OverFrame("RANGE", dt.timedelta(seconds=1)),
      [(5, 5, 5), (3, 8, 5), (3, 8, 3), (5, 14, 5), (1, 10, 9), (1, 2, 1)]),
+    # DISTINCT (the JVM from over-aggregate_3): a value leaves the frame's multiset when its last row does.
+    (("COUNT DISTINCT", "SUM DISTINCT", "MAX DISTINCT", "COUNT"), OverFrame("ROWS", 2),
+     [(1, 5, 5, 1), (2, 8, 5, 2), (2, 8, 5, 3), (3, 17, 9, 3), (3, 15, 9, 3), (2, 10, 9, 3)]),
+    # Unbounded: the values seen so far are state (saved beside the accumulators, across batches).
+    (("COUNT DISTINCT", "SUM DISTINCT", "SUM"), OverFrame("ROWS", None),
+     [(1, 5, 5), (2, 8, 8), (2, 8, 13), (3, 17, 22), (4, 18, 23), (4, 18, 24)]),
 ])
 def test_sliding_frames_retract_the_rows_leaving_them(feed, runner, over_aggregate, calls, frame, expected):
     f = feed(SCHEMA, rowtime=4)

@@ -57,10 +57,13 @@ import org.apache.spark.sql.types.StructType;
  *   <li>{@code pendingRows}: {@code (rows ARRAY<STRUCT<ts BIGINT, row STRUCT<the input's fields>>>, written
  *       BIGINT)}, by timestamp, arrival order among equal ones;
  *   <li>{@code accumulators}: {@code (last BIGINT, written BIGINT, rows ARRAY<STRUCT<ts, row>>, a0 STRUCT<..>,
- *       ...)}: unbounded frames keep each call's accumulator (in the library's layout) and no rows; bounded
+ *       ..., b<i> ARRAY<STRUCT<value, count>> per DISTINCT call)}: unbounded frames keep each call's
+ *       accumulator (in the library's layout) and each DISTINCT call's values seen so far, and no rows; bounded
  *       frames keep the rows the frame may still reach and rebuild retracting accumulators from them (value
- *       multisets in memory), or, when a call depends on arrival order or sums floating point (where retracting
- *       is not recomputing), recompute each value over the frame as the Python operator does.
+ *       multisets in memory, also DISTINCT's), or, when a call depends on arrival order, sums floating point
+ *       (where retracting is not recomputing) or is a DISTINCT MIN/MAX, recompute each value over the frame as
+ *       the Python operator does. Version 2 plans have no DISTINCT call (the engine keeps those on Python), so
+ *       their layout has no {@code b<i>}.
  * </ul>
  *
  * <p>Spec: {@code width} (data fields), {@code timeField} (epoch ms, BIGINT), {@code recordWatermarkField}
@@ -143,7 +146,8 @@ public final class OverAggregate extends KeyedChangelogProcessor {
     p.pendingChanged = !p.pending.isEmpty();
     Row acc = state.isNullAt(1) ? null : state.getStruct(1);
     p.accLoaded = true;
-    p.accs = bounded ? (recompute ? null : fresh(true)) : fresh(false);
+    p.bags = new MemoryBag[functions.length];
+    p.accs = bounded ? (recompute ? null : fresh(null)) : fresh(p.bags);
     if (acc != null) {
       p.last = acc.getLong(0);
       for (Object o : acc.getList(2)) {
@@ -167,6 +171,9 @@ public final class OverAggregate extends KeyedChangelogProcessor {
       if (call.name.equals("FIRST_VALUE") || call.name.equals("LAST_VALUE")) {
         return true;
       }
+      if (call.distinct && (call.name.equals("MIN") || call.name.equals("MAX"))) {
+        return true; // the library's DISTINCT MIN/MAX does not retract
+      }
       for (DataType t : call.argTypes) {
         if (t instanceof DoubleType || t instanceof FloatType) {
           return true;
@@ -179,11 +186,7 @@ public final class OverAggregate extends KeyedChangelogProcessor {
   static List<AggregateFunction> functions(Spec spec, StructType data) {
     List<AggCall> calls = new ArrayList<>();
     for (Spec call : spec.list("aggCalls")) {
-      AggCall c = AggCall.parse(call, data);
-      if (c.distinct) {
-        throw call.error("distinct", "DISTINCT has no JVM OVER aggregate (the engine keeps it on Python)");
-      }
-      calls.add(c);
+      calls.add(AggCall.parse(call, data));
     }
     List<AggregateFunction> plain = new ArrayList<>();
     for (AggCall c : calls) {
@@ -215,6 +218,13 @@ public final class OverAggregate extends KeyedChangelogProcessor {
     if (!bounded) {
       for (int i = 0; i < functions.size(); i++) {
         t = t.add("a" + i, functions.get(i).accumulatorType(), false);
+      }
+      for (int i = 0; i < functions.size(); i++) {
+        if (functions.get(i).usesBag()) { // DISTINCT (over-aggregate_3): the values seen so far, with counts
+          StructType entry = new StructType().add("value", functions.get(i).bagValueType(), false)
+              .add("count", DataTypes.LongType, false);
+          t = t.add("b" + i, DataTypes.createArrayType(entry, false), false);
+        }
       }
     }
     return t;
@@ -257,6 +267,7 @@ public final class OverAggregate extends KeyedChangelogProcessor {
     final ArrayDeque<Entry> history = new ArrayDeque<>();
     long last = Long.MIN_VALUE;
     Accumulator[] accs;
+    MemoryBag[] bags; // unbounded frames: each DISTINCT call's values, saved with the accumulators
     boolean accLoaded;
     boolean hadPending;
     boolean pendingChanged;
@@ -299,23 +310,51 @@ public final class OverAggregate extends KeyedChangelogProcessor {
     }
     if (!bounded) {
       p.accs = new Accumulator[functions.length];
+      p.bags = new MemoryBag[functions.length];
       for (int i = 0; i < functions.length; i++) {
-        p.accs[i] = acc == null ? functions[i].create(null) : functions[i].restore(acc.getStruct(3 + i), null);
+        p.bags[i] = functions[i].usesBag() ? restoredBag(acc, i) : null;
+        p.accs[i] = acc == null ? functions[i].create(p.bags[i])
+            : functions[i].restore(acc.getStruct(3 + i), p.bags[i]);
       }
     } else if (!recompute) {
-      p.accs = fresh(true);
+      p.accs = fresh(null);
       for (Entry e : p.history) {
         accumulate(p.accs, e.row, true);
       }
     }
   }
 
-  private Accumulator[] fresh(boolean withBags) {
+  /** New accumulators, a value multiset in memory for each that needs one (noted in {@code bags} if given). */
+  private Accumulator[] fresh(MemoryBag[] bags) {
     Accumulator[] accs = new Accumulator[functions.length];
     for (int i = 0; i < functions.length; i++) {
-      accs[i] = functions[i].create(withBags && functions[i].usesBag() ? new MemoryBag() : null);
+      MemoryBag bag = functions[i].usesBag() ? new MemoryBag() : null;
+      if (bags != null) {
+        bags[i] = bag;
+      }
+      accs[i] = functions[i].create(bag);
     }
     return accs;
+  }
+
+  /** The field of call {@code i}'s saved values in the accumulators row (after every call's accumulator). */
+  private int bagField(int i) {
+    int field = 3 + functions.length;
+    for (int j = 0; j < i; j++) {
+      field += functions[j].usesBag() ? 1 : 0;
+    }
+    return field;
+  }
+
+  private MemoryBag restoredBag(Row acc, int i) {
+    MemoryBag bag = new MemoryBag();
+    if (acc != null) {
+      for (Object o : acc.getList(bagField(i))) {
+        Row e = (Row) o;
+        bag.add(e.get(0), e.getLong(1));
+      }
+    }
+    return bag;
   }
 
   private void accumulate(Accumulator[] accs, Row row, boolean add) {
@@ -355,13 +394,20 @@ public final class OverAggregate extends KeyedChangelogProcessor {
     for (Entry e : p.history) {
       rows.add(RowFactory.create(e.ts, e.row));
     }
-    Object[] fields = new Object[3 + (bounded ? 0 : functions.length)];
+    Object[] fields = new Object[bounded ? 3 : bagField(functions.length)];
     fields[0] = p.last;
     fields[1] = now;
     fields[2] = Scala.seq(rows);
     if (!bounded) {
       for (int i = 0; i < functions.length; i++) {
         fields[3 + i] = p.accs[i].save();
+        if (p.bags[i] != null) {
+          List<Object> entries = new ArrayList<>();
+          for (Object v : p.bags[i].values()) {
+            entries.add(RowFactory.create(v, p.bags[i].count(v)));
+          }
+          fields[bagField(i)] = Scala.seq(entries);
+        }
       }
     }
     accState.update(RowFactory.create(fields));
@@ -468,7 +514,7 @@ public final class OverAggregate extends KeyedChangelogProcessor {
   private Object[] values(Partition p) {
     Accumulator[] accs = p.accs;
     if (recompute) {
-      accs = fresh(false);
+      accs = fresh(null);
       for (Entry e : p.history) {
         accumulate(accs, e.row, true);
       }

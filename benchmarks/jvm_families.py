@@ -1,7 +1,7 @@
 """Per operator family: the JVM processor vs the Python transformWithState operator, same plan, same input.
 
     python benchmarks/jvm_families.py [--rows 1000000] [--keys 10000] [--rounds 2]
-        [--families aggregate-retract,dedup,normalize,materialize,join,join-nonequi,rank,over,sort-limit,session]
+        [--families aggregate-retract,dedup,normalize,materialize,join,join-nonequi,rank,over,over-distinct,sort-limit,session]
         [--pyflink]
         [--out benchmarks/results/jvm_families.md]
 
@@ -27,6 +27,8 @@ files. Families (``--rows`` input rows over ``--keys`` keys, JSON-lines or chang
   that can no longer rank are dropped);
 * ``over``: ``SUM`` and ``MAX`` over the 10 preceding rows per key by rowtime (``over-aggregate_2`` vs ``_1``;
   rows carry ``t``, one second per 1000 rows, watermark 1 s behind: every row but the last second's fires);
+* ``over-distinct``: ``COUNT(DISTINCT v)`` and ``SUM(DISTINCT v)`` over the same frame (``over-aggregate_3``,
+  a value multiset per call on the JVM, vs ``_1``; version 2 keeps DISTINCT on Python);
 * ``sort-limit``: the global top 10 by value (``ORDER BY v DESC LIMIT 10``: ``sort-limit_3``, the same JVM
   processor as a partition-less ROW_NUMBER, vs ``_1``); one key, so one task does all the work in both variants;
 * ``session``: SESSION windows (5 s gap) per key aggregated per value, so sessions span grouping keys and run on
@@ -142,6 +144,15 @@ FAMILIES = {
         "INSERT INTO sink_out SELECT k, v, "
         "SUM(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 10 PRECEDING AND CURRENT ROW), "
         "MAX(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) FROM src",
+        ("over-aggregate",), event_time=True),
+    "over-distinct": Family(
+        "CREATE TABLE src (k STRING, v BIGINT, t BIGINT, ts AS TO_TIMESTAMP(FROM_UNIXTIME(t)), "
+        "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '{src}', "
+        "'format' = 'json'); CREATE TABLE sink_out (k STRING, v BIGINT, c BIGINT, s BIGINT) "
+        "WITH ('connector' = 'blackhole')",
+        "INSERT INTO sink_out SELECT k, v, "
+        "COUNT(DISTINCT v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 10 PRECEDING AND CURRENT ROW), "
+        "SUM(DISTINCT v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) FROM src",
         ("over-aggregate",), event_time=True),
     "sort-limit": Family(
         "CREATE TABLE src (k STRING, v BIGINT) WITH ('connector' = 'filesystem', 'path' = '{src}', "

@@ -1,7 +1,8 @@
 """Per operator family: the JVM processor vs the Python transformWithState operator, same plan, same input.
 
     python benchmarks/jvm_families.py [--rows 1000000] [--keys 10000] [--rounds 2]
-        [--families aggregate-retract,dedup,normalize,materialize,join,join-nonequi,rank,over,over-distinct,sort-limit,session]
+        [--families aggregate-retract,dedup,normalize,materialize,join,join-nonequi,rank,over,over-distinct,
+                    sort-limit,session]
         [--pyflink]
         [--out benchmarks/results/jvm_families.md]
 

@@ -16,8 +16,9 @@ Today's moves (issue 9), each from the Python ``transformWithState`` operator to
   function (a Python function, which the JVM cannot call);
 * ``stream-exec-sink`` version 1 -> 2 when it materializes upserts (``requireUpsertMaterialize``), and
   ``stream-exec-sort-limit`` versions 1 and 2 -> 3 when it has a fetch (a global Top-N);
-* ``stream-exec-over-aggregate`` version 1 -> 2 when version 2 runs it on the JVM (ordered by a time attribute,
-  every call with a JVM accumulator and without DISTINCT: ``runtime/jvm/over_aggregate.refusal``'s rule);
+* ``stream-exec-over-aggregate`` version 1 -> 3, and version 2 with a DISTINCT call (on the Python operator in
+  version 2) -> 3, when version 3 runs it on the JVM (ordered by a time attribute, every call with a JVM
+  accumulator: ``runtime/jvm/over_aggregate.refusal(node, 3)``'s rule);
 * ``stream-exec-window-aggregate`` and ``stream-exec-group-window-aggregate`` version 2 -> 3 for a SESSION
   window partitioned by other keys than the grouping (the Python session operator), every call with a JVM
   accumulator. Other windows keep version 2: Spark's native aggregation, nothing to move.
@@ -68,7 +69,8 @@ _MOVES: dict[tuple[str, int], int] = {
     ("stream-exec-sink", 1): 2,
     ("stream-exec-sort-limit", 1): 3,
     ("stream-exec-sort-limit", 2): 3,
-    ("stream-exec-over-aggregate", 1): 2,
+    ("stream-exec-over-aggregate", 1): 3,
+    ("stream-exec-over-aggregate", 2): 3,
     ("stream-exec-window-aggregate", 2): 3,
     ("stream-exec-group-window-aggregate", 2): 3,
 }
@@ -126,6 +128,9 @@ def _candidate(node: dict[str, Any], strategy: str | None) -> tuple[str, int, in
         return None  # no upsert materializer: the sink keeps no state
     if (name, version) == ("stream-exec-join", 2) and node.get("nonEquiCondition") is None:
         return None  # an equi join_2 already runs on the JVM
+    if (name, version) == ("stream-exec-over-aggregate", 2) and not any(c.get("distinct") for c in
+                                                                        node.get("aggCalls", [])):
+        return None  # without DISTINCT, over-aggregate_2 already runs on the JVM (or keeps Python for good)
     if name in _SESSIONS and not _python_session(node):
         return None  # Spark's native window aggregation in both versions: nothing to move
     return name, version, target
@@ -144,22 +149,19 @@ def _python_session(node: dict[str, Any]) -> bool:
     return spec.get("strategy") == "SESSION" and (set(spec.get("partitionKeys", [])) or default) != grouping
 
 
-def _call_reason(call: dict[str, Any], distinct: bool) -> str | None:
-    """Why one aggregate call (plan JSON) has no JVM accumulator, or None; ``distinct``: whether DISTINCT
-    keeps it off the JVM too."""
+def _call_reason(call: dict[str, Any]) -> str | None:
+    """Why one aggregate call (plan JSON) has no JVM accumulator, or None."""
     function = call.get("function")
     if isinstance(function, dict):
         return (f"aggregate function {function.get('identifier', function)} is a Python function: its accumulators "
                 "are pickled Python objects, which the JVM state cannot hold")
     if not isinstance(function, str) or (function.upper(), call.get("version") or 1) not in JVM_AGGREGATES:
         return f"aggregate function {function} has no JVM accumulator"
-    if distinct and call.get("distinct"):
-        return f"{function} DISTINCT (no value multiset in the JVM OVER operator of version 2)"
     return None
 
 
 def _over_reason(node: dict[str, Any]) -> str | None:
-    """Why an OVER node stays on the Python operators in version 2 (``runtime/jvm/over_aggregate.refusal``,
+    """Why an OVER node stays on the Python operators in version 3 (``runtime/jvm/over_aggregate.refusal``,
     read from the JSON: the input's fields lead the node's output type)."""
     order = node.get("orderBy") or []
     if order:
@@ -167,7 +169,7 @@ def _over_reason(node: dict[str, Any]) -> str | None:
         index = int(order[0].get("index", -1))
         if not 0 <= index < len(fields) or not fields[index].type.is_time_attribute:
             return "ordered by a non-time column (the non-time RANGE operator is Python only)"
-    return next(filter(None, (_call_reason(c, True) for c in node.get("aggCalls", []))), None)
+    return next(filter(None, (_call_reason(c) for c in node.get("aggCalls", []))), None)
 
 
 def kept_reason(node: dict[str, Any], strategy: str | None = None) -> str | None:
@@ -177,7 +179,7 @@ def kept_reason(node: dict[str, Any], strategy: str | None = None) -> str | None
     if found is None:
         return None
     if found[0] == GROUP_AGGREGATE or found[0] in _SESSIONS:
-        reason = next(filter(None, (_call_reason(c, False) for c in node.get("aggCalls", []))), None)
+        reason = next(filter(None, (_call_reason(c) for c in node.get("aggCalls", []))), None)
         if reason is not None:
             return reason
     if found[0] == "stream-exec-over-aggregate":

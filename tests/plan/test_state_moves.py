@@ -110,16 +110,18 @@ def test_a_legacy_plans_query_keeps_the_uid_of_a_moved_sink() -> None:
 def test_over_and_session_nodes_move_when_their_jvm_version_takes_them() -> None:
     over = _nodes(json.loads((CORPUS / "over_aggregate" / "plan.json").read_text(encoding="utf-8")))[4]
     assert state_move(over).describe() == ("node 4: stream-exec-over-aggregate version 1 (TRANSFORM_WITH_STATE) -> "
-                                           "2 (JVM), state pendingRows, accumulators")
+                                           "3 (JVM), state pendingRows, accumulators")
     distinct = copy.deepcopy(over)
     distinct["aggCalls"][0]["distinct"] = True
-    assert "DISTINCT" in kept_reason(distinct) and state_move(distinct) is None
+    assert state_move(distinct).to_version == 3  # version 3 runs DISTINCT on the JVM
+    assert state_move({**distinct, "type": "stream-exec-over-aggregate_2"}).to_version == 3  # Python in _2
     udaf = copy.deepcopy(over)
     udaf["aggCalls"][1]["function"] = {"identifier": "`c`.`d`.`my_agg`"}
     assert "pickled Python objects" in kept_reason(udaf) and state_move(udaf) is None
     non_time = {**over, "orderBy": [{"index": 1, "isAscending": True}]}  # a_int: INT, not a time attribute
     assert kept_reason(non_time).startswith("ordered by a non-time column") and state_move(non_time) is None
     assert state_move({**over, "type": "stream-exec-over-aggregate_2"}) is None  # already on the JVM
+    assert kept_reason({**over, "type": "stream-exec-over-aggregate_2"}) is None
 
     session = {"id": 5, "type": "stream-exec-window-aggregate_2", "state": [{"name": "windowAccumulators"}],
                "grouping": [1], "aggCalls": [{"function": "COUNT", "version": 1}],

@@ -255,7 +255,7 @@ CORPUS_MOVES = {
     # a non-equi condition (t1.b > t2.b): join_3 evaluates it on the JVM
     "joins": ({5: "stream-exec-join_3"}, {5}),
     # a RANGE frame's history and the row pending at the snapshot (waiting for the watermark) move
-    "over_aggregate": ({4: "stream-exec-over-aggregate_2"}, {4}),
+    "over_aggregate": ({4: "stream-exec-over-aggregate_3"}, {4}),
     # TUMBLE windows: Spark's native aggregation in every version, nothing to move
     "time_windows": ({5: "stream-exec-window-aggregate_1", 10: "stream-exec-group-window-aggregate_1"}, set()),
 }
@@ -297,16 +297,17 @@ def test_corpus_plan_written_by_engine_0_1_moves_to_the_jvm(tmp_path: Path, spar
 EVENT_DDL = """
 CREATE TABLE ev (k STRING, g STRING, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
   WITH ('connector' = 'filesystem', 'path' = '{dir}/ev', 'format' = 'json');
-CREATE TABLE over_out (k STRING, ts TIMESTAMP(3), v INT, total INT, lo INT, n BIGINT) WITH (
+CREATE TABLE over_out (k STRING, ts TIMESTAMP(3), v INT, total INT, lo INT, n BIGINT, d BIGINT) WITH (
   'connector' = 'filesystem', 'path' = '{dir}/over_out', 'format' = 'changelog-json');
 CREATE TABLE sess_out (g STRING, ws TIMESTAMP(3), we TIMESTAMP(3), n BIGINT, total INT) WITH (
   'connector' = 'filesystem', 'path' = '{dir}/sess_out', 'format' = 'changelog-json');
 """
-# An unbounded ROWS frame (the Python operator keeps every row; the JVM folds them into accumulators) and
+# An unbounded ROWS frame (the Python operator keeps every row; the JVM folds them into accumulators and, for
+# DISTINCT, the values seen so far) and
 # sessions per k aggregated per g (the Python session operator: sessions span several grouping keys).
 EVENT_INSERT = """EXECUTE STATEMENT SET BEGIN
 INSERT INTO over_out SELECT k, ts, v,
-  SUM(v) OVER w, MIN(v) OVER w, COUNT(*) OVER w FROM ev
+  SUM(v) OVER w, MIN(v) OVER w, COUNT(*) OVER w, COUNT(DISTINCT v) OVER w FROM ev
   WINDOW w AS (PARTITION BY k ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
 INSERT INTO sess_out SELECT g, window_start, window_end, COUNT(*), SUM(v)
   FROM TABLE(SESSION(TABLE ev PARTITION BY k, DESCRIPTOR(ts), INTERVAL '5' SECOND))
@@ -320,7 +321,7 @@ EVENT_PHASE1 = [{"k": "a", "g": "x", "v": 5, "ts": "2020-10-10 00:00:01"},
                 {"k": "b", "g": "x", "v": 1, "ts": "2020-10-10 00:00:04"},
                 {"k": "a", "g": "x", "v": 9, "ts": "2020-10-10 00:00:09"}]
 # Phase 2 extends a's open session and closes it; b's session closes on the moved timer alone (no b rows).
-EVENT_PHASE2 = [{"k": "a", "g": "x", "v": 4, "ts": "2020-10-10 00:00:12"},
+EVENT_PHASE2 = [{"k": "a", "g": "x", "v": 5, "ts": "2020-10-10 00:00:12"},  # a's 5 again: not a new value
                 {"k": "c", "g": "x", "v": 3, "ts": "2020-10-10 00:00:30"}]
 
 
@@ -340,7 +341,7 @@ def test_python_over_and_sessions_migrated_to_the_jvm_continue_with_their_state(
     ref_env = env_for(ref)
     ref_env.execute_sql(f"COMPILE PLAN '{tmp_path / 'compiled.json'}' FOR {EVENT_INSERT}")
     compiled = json.loads((tmp_path / "compiled.json").read_text(encoding="utf-8"))
-    old = _downgraded(compiled, {"stream-exec-over-aggregate": (2, 1), "stream-exec-window-aggregate": (3, 2)})
+    old = _downgraded(compiled, {"stream-exec-over-aggregate": (3, 1), "stream-exec-window-aggregate": (3, 2)})
     assert sorted(n["type"] for n in old["nodes"] if n.get("state")) == [
         "stream-exec-over-aggregate_1", "stream-exec-window-aggregate_2"]
     (tmp_path / "old.json").write_text(dumps(old), encoding="utf-8")
@@ -366,13 +367,13 @@ def test_python_over_and_sessions_migrated_to_the_jvm_continue_with_their_state(
         snapshot_id = job.stop(snapshot=True)
     snapshot = data / JOB_ROOT / "snapshots" / str(snapshot_id)
     before = {sink: sink_rows(spark, env, data, sink) for sink in ("over_out", "sess_out")}
-    assert "+I[a, 2020-10-10T00:00:09, 9, 16, 2, 3]" not in before["over_out"]  # pending at the snapshot
+    assert "+I[a, 2020-10-10T00:00:09, 9, 16, 2, 3, 3]" not in before["over_out"]  # pending at the snapshot
     assert not before["sess_out"]  # every session open at the snapshot
 
     new_path = tmp_path / "new.json"
     assert cli_main(["migrate", "--plan", str(tmp_path / "old.json"), "-o", str(new_path)]) == 0
     err = capsys.readouterr().err
-    assert "stream-exec-over-aggregate version 1 (TRANSFORM_WITH_STATE) -> 2 (JVM)" in err
+    assert "stream-exec-over-aggregate version 1 (TRANSFORM_WITH_STATE) -> 3 (JVM)" in err
     assert "stream-exec-window-aggregate version 2 (TRANSFORM_WITH_STATE) -> 3 (JVM)" in err
     catalog = tmp_path / "catalog.sql"
     catalog.write_text(EVENT_DDL.replace("{dir}", str(data)), encoding="utf-8")
@@ -393,5 +394,5 @@ def test_python_over_and_sessions_migrated_to_the_jvm_continue_with_their_state(
         assert got == want, (f"{sink} missing: {sorted((want - got).elements())}\n"
                              f"unexpected: {sorted((got - want).elements())}")
     # the moved history (a: 5, 2) and pending row (a :09) meet phase 2's row; a's session spans both phases
-    assert "+I[a, 2020-10-10T00:00:12, 4, 20, 2, 4]" in expected["over_out"]
-    assert "+I[x, 2020-10-10T00:00:01, 2020-10-10T00:00:17, 3, 18]" in expected["sess_out"]
+    assert "+I[a, 2020-10-10T00:00:12, 5, 21, 2, 4, 3]" in expected["over_out"]
+    assert "+I[x, 2020-10-10T00:00:01, 2020-10-10T00:00:17, 3, 19]" in expected["sess_out"]

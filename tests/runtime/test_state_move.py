@@ -106,6 +106,35 @@ def _operator_names(job_root: Path, run_id: str) -> list[str]:
     return names
 
 
+def _migrate_and_check(tmp_path: Path, data: Path, ddl: str, snapshot: Path,
+                       capsys: Any) -> tuple[Path, str, list[str]]:
+    """``planengine migrate`` of ``old.json`` and ``check --snapshot`` of the result through the CLI, as the
+    operator's upgrade runs them: the migrated plan's path, migrate's messages and check's state migrations."""
+    new_path = tmp_path / "new.json"
+    assert cli_main(["migrate", "--plan", str(tmp_path / "old.json"), "-o", str(new_path)]) == 0
+    err = capsys.readouterr().err
+    catalog = tmp_path / "catalog.sql"
+    catalog.write_text(ddl.replace("{dir}", str(data)), encoding="utf-8")
+    assert cli_main(["check", "--plan", str(new_path), "--snapshot", str(snapshot), "--catalog", str(catalog),
+                     "--json"]) == 0, capsys.readouterr().out
+    moves = [r["message"] for r in json.loads(capsys.readouterr().out)["reasons"] if "state migration" in r["message"]]
+    return new_path, err, moves
+
+
+def _continue_on_the_jvm(spark: Any, env: TableEnvironment, new_path: Path, snapshot: Path, tmp_path: Path,
+                         data: Path, expected: dict[str, Any]) -> list[dict]:
+    """Run the migrated plan from ``snapshot`` in a new job root until idle; every sink must end as the
+    uninterrupted run's. Returns the run's record of the state it moved."""
+    second = env.execute_plan(CompiledPlan.from_file(new_path), job_root=str(tmp_path / "job2"),
+                              from_snapshot=str(snapshot), until_idle=True)
+    assert set(_operator_names(tmp_path / "job2", second.run_id)) == {"transformWithStateExec"}
+    for sink, want in expected.items():
+        got = sink_rows(spark, env, data, sink)
+        assert got == want, (f"{sink} missing: {sorted((want - got).elements())}\n"
+                             f"unexpected: {sorted((got - want).elements())}")
+    return json.loads((tmp_path / "job2" / "runs" / second.run_id / "state-moves.json").read_text())
+
+
 def test_python_job_migrated_to_the_jvm_continues_with_its_state(tmp_path: Path, spark, capsys) -> None:
     # The reference: the Python plan without interruption, phase 2's input arriving while it runs.
     ref = tmp_path / "ref"
@@ -222,29 +251,15 @@ def test_python_join_and_upsert_materializer_migrated_to_the_jvm_continue_with_t
         snapshot_id = job.stop(snapshot=True)
     snapshot = data / JOB_ROOT / "snapshots" / str(snapshot_id)
 
-    new_path = tmp_path / "new.json"
-    assert cli_main(["migrate", "--plan", str(tmp_path / "old.json"), "-o", str(new_path)]) == 0
-    err = capsys.readouterr().err
+    new_path, err, moves = _migrate_and_check(tmp_path, data, JOIN_DDL, snapshot, capsys)
     assert "stream-exec-join version 1 (TRANSFORM_WITH_STATE) -> 3 (JVM), state leftRows, rightRows" in err
     assert "stream-exec-sink version 1 (TRANSFORM_WITH_STATE) -> 2 (JVM), state materializedRows" in err
-    catalog = tmp_path / "catalog.sql"
-    catalog.write_text(JOIN_DDL.replace("{dir}", str(data)), encoding="utf-8")
-    assert cli_main(["check", "--plan", str(new_path), "--snapshot", str(snapshot), "--catalog", str(catalog),
-                     "--json"]) == 0, capsys.readouterr().out
-    moves = [r["message"] for r in json.loads(capsys.readouterr().out)["reasons"] if "state migration" in r["message"]]
     assert len(moves) == 3, moves  # two joins, one upsert materializer
     assert any("stream-exec-sink version 1" in m and "2 rows in materializedRows" in m for m in moves), moves
 
     _write_tables(data, "phase2", JOIN_PHASE2)
-    second = env.execute_plan(CompiledPlan.from_file(new_path), job_root=str(tmp_path / "job2"),
-                              from_snapshot=str(snapshot), until_idle=True)
-    assert set(_operator_names(tmp_path / "job2", second.run_id)) == {"transformWithStateExec"}
-    moved = json.loads((tmp_path / "job2" / "runs" / second.run_id / "state-moves.json").read_text())
+    moved = _continue_on_the_jvm(spark, env, new_path, snapshot, tmp_path, data, expected)
     assert len(moved) == 3, moved
-    for sink in ("left_out", "by_name"):
-        got, want = sink_rows(spark, env, data, sink), expected[sink]
-        assert got == want, (f"{sink} missing: {sorted((want - got).elements())}\n"
-                             f"unexpected: {sorted((got - want).elements())}")
     assert "-D[11, 50, null]" in expected["left_out"] and "+I[11, 60, Bob]" in expected["left_out"]
     assert "+I[13, 30, null]" in expected["left_out"] and "+I[13, 30, Eva]" in expected["left_out"]
 
@@ -369,29 +384,15 @@ def test_python_over_and_sessions_migrated_to_the_jvm_continue_with_their_state(
     assert "+I[a, 2020-10-10T00:00:09, 9, 16, 2, 3, 3]" not in before["over_out"]  # pending at the snapshot
     assert not before["sess_out"]  # every session open at the snapshot
 
-    new_path = tmp_path / "new.json"
-    assert cli_main(["migrate", "--plan", str(tmp_path / "old.json"), "-o", str(new_path)]) == 0
-    err = capsys.readouterr().err
+    new_path, err, moves = _migrate_and_check(tmp_path, data, EVENT_DDL, snapshot, capsys)
     assert "stream-exec-over-aggregate version 1 (TRANSFORM_WITH_STATE) -> 3 (JVM)" in err
     assert "stream-exec-window-aggregate version 2 (TRANSFORM_WITH_STATE) -> 3 (JVM)" in err
-    catalog = tmp_path / "catalog.sql"
-    catalog.write_text(EVENT_DDL.replace("{dir}", str(data)), encoding="utf-8")
-    assert cli_main(["check", "--plan", str(new_path), "--snapshot", str(snapshot), "--catalog", str(catalog),
-                     "--json"]) == 0, capsys.readouterr().out
-    moves = [r["message"] for r in json.loads(capsys.readouterr().out)["reasons"] if "state migration" in r["message"]]
     assert len(moves) == 2, moves
     assert any("over-aggregate" in m and "rows in pendingRows" in m for m in moves), moves
 
     write(data, "phase2", EVENT_PHASE2)
-    second = env.execute_plan(CompiledPlan.from_file(new_path), job_root=str(tmp_path / "job2"),
-                              from_snapshot=str(snapshot), until_idle=True)
-    assert set(_operator_names(tmp_path / "job2", second.run_id)) == {"transformWithStateExec"}
-    moved = json.loads((tmp_path / "job2" / "runs" / second.run_id / "state-moves.json").read_text())
+    moved = _continue_on_the_jvm(spark, env, new_path, snapshot, tmp_path, data, expected)
     assert sorted(m["groups"] for m in moved) == [2, 2], moved  # partitions a and b in both operators
-    for sink in ("over_out", "sess_out"):
-        got, want = sink_rows(spark, env, data, sink), expected[sink]
-        assert got == want, (f"{sink} missing: {sorted((want - got).elements())}\n"
-                             f"unexpected: {sorted((got - want).elements())}")
     # the moved history (a: 5, 2) and pending row (a :09) meet phase 2's row; a's session spans both phases
     assert "+I[a, 2020-10-10T00:00:12, 5, 21, 2, 4, 3]" in expected["over_out"]
     assert "+I[x, 2020-10-10T00:00:01, 2020-10-10T00:00:17, 3, 19]" in expected["sess_out"]

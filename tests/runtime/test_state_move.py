@@ -83,6 +83,16 @@ def _downgraded(plan: dict, versions: dict[str, int]) -> dict:
     return out
 
 
+def _old_plan(env: TableEnvironment, tmp_path: Path, insert: str,
+              versions: dict[str, int]) -> tuple[dict, CompiledPlan]:
+    """Today's plan of ``insert`` downgraded to the Python ``versions`` (``_downgraded``), written to ``old.json``
+    for the CLI's ``migrate``: its JSON and the plan to run."""
+    env.execute_sql(f"COMPILE PLAN '{tmp_path / 'compiled.json'}' FOR {insert}")
+    old = _downgraded(json.loads((tmp_path / "compiled.json").read_text(encoding="utf-8")), versions)
+    (tmp_path / "old.json").write_text(dumps(old), encoding="utf-8")
+    return old, CompiledPlan.from_file(tmp_path / "old.json")
+
+
 def _uninterrupted(spark: Any, env: TableEnvironment, plan: CompiledPlan, data: Path,
                    phases: list[Callable[[], None]], sinks: tuple[str, ...]) -> dict[str, Any]:
     """The reference: ``plan`` run without a stop, each phase's input written while it runs, then each sink's
@@ -227,13 +237,9 @@ def test_python_join_and_upsert_materializer_migrated_to_the_jvm_continue_with_t
 
     ref = tmp_path / "ref"
     ref_env = env_for(ref)
-    ref_env.execute_sql(f"COMPILE PLAN '{tmp_path / 'compiled.json'}' FOR {JOIN_INSERT}")
-    compiled = json.loads((tmp_path / "compiled.json").read_text(encoding="utf-8"))
-    old = _downgraded(compiled, {"stream-exec-join": 1, "stream-exec-sink": 1})
+    old, old_plan = _old_plan(ref_env, tmp_path, JOIN_INSERT, {"stream-exec-join": 1, "stream-exec-sink": 1})
     assert sorted(n["type"] for n in old["nodes"] if n.get("state")) == [
         "stream-exec-join_1", "stream-exec-join_1", "stream-exec-sink_1"]
-    (tmp_path / "old.json").write_text(dumps(old), encoding="utf-8")
-    old_plan = CompiledPlan.from_file(tmp_path / "old.json")
 
     # The reference: the Python plan without interruption.
     phases = [lambda part=part, i=i: _write_tables(ref, f"phase1-{i}", part) for i, part in enumerate(JOIN_PHASE1)]
@@ -359,13 +365,10 @@ def test_python_over_and_sessions_migrated_to_the_jvm_continue_with_their_state(
 
     ref = tmp_path / "ref"
     ref_env = env_for(ref)
-    ref_env.execute_sql(f"COMPILE PLAN '{tmp_path / 'compiled.json'}' FOR {EVENT_INSERT}")
-    compiled = json.loads((tmp_path / "compiled.json").read_text(encoding="utf-8"))
-    old = _downgraded(compiled, {"stream-exec-over-aggregate": 1, "stream-exec-window-aggregate": 2})
+    old, old_plan = _old_plan(ref_env, tmp_path, EVENT_INSERT,
+                              {"stream-exec-over-aggregate": 1, "stream-exec-window-aggregate": 2})
     assert sorted(n["type"] for n in old["nodes"] if n.get("state")) == [
         "stream-exec-over-aggregate_1", "stream-exec-window-aggregate_2"]
-    (tmp_path / "old.json").write_text(dumps(old), encoding="utf-8")
-    old_plan = CompiledPlan.from_file(tmp_path / "old.json")
 
     expected = _uninterrupted(spark, ref_env, old_plan, ref, [lambda: write(ref, "phase1", EVENT_PHASE1),
                                                                lambda: write(ref, "phase2", EVENT_PHASE2)],

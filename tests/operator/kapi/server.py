@@ -559,9 +559,11 @@ class KubeApi:
                         await asyncio.wait_for(changed.wait(), max(0.0, deadline - loop.time()))
                     except TimeoutError:
                         break
+            # Inside the try: a client that gave up at its own timeout closes as the server ends the stream, and
+            # an API server does not log a traceback for that either.
+            await response.write_eof()
         except (ConnectionResetError, asyncio.CancelledError):
-            return response
-        await response.write_eof()
+            pass
         return response
 
     def _groups(self) -> list[dict[str, Any]]:

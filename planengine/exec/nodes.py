@@ -202,6 +202,10 @@ class WindowTableFunction(ExecNode):
            # Version 3: same JSON, SESSION windows over other keys than the grouping on the JVM processor
            # (runtime/jvm/session.py: typed state, new layout) unless a call has no JVM accumulator.
            _meta("window-aggregate", 3, consumed=(STATE_TTL, O.LOCAL_TIME_ZONE.key),
+                 operators=("window-aggregate",)),
+           # Version 4: version 3's JSON and operators; a session left on the Python operator (a Python aggregate
+           # function) keeps its open sessions with the versioned state codec (tagged JSON) instead of pickles.
+           _meta("window-aggregate", 4, consumed=(STATE_TTL, O.LOCAL_TIME_ZONE.key),
                  operators=("window-aggregate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class WindowAggregate(ExecNode):
@@ -217,7 +221,9 @@ class WindowAggregate(ExecNode):
            # Version 2: as window-aggregate_2, the aggregate library's native forms.
            _meta("group-window-aggregate", 2, consumed=(STATE_TTL,), operators=("group-window-aggregate",)),
            # Version 3: as window-aggregate_3, SESSION windows over other keys on the JVM processor.
-           _meta("group-window-aggregate", 3, consumed=(STATE_TTL,), operators=("group-window-aggregate",)))
+           _meta("group-window-aggregate", 3, consumed=(STATE_TTL,), operators=("group-window-aggregate",)),
+           # Version 4: as window-aggregate_4, Python sessions in the versioned state codec instead of pickles.
+           _meta("group-window-aggregate", 4, consumed=(STATE_TTL,), operators=("group-window-aggregate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class GroupWindowAggregate(ExecNode):
     STATE_NAMES = ("windowAccumulators",)

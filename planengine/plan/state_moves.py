@@ -21,7 +21,11 @@ Today's moves (issue 9), each from the Python ``transformWithState`` operator to
   accumulator: ``runtime/jvm/over_aggregate.refusal(node, 3)``'s rule);
 * ``stream-exec-window-aggregate`` and ``stream-exec-group-window-aggregate`` version 2 -> 3 for a SESSION
   window partitioned by other keys than the grouping (the Python session operator), every call with a JVM
-  accumulator. Other windows keep version 2: Spark's native aggregation, nothing to move.
+  accumulator. Other windows keep version 2: Spark's native aggregation, nothing to move. Version 4 changes
+  only how a session left on the Python operator (a Python aggregate function) keeps its state (tagged JSON
+  instead of pickles), so there is no move to it: a version-3 session on the JVM runs the same in version 4
+  and keeps version 3, and a version-2 or -3 session on the Python operator keeps its version and its pickled
+  state (its snapshots hold pickles, which only that version reads).
 
 Pure functions on the plan's JSON: the node keeps its id, uids, state names, output type and changelog mode
 (``migrate._invariants``), so its consumers and its query are untouched. A node with a move registered for its

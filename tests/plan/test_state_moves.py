@@ -139,3 +139,9 @@ def test_over_and_session_nodes_move_when_their_jvm_version_takes_them() -> None
     assert state_move(tumble) is None and kept_reason(tumble) is None
     udaf_session = {**session, "aggCalls": [{"function": {"identifier": "`c`.`d`.`my_agg`"}, "version": 1}]}
     assert "pickled Python objects" in kept_reason(udaf_session) and state_move(udaf_session) is None
+    # No move to version 4: it runs a version-3 session on the JVM identically (relabelling gains nothing), and a
+    # version-2 or -3 session on the Python operator keeps its version with its pickles (only it reads them).
+    for version in (3, 4):
+        for node in (session, udaf_session):
+            moved = {**node, "type": f"stream-exec-window-aggregate_{version}"}
+            assert state_move(moved) is None and kept_reason(moved) is None

@@ -41,7 +41,8 @@ PICKLING_VERSIONS: dict[tuple[str, int], tuple[str, ...]] = {
     ("stream-exec-window-aggregate", 2): _SESSIONS,
     ("stream-exec-group-window-aggregate", 1): _SESSIONS,
     ("stream-exec-group-window-aggregate", 2): _SESSIONS,
-    # version 3 runs sessions on the JVM, except with a Python aggregate function (still window_session.py)
+    # version 3 runs sessions on the JVM, except with a Python aggregate function (window_session.py, pickled);
+    # version 4 keeps those sessions with the state codec
     ("stream-exec-window-aggregate", 3): _SESSIONS,
     ("stream-exec-group-window-aggregate", 3): _SESSIONS,
 }

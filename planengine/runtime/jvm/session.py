@@ -1,5 +1,6 @@
 """SESSION windows over other keys than the grouping (``stream-exec-window-aggregate`` and
-``stream-exec-group-window-aggregate`` version 3) on the JVM (``io.planengine.jvm.ops.session.SessionAggregate``).
+``stream-exec-group-window-aggregate`` versions 3 and 4) on the JVM
+(``io.planengine.jvm.ops.session.SessionAggregate``).
 
 The rules are the Python operator's (``runtime/operators/window_session.py``, which versions 1 and 2 keep):
 sessions per partition key merge as rows arrive, lateness is judged on the merged session (and on the watermark
@@ -7,7 +8,7 @@ a row met inside its batch below a per-record watermark assigner), a session fir
 its end with one row per grouping key. The aggregates run through the JVM library; the state
 (``windowAccumulators``: the open sessions with their rows) is typed.
 
-``refusal`` says why a node stays on the Python operator; it reads only the plan (frozen for version 3): a
+``refusal`` says why a node stays on the Python operator; it reads only the plan (frozen for versions 3 and 4): a
 call without a JVM accumulator (a Python aggregate function).
 """
 

@@ -13,6 +13,12 @@ sessions it closes before the row is merged). An event-time timer at each sessio
 while for Flink the earlier batches' watermark came before them, so a batch first fires the sessions that
 watermark closed (a row cannot reopen a fired session). Flink emits early per-record updates for the
 non-partitioned TVF; the final (materialized) result is the same.
+
+The state holds rows, never accumulators: a session's aggregates (a Python aggregate function's included) are
+computed when it fires, with fresh accumulators that do not outlive the call. Node versions 1-3 pickle the
+sessions (``PickledValue``: their snapshots hold pickles and keep them); version 4 keeps them with the versioned
+state codec (``JsonValue``, tagged JSON that Spark's state data source shows), which represents every SQL value a
+row can hold.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any
 from planengine.runtime.operators.window_aggregate import window_property_columns
 from planengine.runtime.operators.window_aggs import evaluate
 from planengine.runtime.operators.window_assign import millis_sql, ms, watermark_metadata
-from planengine.runtime.operators.window_state import TIME_MS, PickledValue, run_with_state, spark_type_name
+from planengine.runtime.operators.window_state import TIME_MS, run_with_state, spark_type_name, value_state
 from planengine.runtime.stream import RECORD_WATERMARK, Stream, column_name
 
 STATE = "windowAccumulators"
@@ -35,13 +41,14 @@ def _processor_class() -> type:
 
     class GlobalSessionProcessor(StatefulProcessor):
         def __init__(self, n_fields: int, grouping: Sequence[int], aggregates: Sequence[Any], gap: int,
-                     per_record: bool = False):
+                     per_record: bool = False, json_state: bool = False):
             self.n, self.grouping, self.aggregates, self.gap = n_fields, tuple(grouping), tuple(aggregates), gap
             self.per_record = per_record
+            self.json_state = json_state
 
         def init(self, handle: Any) -> None:
             self.handle = handle
-            self.sessions = PickledValue(handle, STATE, list)
+            self.sessions = value_state(self.json_state)(handle, STATE, list)
 
         def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
             wm = timerValues.getCurrentWatermarkInMs()
@@ -101,8 +108,10 @@ def _processor_class() -> type:
 
 
 def global_session_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequence[Any], spec: Any,
-                             properties: Sequence[str], output_types: Sequence[Any], uid: str) -> Stream:
-    """Sessions per ``spec.partition_keys`` (over all rows without them), aggregated per grouping key."""
+                             properties: Sequence[str], output_types: Sequence[Any], uid: str,
+                             json_state: bool = False) -> Stream:
+    """Sessions per ``spec.partition_keys`` (over all rows without them), aggregated per grouping key;
+    ``json_state``: the open sessions are kept as tagged JSON (node version 4 on), else pickled."""
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
     from pyspark.sql.types import LongType, StructField, StructType, _parse_datatype_string  # noqa: PLC0415 — pyspark is an optional extra
 
@@ -119,7 +128,8 @@ def global_session_aggregate(stream: Stream, grouping: Sequence[int], aggregates
     data = df.select(*[F.col(c) for c in stream.columns], F.expr(millis_sql(f"`{time_col}`")).alias(TIME_MS),
                      *partition, *([F.col(RECORD_WATERMARK)] if stream.record_watermark else []))
     key_names = [f"_p{i}" for i in range(len(spec.partition_keys))] or ["_all"]
-    processor = _processor_class()(len(stream.fields), grouping, aggregates, ms(spec.gap), stream.record_watermark)
+    processor = _processor_class()(len(stream.fields), grouping, aggregates, ms(spec.gap), stream.record_watermark,
+                                   json_state)
     out = run_with_state(data, [F.col(k) for k in key_names], processor, StructType(fields)).drop(*key_names)
     cols = [F.col(f"_k{i}").alias(column_name(i)) for i in range(len(grouping))]
     cols += [F.col(f"_a{i}").alias(column_name(len(grouping) + i)) for i in range(len(aggregates))]

@@ -1,9 +1,10 @@
 """``stream-exec-group-window-aggregate``: legacy ``GROUP BY TUMBLE/HOP/SESSION(ts, …)``.
 
-Same operators as the window TVF aggregate (version 3: sessions over other keys on the JVM, see
-``window_aggregate``); the window properties (TUMBLE_START/END/ROWTIME, …) are appended in the order the plan
-lists them. Processing-time group windows are refused: Spark's
-processing-time timers never go idle, so such a job could never be stopped at an idle point.
+Same operators as the window TVF aggregate (version 3: sessions over other keys on the JVM; version 4: as 3, a
+session left on the Python operator keeps tagged JSON instead of pickles; see ``window_aggregate``); the window
+properties (TUMBLE_START/END/ROWTIME, …) are appended in the order the plan lists them. Processing-time group
+windows are refused: Spark's processing-time timers never go idle, so such a job could never be stopped at an
+idle point.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from planengine.runtime.translators import translator
 from planengine.runtime.translators.window_aggregate import session_aggregate
 
 
-@translator("stream-exec-group-window-aggregate", 1, 2, 3)
+@translator("stream-exec-group-window-aggregate", 1, 2, 3, 4)
 def translate_group_window_aggregate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     """Version 2 aggregates in the library's native forms, version 1 in its own (see window_aggregate)."""
     stream = after_stateful(inputs[0], node, ctx)

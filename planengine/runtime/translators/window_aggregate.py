@@ -6,8 +6,10 @@ than the grouping keys, runs on transformWithState with one state per partition 
 below a per-record watermark assigner, because a watermark inside a batch may close a session before a later
 row of the batch would have extended it (Spark's session windows close only at batch ends). That session
 operator is Python (``operators/window_session.py``) in versions 1 and 2, the JVM processor
-(``runtime/jvm/session.py``) in version 3 unless a call has no JVM accumulator. Output: grouping fields,
-aggregates, window_start, window_end, window_time (a rowtime attribute).
+(``runtime/jvm/session.py``) from version 3 on unless a call has no JVM accumulator (a Python aggregate
+function); version 4 is version 3 except that such a session keeps its Python state with the versioned state
+codec instead of pickles. Output: grouping fields, aggregates, window_start, window_end, window_time (a rowtime
+attribute).
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ from planengine.runtime.translators import translator
 log = logging.getLogger("planengine.runtime")
 
 
-@translator("stream-exec-window-aggregate", 1, 2, 3)
+@translator("stream-exec-window-aggregate", 1, 2, 3, 4)
 def translate_window_aggregate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     """Version 2 aggregates in the library's native forms (``runtime/aggregates/library.py``), version 1 in its
     own (frozen with its state layout); sessions over other keys run on the Python operator in both, on the
-    JVM in version 3 (native forms as version 2)."""
+    JVM from version 3 on (native forms as version 2)."""
     stream = after_stateful(inputs[0], node, ctx)
     library = list(node.inputs[0].field_types) if node.metadata.version >= 2 else None
     spec = node.window
@@ -43,11 +45,12 @@ def translate_window_aggregate(node: Any, inputs: list[Stream], ctx: Any) -> Str
 
 def session_aggregate(stream: Stream, node: Any, ctx: Any, spec: Any, props: tuple[str, ...], kind: str) -> Stream:
     """Sessions over other keys than the grouping: the JVM processor from version 3 on (unless ``refusal``),
-    else the Python operator. Shared with the legacy group-window aggregate."""
+    else the Python operator, which keeps its sessions as tagged JSON from version 4 on (pickles before: their
+    snapshots hold pickles). Shared with the legacy group-window aggregate."""
     reason = "version 1-2 runs the Python operator" if node.metadata.version < 3 else refusal(node.aggregates)
     if reason is None:
         return jvm_session_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types,
                                      node.inputs[0].field_types, ctx.state_ttl_ms(node), node, ctx)
     log.info("node %d (%s, SESSION): transformWithState (Python): %s", ctx.node_id(node), kind, reason)
     return global_session_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types,
-                                    ctx.uid(node, kind))
+                                    ctx.uid(node, kind), json_state=node.metadata.version >= 4)

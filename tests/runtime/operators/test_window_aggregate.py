@@ -8,8 +8,10 @@ import pytest
 
 from planengine.ir import types as T
 from planengine.ir.aggregates import AggregateCall
+from planengine.ir.expressions import FunctionRef
 from planengine.ir.windows import WindowSpec
 from planengine.runtime.jvm.session import jvm_session_aggregate
+from planengine.runtime.operators._codec import STATE_FORMAT, load_state
 from planengine.runtime.operators.window_aggregate import window_aggregate
 from planengine.runtime.operators.window_session import global_session_aggregate
 from tests.runtime.operators.conftest import ts
@@ -161,3 +163,28 @@ def test_jvm_session_state_is_the_open_sessions_with_their_typed_rows(spark, fee
     day = int(dt.datetime(2020, 10, 10, tzinfo=dt.UTC).timestamp() * 1000)
     assert (session["start"], session["end"]) == (day + 20_000, day + 25_000)
     assert [(m["f1"], m["f3"]) for m in session["rows"]] == [(3, "a")]
+
+
+def test_python_session_state_of_version_4_is_state_codec_json(spark, feed, runner, tmp_path):
+    """With a Python aggregate function a session stays on the Python operator; from window-aggregate_4 on it
+    keeps the open sessions (their rows, as Spark gave them) as the versioned state codec's text (``(format,
+    json)``, strict JSON that the state data source shows), not a pickle. The function's accumulator (a class
+    instance here, which the codec could not represent) never enters state: it lives while a session fires.
+    (Restoring from that state: restore-corpus case ``time_windows_v4``.)"""
+    user = FunctionRef("object_sum", None, "`c`.`d`.`object_sum`",
+                       class_name="tests.runtime.test_state_codec.ObjectAccumulatorSum")
+    aggs = (AGGS[0], AggregateCall("object_sum", None, (1,), T.BIGINT, "s", user_function=user), AGGS[2])
+    out_types = [T.STRING, T.BIGINT, T.BIGINT, T.BIGINT, T.timestamp(3), T.timestamp(3), T.timestamp(3)]
+    f = feed(SCHEMA, rowtime=0, delay="1 second")
+    stream = global_session_aggregate(f.stream(), (3,), aggs, WindowSpec("SESSION", 0, gap=5 * SEC),
+                                      ("start", "end", "rowtime"), out_types, "t", json_state=True)
+    r = runner(stream.df)
+    f.put([(ts("00:00:01"), 1, "Hi", "a"), (ts("00:00:03"), 2, "Hi", "b"), (ts("00:00:20"), 3, None, "a")])
+    assert _fmt(r.take()) == ["a, 00:00:01, 00:00:08, 1, 1, 1", "b, 00:00:01, 00:00:08, 1, 2, 1"]
+    r.stop()
+    (stored,) = spark.read.format("statestore").option("stateVarName", "windowAccumulators").load(
+        str(tmp_path / "ck")).collect()
+    assert stored["value"]["format"] == STATE_FORMAT
+    day = int(dt.datetime(2020, 10, 10, tzinfo=dt.UTC).timestamp() * 1000)
+    assert load_state(stored["value"]["json"]) == [
+        [day + 20_000, day + 25_000, [(dt.datetime(2020, 10, 10, 0, 0, 20, tzinfo=dt.UTC), 3, None, "a")]]]

@@ -383,7 +383,11 @@ class Reconciler:
         snapshot_path = f"{job.job_root}/snapshots/{snapshot}" if snapshot else None
         if params.get("snapshotPath"):  # spec.initialSnapshot (checked): the engine forks it into the new run
             snapshot_path = params["snapshotPath"]
-        plan = params.get("planFile") or self.launcher.plan_path(job)
+        # A run from one of the job's snapshots runs that snapshot's plan, the one its state belongs to: after an
+        # upgrade that migrated the plan, a rollback to the snapshot before it runs the plan from before it (the
+        # engine then makes it the plan in force again; planengine/runtime/plan_in_force.py).
+        plan = params.get("planFile") or (f"{snapshot_path}/plan.json" if snapshot and not params.get("snapshotPath")
+                                           else self.launcher.plan_path(job))
         argv = builders.run_argv(plan, job.job_root, snapshot_path)
         started = await self.launcher.launch(job, params["engineVersion"], params["runId"], argv)
         baseline = 0

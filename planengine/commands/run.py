@@ -4,8 +4,10 @@
 Compile-and-execute semantics: when ``<job root>/plan.json`` exists it is the plan in force and is
 restored, never re-planned (a script's DDL still runs first, so temporary objects exist). Otherwise the
 script's program is compiled and ``plan.json`` written atomically. ``--plan P`` installs P when the job
-root has no plan and refuses a different one. Progress goes to stderr. Without ``--until-idle`` the
-driver runs until SIGTERM / SIGINT / ``POST /v1/stop``, then stops at a batch boundary with a snapshot.
+root has no plan and refuses a different one, except from a snapshot whose plan P is or migrates to (an
+upgrade: that run makes P the plan in force; ``runtime/plan_in_force.py``). Progress goes to stderr.
+Without ``--until-idle`` the driver runs until SIGTERM / SIGINT / ``POST /v1/stop``, then stops at a batch
+boundary with a snapshot.
 
 ``--standby`` (with ``--plan`` and ``--status-port``) starts a warm standby for an upgrade: JVM, session,
 plan and warm-up now, the run at ``POST /v1/start {"fromSnapshot": ...}``; it writes nothing in the job
@@ -30,6 +32,7 @@ from planengine.commands.compile import split_program
 from planengine.errors import UserError
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.serde import MAX_PARALLELISM
+from planengine.runtime.plan_in_force import plan_to_run
 from planengine.runtime.session import SHUFFLE_PARTITIONS_KEY, cli_conf, plan_shuffle_partitions
 from planengine.runtime.standby import run_standby as serve
 from planengine.runtime.storage import JobRoot
@@ -75,17 +78,9 @@ def load_or_compile(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         root.write_plan_text(plan.as_json())
         print(f"[planengine] compiled plan {plan.plan_id[:12]} into {root.plan_path}", file=sys.stderr)
         return env, root, plan
-    text = read_text(args.plan)
-    given = CompiledPlan.from_json(text)
-    if root.has_plan():
-        in_force = json.loads(root.read_plan_text()).get("planId")
-        if in_force != given.plan_id:
-            raise UserError(f"job root {root.path} already runs plan {in_force}; --plan {args.plan} is plan "
-                            f"{given.plan_id}", hint="use a new job root, or upgrade through a snapshot (the "
-                            "operator's upgrade replaces plan.json)")
-    else:
-        root.write_plan_text(text)
-    return env, root, given
+    # Which plan runs when the job root already has one (the snapshot's plan or its migration may replace it):
+    # runtime/plan_in_force.py, applied by execute_plan before anything is written.
+    return env, root, plan_to_run(root, CompiledPlan.from_json(read_text(args.plan)), args.from_snapshot)
 
 
 def warn_ignored_partitions(args: argparse.Namespace, plan_config: dict[str, str]) -> None:

@@ -39,6 +39,7 @@ from planengine.runtime.channels import cut
 from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.context import DrainControl, TranslationContext
 from planengine.runtime.jvm.state_move import move_pending_state
+from planengine.runtime.plan_in_force import install_run_plan, plan_to_run
 from planengine.runtime.python_functions import register_user_functions
 from planengine.runtime.session import get_spark, use_plan_partitions
 from planengine.runtime.snapshots import last_committed_batch_id, take_snapshot
@@ -178,6 +179,7 @@ class Job:
     # -- lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:
         fencing.acquire_run_lock(self.job_root, self.run.run_id)
+        install_run_plan(self.job_root, self.plan)  # an upgrade's plan (from a snapshot) is now the one in force
         use_plan_partitions(self.spark, dict(self.plan.data.get("config") or {}))
         # Under the run lock, before any query reads its checkpoint: state moved by a plan migration.
         move_pending_state(self.spark, self.plan.data, self.run.path, *self._state_moves)
@@ -430,7 +432,7 @@ def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str
     at the plan's ``pipeline.trigger-interval``."""
 
     root = resolve_job_root(plan.plan_id, job_root, jobs_dir=plan.session.config.get("planengine.job-root"))
-    _install_plan(root, plan)
+    plan = _install_plan(root, plan, from_snapshot)
     spark = get_spark()
     job = start_job(plan, root, spark, from_snapshot, paced=not until_idle if paced is None else paced)
     run = job.run
@@ -530,16 +532,10 @@ def _install_signal_handlers(job: Job, drain: bool) -> None:
     signal.signal(signal.SIGINT, on_signal)
 
 
-def _install_plan(root: JobRoot, plan: Any) -> None:
-    check_plan_in_force(root, plan)
+def _install_plan(root: JobRoot, plan: CompiledPlan, from_snapshot: str | None) -> CompiledPlan:
+    """The plan to run (``plan_in_force.plan_to_run``), installed into a job root that has none; a run from a
+    snapshot with another plan replaces the plan in force later, under the run lock (``Job.start``)."""
+    plan = plan_to_run(root, plan, from_snapshot)
     if not root.has_plan():
         root.write_plan_text(plan.as_json())
-
-
-def check_plan_in_force(root: JobRoot, plan: Any) -> None:
-    """Refuse a plan that differs from the job root's plan in force (read only: a standby checks early)."""
-    if root.has_plan():
-        existing = json.loads(root.read_plan_text()).get("planId")
-        if existing != plan.plan_id:
-            raise UserError(f"job root {root.path} runs plan {existing}, not {plan.plan_id}",
-                            hint="use a new job root, or upgrade the job (snapshot, then replace plan.json)")
+    return plan

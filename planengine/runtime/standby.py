@@ -30,6 +30,7 @@ from typing import Any
 
 from planengine.errors import UserError
 from planengine.runtime import executor
+from planengine.runtime.plan_in_force import plan_to_run
 from planengine.runtime.session import get_spark
 from planengine.runtime.status_server import CAPABILITIES, StatusServer
 from planengine.runtime.storage import JobRoot, Run
@@ -56,6 +57,7 @@ class StandbyDriver:
         self.root = root
         self.spark: Any = None
         self.job: executor.Job | None = None
+        self.server: StatusServer | None = None  # set once serving; the start writes driver.json with its port
         self.phase = STARTING
         self.started_from: str | None = None
         self.warm_up_seconds: float | None = None
@@ -100,8 +102,10 @@ class StandbyDriver:
                 raise StandbyNotReady(f"the driver is {self.phase}, not Standby; ask again when /v1/status "
                                       "reports phase Standby")
             began = time.monotonic()
-            executor._install_plan(self.root, self.plan)
+            self.plan = executor._install_plan(self.root, self.plan, from_snapshot)
             self.job = executor.start_job(self.plan, self.root, self.spark, from_snapshot)
+            if self.server is not None:  # before the answer: whoever got it finds the live driver's port
+                executor.write_driver_file(self.root, self.job.run.run_id, self.server.port, self.server.url)
             self.started_from = from_snapshot
             self.phase = RUNNING
             print(f"[planengine] standby started run {self.job.run.run_id} from {from_snapshot} in "
@@ -127,10 +131,12 @@ def run_standby(plan: Any, *, job_root: str, status_port: int, drain: bool = Fal
     Returns the run's result after it stopped, or None when the standby was cancelled before its start."""
 
     root = JobRoot(job_root)
-    executor.check_plan_in_force(root, plan)  # read only: a wrong plan fails now, before any handover
+    # Read only: a wrong plan fails now, before any handover (checked again with the snapshot at the start).
+    plan = plan_to_run(root, plan, None, snapshot_pending=True)
     executor.check_runtime_support(plan.data)
     standby = StandbyDriver(plan, root)
     server = StatusServer(standby, host=executor.status_host(), port=status_port).start()
+    standby.server = server
     _install_signal_handlers(standby, drain)
     try:
         standby.spark = get_spark()
@@ -150,7 +156,6 @@ def run_standby(plan: Any, *, job_root: str, status_port: int, drain: bool = Fal
             server.wait_stop_answered(timeout=10)
             print("[planengine] standby cancelled before its start; nothing written", file=sys.stderr)
             return None
-        executor.write_driver_file(root, job.run.run_id, server.port, server.url)
         try:
             if standby.stop_after_start:
                 job.stop(snapshot=True, drain=drain, reason="stop")

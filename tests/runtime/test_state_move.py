@@ -131,18 +131,21 @@ def _migrate_and_check(tmp_path: Path, data: Path, ddl: str, snapshot: Path,
     return new_path, err, moves
 
 
-def _continue_on_the_jvm(spark: Any, env: TableEnvironment, new_path: Path, snapshot: Path, tmp_path: Path,
+def _continue_on_the_jvm(spark: Any, env: TableEnvironment, new_path: Path, snapshot: Path,
                          data: Path, expected: dict[str, Any]) -> list[dict]:
-    """Run the migrated plan from ``snapshot`` in a new job root until idle; every sink must end as the
-    uninterrupted run's. Returns the run's record of the state it moved."""
-    second = env.execute_plan(CompiledPlan.from_file(new_path), job_root=str(tmp_path / "job2"),
-                              from_snapshot=str(snapshot), until_idle=True)
-    assert set(_operator_names(tmp_path / "job2", second.run_id)) == {"transformWithStateExec"}
+    """Run the migrated plan from ``snapshot`` in the job root the snapshot belongs to, as the operator's upgrade
+    does, until idle: the migrated plan becomes the plan in force and every sink must end as the uninterrupted
+    run's. Returns the run's record of the state it moved."""
+    root = snapshot.parent.parent
+    new_plan = CompiledPlan.from_file(new_path)
+    second = env.execute_plan(new_plan, job_root=str(root), from_snapshot=str(snapshot), until_idle=True)
+    assert json.loads((root / "plan.json").read_text())["planId"] == new_plan.plan_id
+    assert set(_operator_names(root, second.run_id)) == {"transformWithStateExec"}
     for sink, want in expected.items():
         got = sink_rows(spark, env, data, sink)
         assert got == want, (f"{sink} missing: {sorted((want - got).elements())}\n"
                              f"unexpected: {sorted((got - want).elements())}")
-    return json.loads((tmp_path / "job2" / "runs" / second.run_id / "state-moves.json").read_text())
+    return json.loads((root / "runs" / second.run_id / "state-moves.json").read_text())
 
 
 def test_python_job_migrated_to_the_jvm_continues_with_its_state(tmp_path: Path, spark, capsys) -> None:
@@ -175,17 +178,11 @@ def test_python_job_migrated_to_the_jvm_continues_with_its_state(tmp_path: Path,
     [move] = [r for r in reasons if "state migration" in r]
     assert "version 2 (TRANSFORM_WITH_STATE) -> 3 (JVM)" in move and "3 rows in accumulators" in move, reasons
 
-    # ... and continue on the JVM with new input, in a new job root started from the snapshot.
+    # ... and continue on the JVM with new input, from the snapshot in the same job root (the operator's upgrade).
     _write(data, "phase2", PHASE2)
-    second = env.execute_plan(CompiledPlan.from_file(new_path), job_root=str(tmp_path / "job2"),
-                              from_snapshot=str(snapshot), until_idle=True)
-    assert _operator_names(tmp_path / "job2", second.run_id) == ["transformWithStateExec"]
-    moved = json.loads((tmp_path / "job2" / "runs" / second.run_id / "state-moves.json").read_text())
+    moved = _continue_on_the_jvm(spark, env, new_path, snapshot, data, {"out": expected})
     assert [(m["node"], m["groups"]) for m in moved] == [(3, 3)]
-
     got = sink_rows(spark, env, data, "out")
-    assert got == expected, (f"missing: {sorted((expected - got).elements())}\n"
-                             f"unexpected: {sorted((got - expected).elements())}")
     assert "-U[a, 3, 9, 1, 5, 2]" in got and "+U[a, 2, 12, 3, 9, 2]" in got  # MIN/MAX, DISTINCT carried over
     assert Counter(x for x in got.elements() if x.startswith("-D[b")) == Counter({"-D[b, 1, 7, 7, 7, 1]": 1})
 
@@ -264,7 +261,7 @@ def test_python_join_and_upsert_materializer_migrated_to_the_jvm_continue_with_t
     assert any("stream-exec-sink version 1" in m and "2 rows in materializedRows" in m for m in moves), moves
 
     _write_tables(data, "phase2", JOIN_PHASE2)
-    moved = _continue_on_the_jvm(spark, env, new_path, snapshot, tmp_path, data, expected)
+    moved = _continue_on_the_jvm(spark, env, new_path, snapshot, data, expected)
     assert len(moved) == 3, moved
     assert "-D[11, 50, null]" in expected["left_out"] and "+I[11, 60, Bob]" in expected["left_out"]
     assert "+I[13, 30, null]" in expected["left_out"] and "+I[13, 30, Eva]" in expected["left_out"]
@@ -394,7 +391,7 @@ def test_python_over_and_sessions_migrated_to_the_jvm_continue_with_their_state(
     assert any("over-aggregate" in m and "rows in pendingRows" in m for m in moves), moves
 
     write(data, "phase2", EVENT_PHASE2)
-    moved = _continue_on_the_jvm(spark, env, new_path, snapshot, tmp_path, data, expected)
+    moved = _continue_on_the_jvm(spark, env, new_path, snapshot, data, expected)
     assert sorted(m["groups"] for m in moved) == [2, 2], moved  # partitions a and b in both operators
     # the moved history (a: 5, 2) and pending row (a :09) meet phase 2's row; a's session spans both phases
     assert "+I[a, 2020-10-10T00:00:12, 5, 21, 2, 4, 3]" in expected["over_out"]

@@ -160,6 +160,36 @@ def cmd_snapshot(args: argparse.Namespace, knobs: argparse.Namespace) -> int:
     return 0
 
 
+def _migrates(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """``new`` is this double's ``migrate`` of ``old`` (the same copy, ``migratedFrom`` the old engine)."""
+    return (new.get("config", {}).get("migratedFrom") == old.get("engineVersion")
+            and new["nodes"][0]["configuration"] == old["nodes"][0]["configuration"])
+
+
+def plan_to_run(root: Path, plan_text: str, from_snapshot: str | None) -> str:
+    """The engine's plan-in-force rule (``planengine/runtime/plan_in_force.py``), so the operator's tests fail
+    when it launches a plan the engine would refuse: ``run --plan P`` installs P into a root without a plan;
+    another plan than the one in force runs only from a snapshot whose plan it is or migrates from (and is in
+    force from then on), or, without a snapshot, when the plan in force is its migration (that one runs)."""
+    installed = root / "plan.json"
+    if not installed.exists():
+        installed.write_text(plan_text)
+        return plan_text
+    in_force, given = json.loads(installed.read_text()), json.loads(plan_text)
+    if in_force.get("planId") == given.get("planId"):
+        return plan_text
+    if from_snapshot:
+        of_snapshot = json.loads((Path(from_snapshot) / "plan.json").read_text())
+        if given.get("planId") == of_snapshot.get("planId") or _migrates(of_snapshot, given):
+            installed.write_text(plan_text)
+            return plan_text
+    elif _migrates(given, in_force):
+        return installed.read_text()
+    print(f"planengine: error: job root {root} already runs plan {in_force.get('planId')}; the given plan is "
+          f"{given.get('planId')} (from snapshot {from_snapshot})", file=sys.stderr)
+    sys.exit(2)
+
+
 class Driver:
     def __init__(self, args: argparse.Namespace, knobs: argparse.Namespace) -> None:
         self.args, self.knobs = args, knobs
@@ -181,10 +211,8 @@ class Driver:
         return self.run_dir / "checkpoints" / UID
 
     def prepare(self) -> None:
-        installed = self.root / "plan.json"  # run --plan installs the plan into a job root without one
-        if not installed.exists():
-            self.root.mkdir(parents=True, exist_ok=True)
-            installed.write_text(self.plan_text)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.plan_text = plan_to_run(self.root, self.plan_text, self.args.from_snapshot)
         if self.args.from_snapshot:
             shutil.copytree(Path(self.args.from_snapshot) / "checkpoints", self.run_dir / "checkpoints",
                             dirs_exist_ok=True)

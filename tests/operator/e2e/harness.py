@@ -48,6 +48,8 @@ ENGINE_KNOBS: dict[str, list[str]] = {
     "0.2": [],
     "0.3": ["--check-exit", "4"],  # the plan check on this engine says "incompatible"
     "0.4": ["--crash-after-batches", "1"],  # the new run dies after its first batch
+    "0.6": ["--check-exit", "3"],  # the plan needs migration to this engine (migrate, then run the migrated plan)
+    "0.7": ["--check-exit", "3", "--crash-after-batches", "1"],  # migrates, commits a batch, dies
 }
 
 

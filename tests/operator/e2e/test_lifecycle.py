@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.operator.e2e.harness import LAUNCHER_INDEPENDENT, engine_command, wait_for
@@ -121,6 +123,51 @@ def test_crashing_target_rolls_back_from_the_targets_state(world, contract_only)
     assert any(s["id"] == upgrade["snapshot"] for s in status["snapshots"])
     world.assert_exactly_once("j4")
     assert world.status("j4")["phase"] == "RolledBack"  # the rolled-back target is not retried
+
+
+def _plan_in_force(world, name):
+    return json.loads((world.job_root(name) / "plan.json").read_text())
+
+
+def test_an_upgrade_that_migrates_the_plan_makes_it_the_plan_in_force(world, contract_only):
+    """0.6's check says the plan needs migration: the operator migrates it into the new run, which starts from
+    the upgrade snapshot with it (the double refuses any other plan than the engine would) and makes it the job
+    root's plan in force, so later runs and snapshots name the plan that wrote their state."""
+    world.start_operator()
+    _running(world, "j10")
+    old_plan = _plan_in_force(world, "j10")
+    with world.feeding("j10"):
+        world.apply(world.job_manifest("j10", "0.6"))
+        status = world.wait_status("j10", lambda s: (s.get("upgrade") or {}).get("step") == "Succeeded",
+                                   "upgrade Succeeded", timeout=45)
+    assert status["engineVersion"] == "0.6"
+    in_force = _plan_in_force(world, "j10")
+    assert in_force["planId"] != old_plan["planId"] and in_force["config"]["migratedFrom"] == "0.1"
+    root = world.job_root("j10")
+    runs = world.calls(root, "run")
+    assert [r["engine"] for r in runs] == ["0.1", "0.6"] and runs[1]["fromSnapshot"].endswith(
+        status["upgrade"]["snapshot"])
+    assert [c["engine"] for c in world.calls(root, "migrate")] == ["0.6"]
+    world.assert_exactly_once("j10")
+
+
+def test_a_migrated_upgrade_rolls_back_with_the_plan_of_the_state_it_resumes(world, contract_only):
+    """0.7 migrates the plan, commits a batch past the upgrade snapshot and dies: the rollback resumes the old
+    engine from the target's state with the plan that wrote it (the fork's plan.json, the migrated one), which
+    the old engine's check accepted; nothing is lost or committed twice."""
+    world.start_operator()
+    _running(world, "j11")
+    with world.feeding("j11"):
+        world.apply(world.job_manifest("j11", "0.7"))
+        status = world.wait_status("j11", lambda s: s.get("phase") == "RolledBack", "phase RolledBack", timeout=45)
+        before = len(world.output("j11"))
+        wait_for(lambda: len(world.output("j11")) > before + 4, 10, "j11 committing after the rollback")
+    root = world.job_root("j11")
+    runs = world.calls(root, "run")
+    assert [r["engine"] for r in runs] == ["0.1", "0.7", "0.1"], runs
+    assert runs[2]["fromSnapshot"].endswith(status["upgrade"]["snapshot"])  # the target's state, not S
+    assert _plan_in_force(world, "j11")["config"]["migratedFrom"] == "0.1"
+    world.assert_exactly_once("j11")
 
 
 def _all_pending_engines(old_knobs=(), target_knobs=()):

@@ -14,7 +14,7 @@ Operations and their steps (``status.operation.step``)::
     Suspend  Stop                                   -> Suspended
     Resume   Launch (from the last snapshot)
     Snapshot Snapshot                               (snapshotNonce, periodic)
-    Upgrade  Check -> [Migrate] -> Standby -> Stop -> [Fork] -> Activate | Launch -> Stabilize -> done
+    Upgrade  Check -> [Migrate] -> Standby -> Stop -> [Fork] -> Activate | Launch -> Stabilize -> [Publish] -> done
              failure in Launch/Stabilize -> RollbackStop -> [RollbackFork -> [RollbackCheck]] -> Rollback
                                             -> RolledBack        (RollbackCheck refuses: Failed, nothing started)
 
@@ -416,6 +416,9 @@ def _stabilize(view: JobView, op: Operation, observed: DriverObservation) -> Dec
         return gate_failed(view, op, f"query exception on the new engine: {observed.exception}")
     committed = (observed.batches or 0) - baseline
     if observed.healthy and committed >= min_batches:
+        if op.planFile:  # the target runs a migrated plan, now the job root's plan in force: publish it
+            return goto(view, op, "Publish", message=f"engine {op.engineVersion} committed {committed} batches "
+                                                     "without an exception; publishing its migrated plan")
         return _upgrade_succeeded(view, op, committed)
     if seconds_since(op.stepStarted, view.now) > window:
         return gate_failed(view, op, f"only {max(committed, 0)} of {min_batches} batches committed within "
@@ -423,14 +426,29 @@ def _stabilize(view: JobView, op: Operation, observed: DriverObservation) -> Dec
     return Decision()
 
 
-def _upgrade_succeeded(view: JobView, op: Operation, committed: int) -> Decision:
+def _upgrade_succeeded(view: JobView, op: Operation, committed: int | None, plan_id: str | None = None) -> Decision:
     upgrade = upgrade_record(view)
-    message = f"engine {upgrade.to} committed {committed} batches without an exception"
+    message = (f"engine {upgrade.to} committed {committed} batches without an exception" if committed is not None
+               else op.message or f"engine {upgrade.to} passed the stability gate")
+    if plan_id:
+        message += f"; its migrated plan {plan_id[:12]} is the plan in force"
     upgrade.step, upgrade.finished, upgrade.message = "Succeeded", iso(view.now), message
     status = view.next_status(operation=None, upgrade=upgrade, phase="Running",
                               lastStableSpec=stable_spec(view, op.engineVersion or ""),
                               conditions=conditions(view, "Running"))
+    if plan_id:
+        status.planId = plan_id
     return Decision(status=status, events=[Event("Normal", "UpgradeSucceeded", message)])
+
+
+def _publish(view: JobView, op: Operation, observed: DriverObservation) -> Decision:
+    """The new run made its migrated plan the job root's plan in force (``planengine/runtime/plan_in_force.py``);
+    the ``<job>-plan`` ConfigMap and ``status.planId`` follow, so kubectl shows the plan that runs."""
+    return Decision(action=Action("publish", {"planFile": op.planFile}))
+
+
+def _published(view: JobView, op: Operation, result: Result) -> Decision:
+    return _upgrade_succeeded(view, op, None, result.values.get("planId"))
 
 
 def gate_failed(view: JobView, op: Operation, cause: str) -> Decision:
@@ -534,6 +552,7 @@ STEPS: dict[tuple[str, str], Step] = {
     ("Upgrade", "Activate"): Step(_activate, on_ok=_handed_over, on_fail=_activate_failed),
     ("Upgrade", "Launch"): Step(_launch, on_ok=_handed_over, on_fail=_target_launch_failed),
     ("Upgrade", "Stabilize"): Step(_stabilize),
+    ("Upgrade", "Publish"): Step(_publish, on_ok=_published, on_fail=retry),
     ("Upgrade", "RollbackStop"): Step(_rollback_stop, on_ok=_rollback_stopped, on_fail=retry),
     ("Upgrade", "RollbackFork"): Step(_rollback_fork, on_ok=_rollback_forked, on_fail=retry),
     ("Upgrade", "RollbackCheck"): Step(_rollback_check, on_ok=_rollback_checked, on_fail=_rollback_check_failed),

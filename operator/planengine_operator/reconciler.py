@@ -52,7 +52,7 @@ class Reconciler:
         self.executors: dict[str, Executor] = {
             "claim": self._claim, "compile": self._compile, "check": self._check, "migrate": self._migrate,
             "standby": self._standby, "activate": self._activate, "discard": self._discard, "stop": self._stop,
-            "fork": self._fork, "snapshot": self._fork, "launch": self._launch,
+            "fork": self._fork, "snapshot": self._fork, "launch": self._launch, "publish": self._publish,
         }
 
     # ------------------------------------------------------------------------------------- entry
@@ -279,6 +279,22 @@ class Reconciler:
         if run.exit_code != 0:
             return _tool_failure("migrate", run, permanent=True)
         return Result(True, {"planFile": target})
+
+    async def _publish(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
+        """The migrated plan an upgrade's run made the plan in force, into the ``<job>-plan`` ConfigMap."""
+        plan_file = str(params["planFile"])
+        relpath = plan_file.removeprefix(f"{job.job_root}/")
+        plan_text = await self.launcher.read_file(job, relpath)
+        if not plan_text:
+            return Result(False, {}, f"the migrated plan {plan_file} is not readable", "PlanUnreadable")
+        try:
+            plan_id = str(json.loads(plan_text).get("planId") or "")
+        except ValueError as exc:
+            return Result(False, {"permanent": True}, f"the migrated plan is not JSON: {exc}", "BadPlan")
+        configmap = builders.build_plan_configmap(job.name, plan_text, plan_id)
+        kopf.adopt(configmap, owner=job.body)
+        await kube.apply(job.namespace, "configmaps", configmap)
+        return Result(True, {"planId": plan_id})
 
     async def _standby(self, job: JobRef, view: JobView, params: dict[str, Any]) -> Result:
         """Bring the upgrade's target up as a warm standby while the old driver still runs."""

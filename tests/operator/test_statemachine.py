@@ -238,6 +238,30 @@ def test_an_upgrade_that_moved_operators_rolls_back_to_the_old_plan_from_the_unt
     assert not launch.params.get("planFile")  # the old engine runs the job's own plan, not the migrated one
 
 
+def test_a_migrated_upgrade_that_passes_the_gate_publishes_its_plan_as_the_plan_in_force():
+    """The new run made its migrated plan the job root's plan in force; after the gate the operator publishes
+    it (the <job>-plan ConfigMap) and status.planId names it. An upgrade without migration has no Publish."""
+    spec = {**UPGRADE_SPEC, "upgrade": {"migrateOperators": "Auto"}}
+    status, _ = begin(running(), spec)
+    status = step(status, "check", Result(True, {"verdict": "compatible", "stateMoves": MOVES}), spec)
+    run_id = status["operation"]["runId"]
+    plan_file = f"/jobs/ns/j/runs/{run_id}/plan.json"
+    status = step(status, "migrate", Result(True, {"planFile": plan_file}), spec)
+    status = step(status, "standby", Result(True, {"standby": "unsupported"}), spec)
+    status = step(status, "stop", Result(True, {"snapshot": "s1", "snapshotRef": {"id": "s1", "createdAt": iso(NOW)}}),
+                  spec)
+    status = step(status, "launch", Result(True, {"name": "2", "statusUrl": "http://y"}), spec)
+    assert status["operation"]["step"] == "Stabilize"
+    new_driver = DriverObservation(running=True, run_id=run_id, healthy=True, batches=5)
+    apply(status, decide(view(status, spec, run_id="r3"), new_driver))
+    assert status["operation"]["step"] == "Publish" and status["upgrade"]["step"] == "Publish"
+    publish = decide(view(status, spec), new_driver).action
+    assert publish.kind == "publish" and publish.params == {"planFile": plan_file}
+    apply(status, advance(view(status, spec), publish, Result(True, {"planId": "p2"})))
+    assert status.get("operation") is None and status["phase"] == "Running" and status["planId"] == "p2"
+    assert status["upgrade"]["step"] == "Succeeded" and "migrated plan p2" in status["upgrade"]["message"]
+
+
 def test_migration_writes_the_plan_into_the_new_run_only():
     status, _ = begin(running(), UPGRADE_SPEC)
     status = step(status, "check", Result(True, {"verdict": "migrate"}), UPGRADE_SPEC)
@@ -714,6 +738,7 @@ TABLE = {
     ("Upgrade", "Activate"): ("activate", "Stabilize", "Launch"),  # the standby is lost: cold launch
     ("Upgrade", "Launch"): ("launch", "Stabilize", "RollbackStop"),
     ("Upgrade", "Stabilize"): (None, None, None),  # decides from the observation alone
+    ("Upgrade", "Publish"): ("publish", "Running", "Publish"),  # a migrated plan into the <job>-plan ConfigMap
     ("Upgrade", "RollbackStop"): ("stop", "RollbackFork", "RollbackStop"),
     ("Upgrade", "RollbackFork"): ("fork", "RollbackCheck", "RollbackFork"),
     ("Upgrade", "RollbackCheck"): ("check", "Rollback", "RollbackCheck"),
@@ -723,7 +748,8 @@ OK_VALUES = {"claim": {}, "compile": {"planId": "p9"}, "check": {"verdict": "com
              "migrate": {"planFile": "/jobs/ns/j/runs/r2/plan.json"}, "standby": {"standby": "ready"},
              "stop": {"snapshot": "s1", "snapshotRef": {"id": "s1"}}, "activate": {"name": "9"},
              "fork": {"snapshot": "s2", "forked": True, "snapshotRef": {"id": "s2"}},
-             "snapshot": {"snapshot": "s3", "snapshotRef": {"id": "s3"}}, "launch": {"name": "9"}}
+             "snapshot": {"snapshot": "s3", "snapshotRef": {"id": "s3"}}, "launch": {"name": "9"},
+             "publish": {"planId": "p9"}}
 
 
 def table_status(type_, step):
@@ -732,6 +758,8 @@ def table_status(type_, step):
           "runId": "r2", "engineVersion": "0.2" if type_ == "Upgrade" else "0.1"}
     if type_ == "Upgrade":
         op.update(standby="ready", snapshot="s1")
+        if step == "Publish":
+            op.update(planFile="/jobs/ns/j/runs/r2/plan.json")
         if step.startswith("Rollback"):
             op.update(engineVersion="0.1", targetEngine="0.2", targetRunId="r2", upgradeSnapshot="s1", runId="r3",
                       cause="the new driver exited", standby=None)

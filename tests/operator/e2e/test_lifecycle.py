@@ -143,6 +143,10 @@ def test_an_upgrade_that_migrates_the_plan_makes_it_the_plan_in_force(world, con
     assert status["engineVersion"] == "0.6"
     in_force = _plan_in_force(world, "j10")
     assert in_force["planId"] != old_plan["planId"] and in_force["config"]["migratedFrom"] == "0.1"
+    # Published after the gate: status.planId and the <job>-plan ConfigMap name the plan that runs.
+    assert status["planId"] == in_force["planId"] and "is the plan in force" in status["upgrade"]["message"]
+    configmap = json.loads(world.kubectl("get", "configmap", "j10-plan", "-o", "json"))
+    assert json.loads(configmap["data"]["plan.json"])["planId"] == in_force["planId"]
     root = world.job_root("j10")
     runs = world.calls(root, "run")
     assert [r["engine"] for r in runs] == ["0.1", "0.6"] and runs[1]["fromSnapshot"].endswith(

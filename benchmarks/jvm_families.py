@@ -2,7 +2,7 @@
 
     python benchmarks/jvm_families.py [--rows 1000000] [--keys 10000] [--rounds 2]
         [--families aggregate-retract,dedup,normalize,materialize,join,join-nonequi,rank,over,over-distinct,
-                    sort-limit,session]
+                    over-lag,sort-limit,session]
         [--pyflink]
         [--out benchmarks/results/jvm_families.md]
 
@@ -30,6 +30,9 @@ files. Families (``--rows`` input rows over ``--keys`` keys, JSON-lines or chang
   rows carry ``t``, one second per 1000 rows, watermark 1 s behind: every row but the last second's fires);
 * ``over-distinct``: ``COUNT(DISTINCT v)`` and ``SUM(DISTINCT v)`` over the same frame (``over-aggregate_3``,
   a value multiset per call on the JVM, vs ``_1``; version 2 keeps DISTINCT on Python);
+* ``over-lag``: ``LAG(v)`` and ``LAG(v, 2, 0)`` per key by rowtime (the unbounded frame Flink gives LAG;
+  ``over-aggregate_4``, the library's LAG accumulator on the JVM, vs ``_1``, which recomputes LAG over every row
+  the partition kept);
 * ``sort-limit``: the global top 10 by value (``ORDER BY v DESC LIMIT 10``: ``sort-limit_3``, the same JVM
   processor as a partition-less ROW_NUMBER, vs ``_1``); one key, so one task does all the work in both variants;
 * ``session``: SESSION windows (5 s gap) per key aggregated per value, so sessions span grouping keys and run on
@@ -162,6 +165,14 @@ FAMILIES = {
         "INSERT INTO sink_out SELECT k, v, "
         "COUNT(DISTINCT v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 10 PRECEDING AND CURRENT ROW), "
         "SUM(DISTINCT v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) FROM src",
+        ("over-aggregate",), event_time=True),
+    "over-lag": Family(
+        "CREATE TABLE src (k STRING, v BIGINT, t BIGINT, ts AS TO_TIMESTAMP(FROM_UNIXTIME(t)), "
+        "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '{src}', "
+        "'format' = 'json'); CREATE TABLE sink_out (k STRING, v BIGINT, p BIGINT, p2 BIGINT) "
+        "WITH ('connector' = 'blackhole')",
+        "INSERT INTO sink_out SELECT k, v, LAG(v) OVER w, LAG(v, 2, CAST(0 AS BIGINT)) OVER w FROM src "
+        "WINDOW w AS (PARTITION BY k ORDER BY ts)",
         ("over-aggregate",), event_time=True),
     "sort-limit": Family(
         "CREATE TABLE src (k STRING, v BIGINT) WITH ('connector' = 'filesystem', 'path' = '{src}', "

@@ -242,7 +242,11 @@ class GroupWindowAggregate(ExecNode):
            _meta("over-aggregate", 2, consumed=(STATE_TTL,), operators=("over-aggregate",)),
            # Version 3: same JSON, DISTINCT calls on the JVM processor too (a value multiset per call: unbounded
            # frames keep it in ``accumulators``), where version 2 keeps them on the Python operator.
-           _meta("over-aggregate", 3, consumed=(STATE_TTL,), operators=("over-aggregate",)))
+           _meta("over-aggregate", 3, consumed=(STATE_TTL,), operators=("over-aggregate",)),
+           # Version 4: same JSON, LAG on the JVM processor too (an accumulator of the last offset + 1 values),
+           # and what stays on the Python operators (a Python aggregate function) keeps its state with the
+           # versioned state codec (tagged JSON), where versions 1-3 pickle it.
+           _meta("over-aggregate", 4, consumed=(STATE_TTL,), operators=("over-aggregate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class OverAggregate(ExecNode):
     STATE_NAMES = ("pendingRows", "accumulators")

@@ -72,6 +72,29 @@ NODE_STRATEGIES: dict[tuple[str, int], tuple[str, ...]] = {
 JVM_AGGREGATES = frozenset((name, 1) for name in (
     "COUNT", "SUM", "SUM0", "$SUM0", "AVG", "MIN", "MAX", "FIRST_VALUE", "LAST_VALUE", "LISTAGG", "COLLECT",
     "STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP", "STDDEV", "VARIANCE", "BOOL_AND", "BOOL_OR"))
+# (name, version) of the functions only an OVER window calls that have a JVM accumulator
+# (io.planengine.jvm.agg.AggregateFunctions.OVER_ONLY). Frozen for stream-exec-over-aggregate_4, the first version
+# that runs them on the JVM (versions 1-3 keep them on the Python operator).
+JVM_OVER_FUNCTIONS = frozenset({("LAG", 1)})
+
+
+def jvm_state_holds(t: DataType) -> bool:
+    """Whether a JVM processor's typed state can hold values of ``t``: Spark derives an Avro schema from every
+    state schema of ``transformWithState`` (``StateSchemaMetadata``) and fails the query on a MAP whose key is not
+    a string (a MULTISET is a MAP of its elements). A rule of ``stream-exec-over-aggregate_4`` (frozen there).
+
+    >>> from planengine.ir.types import parse_type
+    >>> jvm_state_holds(parse_type("ROW<a MAP<STRING, DOUBLE>, b ARRAY<INT>>"))
+    True
+    >>> jvm_state_holds(parse_type("ROW<a INT, b ARRAY<MAP<DOUBLE, DOUBLE>>>"))
+    False
+    """
+    if t.kind in (Kind.MAP, Kind.MULTISET):
+        key = t.key if t.kind is Kind.MAP else t.element
+        if key is None or key.kind not in CHARACTER:
+            return False
+    children = [c for c in (t.element, t.key, t.value) if c is not None] + [f.type for f in t.fields]
+    return all(jvm_state_holds(c) for c in children)
 
 _KEY_KINDS = frozenset((*INTEGRAL, Kind.DECIMAL, *CHARACTER, Kind.BOOLEAN, Kind.DATE, Kind.TIMESTAMP,
                         Kind.TIMESTAMP_LTZ, Kind.BINARY, Kind.VARBINARY))

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from planengine.api import TableEnvironment
-from planengine.errors import UnsupportedQueryError
+from planengine.errors import UnsupportedQueryError, ValidationError
 
 DDL = """
 CREATE TABLE orders (amount BIGINT, nested ROW<currency STRING>, m MAP<STRING, STRING>, order_time STRING,
@@ -74,3 +74,28 @@ def test_over_ordered_by_a_value_column_refuses_bounded_frames() -> None:
     with pytest.raises(UnsupportedQueryError, match="RANGE BETWEEN UNBOUNDED PRECEDING"):
         nodes("INSERT INTO out_kv SELECT k, v, SUM(v) OVER (ORDER BY v ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) "
               "FROM vals")
+
+
+def test_lag_compiles_to_over_aggregate_4_with_flinks_frame() -> None:
+    plan = nodes("INSERT INTO out_pair SELECT amount, LAG(amount, 2, CAST(0 AS BIGINT)) OVER "
+                 "(PARTITION BY nested.currency ORDER BY rowtime) FROM orders")
+    over = next(n for n in plan if n["type"].startswith("stream-exec-over-aggregate"))
+    assert over["type"] == "stream-exec-over-aggregate_4"  # LAG on the JVM processor
+    assert over["frame"] == {"mode": "RANGE", "lowerUnbounded": True}  # as Calcite gives LAG
+    assert [c["function"] for c in over["aggCalls"]] == ["LAG"]
+
+
+@pytest.mark.parametrize("select,error", [
+    # Flink: "LEAD Function is not supported in stream mode"
+    ("LEAD(amount) OVER (ORDER BY rowtime) FROM orders", "LEAD is not supported in a streaming OVER window"),
+    # Calcite's validator: "ROW/RANGE not allowed with RANK, DENSE_RANK, ROW_NUMBER or LAG/LEAD functions"
+    ("LAG(amount) OVER (ORDER BY rowtime ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM orders",
+     "a ROWS/RANGE frame is not allowed with LAG"),
+    ("LAG(amount) OVER w FROM orders WINDOW w AS (ORDER BY rowtime ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)",
+     "a ROWS/RANGE frame is not allowed with LAG"),
+    # Flink's LagAggFunction: "Offset(-1) should be positive."
+    ("LAG(amount, -1) OVER (ORDER BY rowtime) FROM orders", "the offset must be 0 or more, not -1"),
+])
+def test_lead_and_lag_outside_flinks_rules_are_refused_at_compile_time(select: str, error: str) -> None:
+    with pytest.raises(ValidationError, match=error):
+        nodes(f"INSERT INTO out_pair SELECT amount, {select}")

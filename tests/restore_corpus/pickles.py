@@ -37,6 +37,10 @@ PICKLING_VERSIONS: dict[tuple[str, int], tuple[str, ...]] = {
     ("stream-exec-group-aggregate", 2): _GROUP_AGGREGATE_UDAF,
     ("stream-exec-group-aggregate", 3): _GROUP_AGGREGATE_UDAF,
     ("stream-exec-over-aggregate", 1): ("pendingRows", "accumulators"),
+    # versions 2 and 3 fall back to version 1's operator for LAG and Python aggregate functions (runtime/jvm/
+    # over_aggregate.refusal); version 4 runs LAG on the JVM and keeps the fallback's state as tagged JSON
+    ("stream-exec-over-aggregate", 2): ("pendingRows", "accumulators"),
+    ("stream-exec-over-aggregate", 3): ("pendingRows", "accumulators"),
     ("stream-exec-window-aggregate", 1): _SESSIONS,
     ("stream-exec-window-aggregate", 2): _SESSIONS,
     ("stream-exec-group-window-aggregate", 1): _SESSIONS,

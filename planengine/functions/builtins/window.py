@@ -40,6 +40,9 @@ def _infer_offset(ctx: CallContext) -> DataType:
     check_arity(ctx, 1, 3)
     if len(ctx.operand_types) > 1:
         expect(ctx, 1, "INTEGER")
+        offset = ctx.literal(1)
+        if isinstance(offset, int) and offset < 0:
+            raise ctx.fail(f"the offset must be 0 or more, not {offset} (as in Flink)")
     return ctx.operand_types[0].without_time_attribute().with_nullable(True)
 
 

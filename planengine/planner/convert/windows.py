@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from planengine.errors import UnsupportedQueryError, ValidationError
+from planengine.errors import SourceLocation, UnsupportedQueryError, ValidationError
 from planengine.functions.registry import NO_LITERAL, CallContext
 from planengine.ir.aggregates import AggregateCall
 from planengine.ir.expressions import Expr, InputRef, Literal
@@ -143,6 +143,7 @@ class WindowConversion:
             name = self._aggregate_name(func)
         if name is None:
             raise UnsupportedQueryError(f"{func.sql()} cannot be used with OVER", location=self.location(w))
+        _check_offset_function(name, w, self.location(w))
         distinct = isinstance(func.args.get("this"), exp.Distinct)
         operands = []
         this = func.args.get("this")
@@ -188,3 +189,18 @@ class WindowConversion:
         if isinstance(value, Literal) and isinstance(value.value, int):
             return OverFrame(mode, value.value)
         raise UnsupportedQueryError(f"unsupported OVER frame {spec.sql()}", location=self.location(w))
+
+
+def _check_offset_function(name: str, w: exp.Window, location: SourceLocation | None) -> None:
+    """Flink's rules for LAG and LEAD in a streaming OVER window: LEAD needs rows that have not arrived (Flink:
+    "LEAD Function is not supported in stream mode"), and LAG takes no frame (Calcite's validator: its frame is
+    always the partition's rows up to the current one, so an explicit ROWS/RANGE clause is an error)."""
+    if name == "LEAD":
+        raise UnsupportedQueryError(
+            "LEAD is not supported in a streaming OVER window (as in Flink): it needs rows that have not arrived yet",
+            location=location, hint="use LAG, which looks at the rows before the current one")
+    if name == "LAG" and w.args.get("spec") is not None:
+        raise ValidationError(
+            "a ROWS/RANGE frame is not allowed with LAG (as in Flink): LAG looks back from the current row over the "
+            "partition's rows so far, whatever the frame",
+            location=location, hint="remove the frame from LAG's OVER clause (or give LAG a window without one)")

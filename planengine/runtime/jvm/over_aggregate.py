@@ -1,4 +1,4 @@
-"""Event-time OVER aggregates (``stream-exec-over-aggregate`` versions 2 and 3) on the JVM
+"""Event-time OVER aggregates (``stream-exec-over-aggregate`` versions 2 to 4) on the JVM
 (``io.planengine.jvm.ops.over.OverAggregate``).
 
 The rules are the Python operator's (``runtime/operators/over_aggregate.py``, which version-1 plans keep):
@@ -10,8 +10,11 @@ accumulators), the state is typed (``pendingRows``, ``accumulators``).
 the same way by every later engine (frozen for version 2):
 
 * ordered by a non-time column: Flink's non-time RANGE over values (``operators/over_non_time.py``);
-* a call without a JVM accumulator (``LAG``, a Python aggregate function) or, in version 2, with DISTINCT
-  (version 3 runs DISTINCT calls on the JVM: a value multiset per call).
+* from version 4, input rows holding a MAP with non-STRING keys (``strategies.jvm_state_holds``: Spark fails a
+  query whose typed state holds one; versions 2 and 3 did not check, and such a query fails on them);
+* a call without a JVM accumulator (a Python aggregate function; ``LAG`` before version 4) or, in version 2,
+  with DISTINCT (version 3 runs DISTINCT calls on the JVM: a value multiset per call; version 4 runs ``LAG``
+  there too: the library's accumulator of the last ``offset + 1`` values, Flink's ``LagAggFunction``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.ir.types import DataType
-from planengine.plan.strategies import JVM_AGGREGATES
+from planengine.plan.strategies import JVM_AGGREGATES, JVM_OVER_FUNCTIONS, jvm_state_holds
 from planengine.runtime.jvm import run_operator
 from planengine.runtime.jvm.group_aggregate import call_spec
 from planengine.runtime.jvm.movable import run_movable
@@ -40,13 +43,15 @@ def refusal(node: Any, version: int = 2) -> str | None:
     in_types = node.inputs[0].field_types
     if node.order_keys and not in_types[node.order_keys[0].field].is_time_attribute:
         return "ordered by a non-time column (the non-time RANGE operator is Python only)"
+    if version >= 4 and not all(jvm_state_holds(t) for t in in_types):
+        return "the rows hold a MAP with non-STRING keys (Spark's typed state has no form for it)"
     for call in node.aggregates:
         if call.user_function is not None:
             return f"{call}: a Python aggregate function"
         if call.distinct and version < 3:
             return f"{call}: DISTINCT (no value multiset in the JVM OVER operator)"
         key = (str(call.function).upper(), call.version or 1)
-        if key not in JVM_AGGREGATES:
+        if key not in JVM_AGGREGATES and not (version >= 4 and key in JVM_OVER_FUNCTIONS):
             return f"{call}: {key[0]} version {key[1]} has no JVM accumulator"
     return None
 

@@ -13,7 +13,8 @@ A row whose timestamp is not after the last *triggered* timestamp (the largest o
 its partition) is late and dropped — Flink's ``lastTriggeringTs`` rule, which is not the watermark: a row
 behind the watermark whose timestamp never fired is still aggregated. State per partition key:
 ``pendingRows`` (rows waiting for the watermark, by timestamp) and ``accumulators`` (the rows the frame
-may still reach, plus the last triggering time). Spark's watermark advances per micro-batch, so rows of
+may still reach, plus the last triggering time), pickled in versions 1-3 and tagged JSON (the versioned state
+codec, ``window_state.JsonValue``) from version 4. Spark's watermark advances per micro-batch, so rows of
 one batch are ordered by their timestamps. Spark fires due timers only after a batch's input rows, while
 for Flink the watermark of the earlier batches came before them: a batch therefore first processes what
 that watermark has made due and only then takes its rows, so lateness does not depend on whether Spark
@@ -30,7 +31,7 @@ from typing import Any
 from planengine.errors import ValidationError
 from planengine.runtime.operators.window_aggs import evaluate
 from planengine.runtime.operators.window_assign import as_event_time, millis_sql, watermark_metadata
-from planengine.runtime.operators.window_state import TIME_MS, PickledValue, run_with_state, spark_type_name
+from planengine.runtime.operators.window_state import TIME_MS, run_with_state, spark_type_name, value_state
 from planengine.runtime.stream import RECORD_WATERMARK, Stream, column_name
 
 PENDING = "pendingRows"
@@ -42,14 +43,17 @@ def _processor_class() -> type:
     from pyspark.sql.streaming import StatefulProcessor  # noqa: PLC0415 — pyspark is an optional extra
 
     class OverProcessor(StatefulProcessor):
-        def __init__(self, n_fields: int, mode: str, lower: Any, aggregates: Sequence[Any], per_record: bool = False):
+        def __init__(self, n_fields: int, mode: str, lower: Any, aggregates: Sequence[Any], per_record: bool = False,
+                     json_state: bool = True):
             self.n, self.mode, self.aggregates, self.per_record = n_fields, mode, tuple(aggregates), per_record
             self.lower = int(lower / dt.timedelta(milliseconds=1)) if isinstance(lower, dt.timedelta) else lower
+            self.json_state = json_state
 
         def init(self, handle: Any) -> None:
             self.handle = handle
-            self.pending = PickledValue(handle, PENDING, dict)  # {ts: [row, …]}
-            self.acc = PickledValue(handle, ACCUMULATORS, lambda: {"last": -(2 ** 63), "rows": []})
+            state = value_state(self.json_state)
+            self.pending = state(handle, PENDING, dict)  # {ts: [row, …]}
+            self.acc = state(handle, ACCUMULATORS, lambda: {"last": -(2 ** 63), "rows": []})
 
         def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
             wm = timerValues.getCurrentWatermarkInMs()
@@ -115,7 +119,9 @@ def _row(row_class: Any, values: Sequence[Any], aggregates: Sequence[Any]) -> An
 
 
 def over_aggregate(stream: Stream, partition_keys: Sequence[int], order_keys: Sequence[Any], frame: Any,
-                   aggregates: Sequence[Any]) -> Stream:
+                   aggregates: Sequence[Any], json_state: bool = True) -> Stream:
+    """``json_state``: keep ``pendingRows`` and ``accumulators`` with the versioned state codec (version 4)
+    instead of pickles (versions 1-3, whose snapshots hold pickles and keep them)."""
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
     from pyspark.sql.types import StructField, StructType, _parse_datatype_string  # noqa: PLC0415 — pyspark is an optional extra
 
@@ -131,7 +137,7 @@ def over_aggregate(stream: Stream, partition_keys: Sequence[int], order_keys: Se
     data = df.select(*[F.col(c) for c in stream.columns], F.expr(millis_sql(f"`{time_col}`")).alias(TIME_MS), *keys,
                      *([F.col(RECORD_WATERMARK)] if stream.record_watermark else []))
     key_names = [f"_p{i}" for i in range(len(partition_keys))] or ["_p"]
-    processor = _processor_class()(n, frame.mode, frame.lower, aggregates, stream.record_watermark)
+    processor = _processor_class()(n, frame.mode, frame.lower, aggregates, stream.record_watermark, json_state)
     out = run_with_state(data, [F.col(k) for k in key_names], processor, StructType(fields))
     return over_output(stream, out, "_o", len(aggregates), order_keys[0].field)
 

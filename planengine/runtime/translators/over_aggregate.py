@@ -8,7 +8,9 @@ by other columns.
 
 Version 2: the rowtime frames on the JVM processor (``runtime/jvm/over_aggregate.py``, typed state), unless
 ``refusal`` keeps the node on version 1's operators (a non-time order, a call without a JVM accumulator); the
-choice reads only the plan. Version 3: DISTINCT calls on the JVM processor too.
+choice reads only the plan. Version 3: DISTINCT calls on the JVM processor too. Version 4: LAG on the JVM
+processor too, and the Python operators it still falls back to (a Python aggregate function) keep their state
+with the versioned state codec instead of pickles (the non-time operator's state was JSON text in every version).
 """
 
 from __future__ import annotations
@@ -33,11 +35,12 @@ def translate_over_aggregate(node: Any, inputs: list[Stream], ctx: Any) -> Strea
         out = non_time_over_aggregate(stream, node.partition_keys, order, node.aggregates, in_types,
                                       node.field_types, node.field_names, ctx.state_ttl_ms(node))
         return out
-    out = over_aggregate(stream, node.partition_keys, node.order_keys, node.frame, node.aggregates)
+    out = over_aggregate(stream, node.partition_keys, node.order_keys, node.frame, node.aggregates,
+                         json_state=node.metadata.version >= 4)
     return mark_stateful(out.with_df(out.df, fields=tuple(node.field_names)), stream)
 
 
-@translator("stream-exec-over-aggregate", 2, 3)
+@translator("stream-exec-over-aggregate", 2, 3, 4)
 def translate_over_aggregate_v2(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     reason = refusal(node, node.metadata.version)
     if reason is not None:

@@ -25,6 +25,7 @@ from planengine.ir.aggregates import AggregateCall
 from planengine.ir.changelog import ALL
 from planengine.ir.types import parse_type
 from planengine.ir.windows import WindowSpec
+from planengine.plan.strategies import JVM_OVER_FUNCTIONS
 from planengine.runtime.aggregates.library import BUILTIN_AGGREGATES, native_inexact
 from tests.runtime.operators.test_aggregate import input_node, node_ctx
 
@@ -103,6 +104,8 @@ def test_the_library_covers_every_planner_aggregate_and_the_jvm_has_them_all(spa
     assert planner == BUILTIN_AGGREGATES
     jvm = spark._jvm.io.planengine.jvm.agg.AggregateFunctions.VERSION_1
     assert {(str(n), 1) for n in jvm} >= BUILTIN_AGGREGATES
+    over_only = spark._jvm.io.planengine.jvm.agg.AggregateFunctions.OVER_ONLY  # LAG (over-aggregate_4)
+    assert {(str(n), 1) for n in over_only} == JVM_OVER_FUNCTIONS
 
 
 def _node(*, retraction: bool = False) -> X.GroupAggregate:

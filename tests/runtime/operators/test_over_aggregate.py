@@ -1,8 +1,8 @@
 """Rowtime OVER aggregates: Flink's over-aggregate-bounded-partitioned-* programs and frame cases.
 
-One case table for both strategies: ``over-aggregate_1`` on the Python TWS operator and ``_2``/``_3`` on the JVM
-processor (``runtime/jvm/over_aggregate.py``; DISTINCT from ``_3``); what only the JVM has (typed state, TTL) is
-at the end.
+One case table for both strategies: ``over-aggregate_1`` on the Python TWS operator and ``_2``-``_4`` on the JVM
+processor (``runtime/jvm/over_aggregate.py``; DISTINCT from ``_3``, LAG from ``_4``); what only the JVM has (typed
+state, TTL) is at the end. The Python operator runs here with version 4's state (the versioned state codec).
 """
 
 from __future__ import annotations
@@ -123,6 +123,46 @@ def test_sliding_frames_retract_the_rows_leaving_them(feed, runner, over_aggrega
     f.put([_row(x) for x in SLIDING[3:]])
     f.drain()
     assert sorted(r.take()) == [(x[0], *e) for x, e in zip(SLIDING, expected, strict=True)]
+
+
+# LAG (Flink's testLagFunction in OverAggregateITCase, plus NULL values): v arrives 1, 2, 3, 4, 5 at 1, 5, 2, 3, 3 s;
+# then 6, NULL, 7 after a restart. Calls: LAG(v), LAG(v, two), LAG(v, two, dflt), LAG(v, one, dflt).
+LAG_SCHEMA = "ts BIGINT, v BIGINT, one INT, two INT, dflt BIGINT, p STRING, rowtime TIMESTAMP"
+LAG_ROWS = [(1, 1), (5, 2), (2, 3), (3, 4), (3, 5)]
+LAG_AFTER = [(21, 6), (22, None), (23, 7)]
+LAG_CALLS = tuple(AggregateCall("LAG", 1, args, T.BIGINT, f"l{i}")
+                  for i, args in enumerate([(1,), (1, 3), (1, 3, 4), (1, 2, 4)]))
+# (ts, v) -> values. RANGE: the two rows at 3 s get the values after both (Flink's "1,4,Hello,4,3,3" and
+# "1,5,Hello,4,3,3"); a NULL value is what LAG returns, not the default (23 s).
+LAG_RANGE = {(1, 1): (None, None, 10086, 10086), (2, 3): (1, None, 10086, 1), (3, 4): (4, 3, 3, 4),
+             (3, 5): (4, 3, 3, 4), (5, 2): (5, 4, 4, 5), (21, 6): (2, 5, 5, 2), (22, None): (6, 2, 2, 6),
+             (23, 7): (None, 6, 6, None)}
+LAG_ROWS_FRAME = {**LAG_RANGE, (3, 4): (3, 1, 1, 3), (3, 5): (4, 3, 3, 4)}
+
+
+@pytest.mark.parametrize("frame,expected", [(OverFrame("RANGE", None), LAG_RANGE),
+                                            (OverFrame("ROWS", None), LAG_ROWS_FRAME)])
+def test_lag_returns_the_value_offset_rows_back_as_flink(feed, runner, over_aggregate, frame, expected):
+    """LAG's frame is the partition's rows so far (Flink allows no other); over-aggregate_4 runs it on the JVM
+    (the library's accumulator of the last offset + 1 values), and its state survives a restart."""
+    f = feed(LAG_SCHEMA, rowtime=6)
+
+    def rows(pairs):
+        stamp = dt.datetime.fromtimestamp
+        return [(ts, v, 1, 2, 10086, "k", stamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")) for ts, v in pairs]
+
+    out = over_aggregate(f.stream(), (5,), (SortKey(6),), frame, LAG_CALLS)
+    columns = ["f0", "f1", *[f"f{7 + i}" for i in range(len(LAG_CALLS))]]
+    r = runner(out.df.select(*columns))
+    f.put(rows(LAG_ROWS))
+    first = r.take()  # the watermark (5 s) has passed every row
+    r.stop()
+    r = runner(out.df.select(*columns))
+    f.put(rows(LAG_AFTER))
+    f.drain()
+    got = first + r.take()
+    assert sorted(got, key=lambda g: (g[0], g[1] or 0)) == [
+        (ts, v, *values) for (ts, v), values in sorted(expected.items(), key=lambda e: (e[0][0], e[0][1] or 0))]
 
 
 def test_jvm_state_is_typed_and_ttl_forgets_the_partition(spark, feed, runner, tmp_path):

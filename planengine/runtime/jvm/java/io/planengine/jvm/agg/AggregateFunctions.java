@@ -17,6 +17,12 @@ public final class AggregateFunctions {
     "STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP", "STDDEV", "VARIANCE", "BOOL_AND", "BOOL_OR"
   };
 
+  /**
+   * Version 1 of the functions only an OVER window calls (no group aggregate has them): the engine mirrors this
+   * list for {@code stream-exec-over-aggregate_4}, the first version that runs them here.
+   */
+  public static final String[] OVER_ONLY = {"LAG"};
+
   public static AggregateFunction create(AggCall call, boolean retraction) {
     if (call.version != 1) {
       throw new IllegalArgumentException("aggregate " + call.name + " version " + call.version
@@ -81,6 +87,8 @@ public final class AggregateFunctions {
         return new BoolAgg(call, retraction, true);
       case "BOOL_OR":
         return new BoolAgg(call, retraction, false);
+      case "LAG":
+        return new Lag(call);
       default:
         throw new IllegalArgumentException("aggregate " + call.name + " has no JVM accumulator");
     }

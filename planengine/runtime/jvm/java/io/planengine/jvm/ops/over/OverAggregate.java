@@ -63,7 +63,10 @@ import org.apache.spark.sql.types.StructType;
  *       multisets in memory, also DISTINCT's), or, when a call depends on arrival order, sums floating point
  *       (where retracting is not recomputing) or is a DISTINCT MIN/MAX, recompute each value over the frame as
  *       the Python operator does. Version 2 plans have no DISTINCT call (the engine keeps those on Python), so
- *       their layout has no {@code b<i>}.
+ *       their layout has no {@code b<i>}. {@code LAG} (version 4 plans; versions 1-3 keep it on Python) is an
+ *       accumulator of the library ({@code agg.Lag}: the last {@code offset + 1} values): kept in {@code a<i>}
+ *       for unbounded frames, recomputed over the frame's rows for bounded ones (Flink allows no frame with LAG,
+ *       so only a migrated plan has one).
  * </ul>
  *
  * <p>Spec: {@code width} (data fields), {@code timeField} (epoch ms, BIGINT), {@code recordWatermarkField}
@@ -164,12 +167,12 @@ public final class OverAggregate extends KeyedChangelogProcessor {
     return spec.has("lower");
   }
 
-  /** Whether a bounded frame recomputes values instead of retracting (arrival order, floating point). */
+  /** Whether a bounded frame recomputes values instead of retracting (arrival order, LAG, floating point). */
   private static boolean needsRecompute(List<AggregateFunction> functions) {
     for (AggregateFunction f : functions) {
       AggCall call = f.call();
-      if (call.name.equals("FIRST_VALUE") || call.name.equals("LAST_VALUE")) {
-        return true;
+      if (call.name.equals("FIRST_VALUE") || call.name.equals("LAST_VALUE") || call.name.equals("LAG")) {
+        return true; // arrival order (LAG has no retraction at all: Flink's neither)
       }
       if (call.distinct && (call.name.equals("MIN") || call.name.equals("MAX"))) {
         return true; // the library's DISTINCT MIN/MAX does not retract

@@ -18,7 +18,9 @@ Today's moves (issue 9), each from the Python ``transformWithState`` operator to
   ``stream-exec-sort-limit`` versions 1 and 2 -> 3 when it has a fetch (a global Top-N);
 * ``stream-exec-over-aggregate`` version 1 -> 3, and version 2 with a DISTINCT call (on the Python operator in
   version 2) -> 3, when version 3 runs it on the JVM (ordered by a time attribute, every call with a JVM
-  accumulator: ``runtime/jvm/over_aggregate.refusal(node, 3)``'s rule);
+  accumulator: ``runtime/jvm/over_aggregate.refusal(node, 3)``'s rule); versions 1, 2 and 3 with a ``LAG`` call
+  (on the Python operator before version 4) -> 4 (``refusal(node, 4)``: LAG on the JVM), the frame's history the
+  Python operator kept becoming LAG's accumulator (``OverAggregate.loadInitialState`` folds it);
 * ``stream-exec-window-aggregate`` and ``stream-exec-group-window-aggregate`` version 2 -> 3 for a SESSION
   window partitioned by other keys than the grouping (the Python session operator), every call with a JVM
   accumulator. Other windows keep version 2: Spark's native aggregation, nothing to move. Version 4 changes
@@ -56,9 +58,19 @@ from planengine.exec import base as B
 from planengine.exec.nodes import FULL_SORT_FETCH
 from planengine.ir.types import parse_type
 from planengine.plan import serde
-from planengine.plan.strategies import JVM, JVM_AGGREGATES, TRANSFORM_WITH_STATE, record_strategies
+from planengine.plan.strategies import (
+    JVM,
+    JVM_AGGREGATES,
+    JVM_OVER_FUNCTIONS,
+    TRANSFORM_WITH_STATE,
+    jvm_state_holds,
+    record_strategies,
+)
 
 GROUP_AGGREGATE = "stream-exec-group-aggregate"
+OVER_AGGREGATE = "stream-exec-over-aggregate"
+# The OVER version that runs the OVER-only functions (LAG) on the JVM: a node calling one moves there.
+_OVER_FUNCTIONS_TARGET = 4
 # (name, version) -> target version, for nodes running on the Python TWS operator. Only the group aggregate
 # records its strategy in the plan (versions 2 and 3 have several); the others' target versions always run on
 # the JVM processor.
@@ -73,8 +85,9 @@ _MOVES: dict[tuple[str, int], int] = {
     ("stream-exec-sink", 1): 2,
     ("stream-exec-sort-limit", 1): 3,
     ("stream-exec-sort-limit", 2): 3,
-    ("stream-exec-over-aggregate", 1): 3,
-    ("stream-exec-over-aggregate", 2): 3,
+    (OVER_AGGREGATE, 1): 3,
+    (OVER_AGGREGATE, 2): 3,
+    (OVER_AGGREGATE, 3): _OVER_FUNCTIONS_TARGET,  # only with a LAG call (_candidate)
     ("stream-exec-window-aggregate", 2): 3,
     ("stream-exec-group-window-aggregate", 2): 3,
 }
@@ -132,9 +145,12 @@ def _candidate(node: dict[str, Any], strategy: str | None) -> tuple[str, int, in
         return None  # no upsert materializer: the sink keeps no state
     if (name, version) == ("stream-exec-join", 2) and node.get("nonEquiCondition") is None:
         return None  # an equi join_2 already runs on the JVM
-    if (name, version) == ("stream-exec-over-aggregate", 2) and not any(c.get("distinct") for c in
-                                                                        node.get("aggCalls", [])):
+    if name == OVER_AGGREGATE and _calls_over_function(node):
+        return name, version, _OVER_FUNCTIONS_TARGET  # LAG: on Python before version 4
+    if (name, version) == (OVER_AGGREGATE, 2) and not any(c.get("distinct") for c in node.get("aggCalls", [])):
         return None  # without DISTINCT, over-aggregate_2 already runs on the JVM (or keeps Python for good)
+    if (name, version) == (OVER_AGGREGATE, 3):
+        return None  # without LAG, over-aggregate_3 already runs on the JVM (or keeps Python for good)
     if name in _SESSIONS and not _python_session(node):
         return None  # Spark's native window aggregation in both versions: nothing to move
     return name, version, target
@@ -153,6 +169,16 @@ def _python_session(node: dict[str, Any]) -> bool:
     return spec.get("strategy") == "SESSION" and (set(spec.get("partitionKeys", [])) or default) != grouping
 
 
+def _over_function(call: dict[str, Any]) -> bool:
+    """Whether an aggregate call (plan JSON) is an OVER-only function the JVM runs from over-aggregate_4."""
+    function = call.get("function")
+    return isinstance(function, str) and (function.upper(), call.get("version") or 1) in JVM_OVER_FUNCTIONS
+
+
+def _calls_over_function(node: dict[str, Any]) -> bool:
+    return any(_over_function(c) for c in node.get("aggCalls", []))
+
+
 def _call_reason(call: dict[str, Any]) -> str | None:
     """Why one aggregate call (plan JSON) has no JVM accumulator, or None."""
     function = call.get("function")
@@ -165,15 +191,19 @@ def _call_reason(call: dict[str, Any]) -> str | None:
 
 
 def _over_reason(node: dict[str, Any]) -> str | None:
-    """Why an OVER node stays on the Python operators in version 3 (``runtime/jvm/over_aggregate.refusal``,
-    read from the JSON: the input's fields lead the node's output type)."""
+    """Why an OVER node stays on the Python operators in its move's target version (``runtime/jvm/
+    over_aggregate.refusal``, read from the JSON: the input's fields lead the node's output type); a node calling
+    LAG moves to version 4, which runs it on the JVM."""
     order = node.get("orderBy") or []
+    fields = parse_type(str(node.get("outputType"))).fields
     if order:
-        fields = parse_type(str(node.get("outputType"))).fields
         index = int(order[0].get("index", -1))
         if not 0 <= index < len(fields) or not fields[index].type.is_time_attribute:
             return "ordered by a non-time column (the non-time RANGE operator is Python only)"
-    return next(filter(None, (_call_reason(c) for c in node.get("aggCalls", []))), None)
+    inputs = fields[:len(fields) - len(node.get("aggCalls", []))]
+    if not all(jvm_state_holds(f.type) for f in inputs):  # version 4's rule; a query of version 3 fails
+        return "the rows hold a MAP with non-STRING keys (Spark's typed state has no form for it)"
+    return next(filter(None, (_call_reason(c) for c in node.get("aggCalls", []) if not _over_function(c))), None)
 
 
 def kept_reason(node: dict[str, Any], strategy: str | None = None) -> str | None:
@@ -186,7 +216,7 @@ def kept_reason(node: dict[str, Any], strategy: str | None = None) -> str | None
         reason = next(filter(None, (_call_reason(c) for c in node.get("aggCalls", []))), None)
         if reason is not None:
             return reason
-    if found[0] == "stream-exec-over-aggregate":
+    if found[0] == OVER_AGGREGATE:
         return _over_reason(node)
     if found[0] == "stream-exec-sort-limit" and int(node.get("limit", FULL_SORT_FETCH)) >= FULL_SORT_FETCH:
         return "a full sort (ORDER BY without a fetch) runs on the Python operator in every version"

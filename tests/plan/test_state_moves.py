@@ -122,6 +122,18 @@ def test_over_and_session_nodes_move_when_their_jvm_version_takes_them() -> None
     assert kept_reason(non_time).startswith("ordered by a non-time column") and state_move(non_time) is None
     assert state_move({**over, "type": "stream-exec-over-aggregate_2"}) is None  # already on the JVM
     assert kept_reason({**over, "type": "stream-exec-over-aggregate_2"}) is None
+    # LAG runs on Python before version 4: every version moves to 4 with it, nothing without it moves to 4
+    lag = copy.deepcopy(over)
+    lag["aggCalls"][1] = {"name": "w", "function": "LAG", "version": 1, "argList": [1], "type": "INT"}
+    assert [state_move({**lag, "type": f"stream-exec-over-aggregate_{v}"}).describe() for v in (1, 2, 3)] == [
+        f"node 4: stream-exec-over-aggregate version {v} (TRANSFORM_WITH_STATE) -> 4 (JVM), state pendingRows, "
+        "accumulators" for v in (1, 2, 3)]
+    assert state_move({**over, "type": "stream-exec-over-aggregate_3"}) is None  # on the JVM already
+    with_map = {**lag, "outputType": lag["outputType"].replace("`a_int` INT", "`a_int` MAP<DOUBLE, DOUBLE>")}
+    assert kept_reason(with_map).startswith("the rows hold a MAP with non-STRING keys")  # Spark's state cannot
+    lag_udaf = copy.deepcopy(udaf)
+    lag_udaf["aggCalls"].append(lag["aggCalls"][1])
+    assert "pickled Python objects" in kept_reason({**lag_udaf, "type": "stream-exec-over-aggregate_3"})
 
     session = {"id": 5, "type": "stream-exec-window-aggregate_2", "state": [{"name": "windowAccumulators"}],
                "grouping": [1], "aggCalls": [{"function": "COUNT", "version": 1}],

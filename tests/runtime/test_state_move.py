@@ -320,18 +320,18 @@ def test_corpus_plan_written_by_engine_0_1_moves_to_the_jvm(tmp_path: Path, spar
 EVENT_DDL = """
 CREATE TABLE ev (k STRING, g STRING, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
   WITH ('connector' = 'filesystem', 'path' = '{dir}/ev', 'format' = 'json');
-CREATE TABLE over_out (k STRING, ts TIMESTAMP(3), v INT, total INT, lo INT, n BIGINT, d BIGINT) WITH (
+CREATE TABLE over_out (k STRING, ts TIMESTAMP(3), v INT, total INT, lo INT, n BIGINT, d BIGINT, prev INT) WITH (
   'connector' = 'filesystem', 'path' = '{dir}/over_out', 'format' = 'changelog-json');
 CREATE TABLE sess_out (g STRING, ws TIMESTAMP(3), we TIMESTAMP(3), n BIGINT, total INT) WITH (
   'connector' = 'filesystem', 'path' = '{dir}/sess_out', 'format' = 'changelog-json');
 """
-# An unbounded ROWS frame (the Python operator keeps every row; the JVM folds them into accumulators and, for
-# DISTINCT, the values seen so far) and
+# An unbounded frame (LAG allows no other; the Python operator keeps every row, the JVM folds them into
+# accumulators, for DISTINCT the values seen so far and for LAG the last two values) and
 # sessions per k aggregated per g (the Python session operator: sessions span several grouping keys).
 EVENT_INSERT = """EXECUTE STATEMENT SET BEGIN
 INSERT INTO over_out SELECT k, ts, v,
-  SUM(v) OVER w, MIN(v) OVER w, COUNT(*) OVER w, COUNT(DISTINCT v) OVER w FROM ev
-  WINDOW w AS (PARTITION BY k ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
+  SUM(v) OVER w, MIN(v) OVER w, COUNT(*) OVER w, COUNT(DISTINCT v) OVER w, LAG(v) OVER w FROM ev
+  WINDOW w AS (PARTITION BY k ORDER BY ts);
 INSERT INTO sess_out SELECT g, window_start, window_end, COUNT(*), SUM(v)
   FROM TABLE(SESSION(TABLE ev PARTITION BY k, DESCRIPTOR(ts), INTERVAL '5' SECOND))
   GROUP BY g, window_start, window_end;
@@ -381,18 +381,20 @@ def test_python_over_and_sessions_migrated_to_the_jvm_continue_with_their_state(
         snapshot_id = job.stop(snapshot=True)
     snapshot = data / JOB_ROOT / "snapshots" / str(snapshot_id)
     before = {sink: sink_rows(spark, env, data, sink) for sink in ("over_out", "sess_out")}
-    assert "+I[a, 2020-10-10T00:00:09, 9, 16, 2, 3, 3]" not in before["over_out"]  # pending at the snapshot
+    assert "+I[a, 2020-10-10T00:00:09, 9, 16, 2, 3, 3, 2]" not in before["over_out"]  # pending at the snapshot
     assert not before["sess_out"]  # every session open at the snapshot
 
     new_path, err, moves = _migrate_and_check(tmp_path, data, EVENT_DDL, snapshot, capsys)
-    assert "stream-exec-over-aggregate version 1 (TRANSFORM_WITH_STATE) -> 3 (JVM)" in err
+    assert "stream-exec-over-aggregate version 1 (TRANSFORM_WITH_STATE) -> 4 (JVM)" in err  # LAG: version 4
     assert "stream-exec-window-aggregate version 2 (TRANSFORM_WITH_STATE) -> 3 (JVM)" in err
     assert len(moves) == 2, moves
-    assert any("over-aggregate" in m and "rows in pendingRows" in m for m in moves), moves
+    assert any("over-aggregate version 1 (TRANSFORM_WITH_STATE) -> 4" in m and "rows in pendingRows" in m
+               for m in moves), moves
 
     write(data, "phase2", EVENT_PHASE2)
     moved = _continue_on_the_jvm(spark, env, new_path, snapshot, data, expected)
     assert sorted(m["groups"] for m in moved) == [2, 2], moved  # partitions a and b in both operators
-    # the moved history (a: 5, 2) and pending row (a :09) meet phase 2's row; a's session spans both phases
-    assert "+I[a, 2020-10-10T00:00:12, 5, 21, 2, 4, 3]" in expected["over_out"]
+    # the moved history (a: 5, 2) and pending row (a :09) meet phase 2's row (LAG: the row before, 9); a's
+    # session spans both phases
+    assert "+I[a, 2020-10-10T00:00:12, 5, 21, 2, 4, 3, 9]" in expected["over_out"]
     assert "+I[x, 2020-10-10T00:00:01, 2020-10-10T00:00:17, 3, 19]" in expected["sess_out"]

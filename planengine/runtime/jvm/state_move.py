@@ -14,7 +14,13 @@ How, for a query whose last committed batch is ``N`` (its operators' state versi
 
 1. read the Python operator's state with Spark's state data source and convert it (``migrate.initial_state_of``);
 2. run a *seed* query once in a scratch checkpoint: the JVM processor started from that initial state over
-   an empty input (a one-line text file filtered out, so batch 0 runs), with the query's partition count;
+   an empty input (a one-line text file filtered out, so batch 0 runs), with the query's partition count. The
+   seed defines no watermark (Spark's initial one, the epoch, stands), so the event-time timers the moved state
+   registers (a pending row's, an open session's) do not fire in it: a Python run kept nothing due at or before
+   the epoch, having judged lateness against a watermark of at least that. It must emit nothing. Rows it emits
+   would belong to the job's output but go nowhere, so the move fails loudly instead, naming the operator and
+   the rows. Every move's seed runs before
+   any checkpoint is changed, so a failed one leaves the run as it was forked from the snapshot;
 3. replace the operator's directory in the run's checkpoint (never in place: files may be hard links into
    the snapshot) by the seed's: each partition's RocksDB snapshot ``1.zip`` becomes ``<N + 1>.zip`` (the
    file holds no version), the operator metadata is renumbered to the operator's id and batch ``N`` and
@@ -44,6 +50,7 @@ from planengine.runtime.state_check import stateful_lineage
 log = logging.getLogger("planengine.runtime.state_move")
 
 RECORD = "state-moves.json"
+SHOWN_ROWS = 5  # rows a failed seed's error shows
 
 
 @dataclass(frozen=True)
@@ -107,51 +114,62 @@ def move_pending_state(spark: Any, plan_json: dict[str, Any], run_dir: Path, ctx
                        candidates: list[Any]) -> list[MovedState]:
     """Move the state of every candidate (``ctx.state_move_candidates``: the JVM operators of
     ``runtime/jvm/movable.py``) whose query's checkpoint still holds the Python operator's state; the others
-    are left alone. Called before any query of the run starts."""
+    are left alone. Called before any query of the run starts.
+
+    Every move's seed runs before any checkpoint is changed, so a seed that fails (or emits a row) leaves the
+    whole run's checkpoints as they were forked from the snapshot."""
 
     if not candidates:
         return []
     lineage = stateful_lineage(plan_json)
     query_of = {nid: uid for uid, ops in lineage.items() for nid, _, _ in ops}
-    moved = []
-    for candidate in candidates:
-        node = candidate.node
-        node_id = ctx.node_id(node)
-        uid = query_of.get(node_id)
-        checkpoint = run_dir / "checkpoints" / uid if uid else None
-        if uid is None or checkpoint is None or not (checkpoint / "state").is_dir():
-            continue
-        declared = next(state for nid, _, state in lineage[uid] if nid == node_id)
-        sharing = sum(1 for _, _, state in lineage[uid] if set(state) == set(declared))
-        op = python_operator_of(checkpoint, node_id, tuple(type(node).STATE_NAMES), sharing)
-        if op is None:
-            continue
-        moved.append(_move(spark, checkpoint, uid, op, candidate, ctx))
-    if moved:
+    staged: list[tuple[Path, Path, MovedState, str]] = []
+    with tempfile.TemporaryDirectory(prefix="planengine-state-move-") as scratch:
+        for candidate in candidates:
+            node = candidate.node
+            node_id = ctx.node_id(node)
+            uid = query_of.get(node_id)
+            checkpoint = run_dir / "checkpoints" / uid if uid else None
+            if uid is None or checkpoint is None or not (checkpoint / "state").is_dir():
+                continue
+            declared = next(state for nid, _, state in lineage[uid] if nid == node_id)
+            sharing = sum(1 for _, _, state in lineage[uid] if set(state) == set(declared))
+            op = python_operator_of(checkpoint, node_id, tuple(type(node).STATE_NAMES), sharing)
+            if op is None:
+                continue
+            work = Path(scratch) / str(len(staged))
+            moved = _seed(spark, checkpoint, uid, op, candidate, ctx, work)
+            staged.append((work / "seed" / "state" / "0", checkpoint / "state" / str(op.operator_id), moved, op.name))
+        for seed_op, target, moved, python_name in staged:
+            _replace_operator(seed_op, target, moved.operator, moved.batch)
+            log.info("state move: node %d (query %s, Spark operator %d): %d groups moved from %s to %s at batch %d",
+                     moved.node, moved.query, moved.operator, moved.groups, python_name, JVM_OPERATOR, moved.batch)
+    moves = [moved for _, _, moved, _ in staged]
+    if moves:
         record = run_dir / RECORD
         previous = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else []
-        record.write_text(json.dumps(previous + [asdict(m) for m in moved], indent=2) + "\n", encoding="utf-8")
-    return moved
+        record.write_text(json.dumps(previous + [asdict(m) for m in moves], indent=2) + "\n", encoding="utf-8")
+    return moves
 
 
-def _move(spark: Any, checkpoint: Path, uid: str, op: OperatorMetadata, candidate: Any, ctx: Any) -> MovedState:
+def _seed(spark: Any, checkpoint: Path, uid: str, op: OperatorMetadata, candidate: Any, ctx: Any,
+          work: Path) -> MovedState:
+    """Convert the Python operator's state and run the JVM processor's seed from it in ``work/seed`` (nothing in
+    the run's checkpoint changes here)."""
     from planengine.runtime.jvm import migrate  # noqa: PLC0415 — jvm.migrate loads pandas/pyarrow/numpy; only an actual state move needs them
 
     node_id = ctx.node_id(candidate.node)
     batch = last_committed_batch_id(checkpoint)
     if batch < 0:
         raise InternalError(f"node {node_id}: query {uid} holds state but no committed batch")
-    with tempfile.TemporaryDirectory(prefix="planengine-state-move-") as scratch:
-        seed_input = _empty_input(spark, candidate.input_df.schema, Path(scratch) / "input")
-        initial = migrate.initial_state_of(spark, str(checkpoint), op.operator_id, candidate, seed_input, ctx)
-        groups = initial.count()
-        seed = Path(scratch) / "seed"
-        _run_seed(spark, lambda: migrate.started_from(candidate, seed_input, initial, ctx), seed, op.partitions)
-        _replace_operator(seed / "state" / "0", checkpoint / "state" / str(op.operator_id), op.operator_id, batch)
-    result = MovedState(node_id, uid, op.operator_id, batch, groups, op.partitions)
-    log.info("state move: node %d (query %s, Spark operator %d): %d groups moved from %s to %s at batch %d",
-             node_id, uid, op.operator_id, groups, op.name, JVM_OPERATOR, batch)
-    return result
+    seed_input = _empty_input(spark, candidate.input_df.schema, work / "input")
+    initial = migrate.initial_state_of(spark, str(checkpoint), op.operator_id, candidate, seed_input, ctx)
+    groups = initial.count()
+    what = (f"node {node_id} ({candidate.node.type_name}, JVM processor "
+            f"{getattr(candidate, 'entry', 'groupAggregate')}) in query {uid}, Spark operator {op.operator_id}")
+    _run_seed(spark, lambda: migrate.started_from(candidate, seed_input, initial, ctx), work / "seed", op.partitions,
+              what)
+    return MovedState(node_id, uid, op.operator_id, batch, groups, op.partitions)
 
 
 def _empty_input(spark: Any, schema: Any, inbox: Path) -> Any:
@@ -166,21 +184,34 @@ def _empty_input(spark: Any, schema: Any, inbox: Path) -> Any:
     return lines.select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
 
 
-def _run_seed(spark: Any, build: Callable[[], Any], checkpoint: Path, partitions: int) -> None:
+def _run_seed(spark: Any, build: Callable[[], Any], checkpoint: Path, partitions: int, what: str) -> None:
     """Run ``build()`` (the JVM operator started from the initial state, over the empty input) for one batch,
-    with the query's partition count."""
+    with the query's partition count, and fail if it emits a row (``what``: the operator, for the error)."""
     key = "spark.sql.shuffle.partitions"
     before = spark.conf.get(key)
     spark.conf.set(key, str(partitions))  # the seed's state partitions must be the query's
+    emitted: list[Any] = []
     try:
         out = build()
-        query = (out.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+        query = (out.writeStream.foreachBatch(lambda batch, _: emitted.extend(batch.collect()))
+                 .option("checkpointLocation", str(checkpoint))
                  .trigger(availableNow=True).queryName(f"state-move-seed-{os.getpid()}").start())
         query.awaitTermination()
         if query.exception() is not None:
             raise InternalError(f"the state move's seed query failed: {query.exception()}")
     finally:
         spark.conf.set(key, before)
+    if emitted:
+        shown = ", ".join(str(tuple(row)) for row in emitted[:SHOWN_ROWS])
+        more = f" and {len(emitted) - SHOWN_ROWS} more" if len(emitted) > SHOWN_ROWS else ""
+        raise InternalError(
+            f"state move of {what}: the seed query emitted {len(emitted)} row(s): {shown}{more}. A seed runs the "
+            "moved state over no input and without a watermark (the epoch), so it must emit nothing; these rows "
+            "would belong to the job's output. Nothing was committed: the rows went nowhere, no checkpoint of the "
+            "run was changed (they still hold the Python operators' state) and the snapshot it was forked from is "
+            "untouched",
+            hint="keep running the old plan from the same snapshot (it restores unchanged) and report this with "
+                 "the plan and the snapshot: the converted state has something due without a watermark")
     if last_committed_batch_id(checkpoint) != 0:
         raise InternalError(f"the state move's seed query committed no batch in {checkpoint}")
 

@@ -34,8 +34,8 @@ def test_only_registered_versions_older_than_the_newest_may_keep_pickles():
     assert set(PICKLING_VERSIONS) <= set(registered), "stale entries: versions that are not registered"
     newest = {name: max(v for n, v in registered if n == name) for name, _ in registered}
     written = {(name, newest[name]) for name, _ in PICKLING_VERSIONS} & set(PICKLING_VERSIONS)
-    # the last ones were the sessions with a Python aggregate function: tagged JSON from window-aggregate_4 and
-    # group-window-aggregate_4 on
+    # the last ones were the Python session operator (a Python aggregate function; tagged JSON from
+    # window-aggregate_4 / group-window-aggregate_4 on) and OVER's Python fallback (from over-aggregate_4 on)
     assert written == set(), f"compilation writes pickling versions: {written}"
 
 

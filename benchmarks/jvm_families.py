@@ -36,8 +36,8 @@ files. Families (``--rows`` input rows over ``--keys`` keys, JSON-lines or chang
 * ``sort-limit``: the global top 10 by value (``ORDER BY v DESC LIMIT 10``: ``sort-limit_3``, the same JVM
   processor as a partition-less ROW_NUMBER, vs ``_1``); one key, so one task does all the work in both variants;
 * ``session``: SESSION windows (5 s gap) per key aggregated per value, so sessions span grouping keys and run on
-  the session operator (``window-aggregate_3`` on the JVM vs ``_1`` on Python; a key's rows are 10 s apart:
-  one session per row, each fired by the watermark).
+  the session operator (today's ``window-aggregate`` version on the JVM vs ``_1`` on Python; a key's rows are
+  10 s apart: one session per row, each fired by the watermark).
 
 Timed is ``process_available()`` over the whole input in one SparkSession (no JVM start, no snapshot), the
 variants alternating so both see the same load. Reported: seconds, rows/s, the ratio JVM ÷ TWS and the bytes

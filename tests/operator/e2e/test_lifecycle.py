@@ -96,16 +96,23 @@ def test_refused_target_keeps_the_old_job(world, contract_only):
     assert (world.status("j3").get("upgrade") or {}).get("step") == "Refused"  # not retried
 
 
+def _upgrade_rolls_back(world, name, engine):
+    """Upgrade ``name`` to ``engine`` while input keeps arriving; wait for RolledBack and for the old engine to
+    commit again. Returns the status."""
+    with world.feeding(name):
+        world.apply(world.job_manifest(name, engine))
+        status = world.wait_status(name, lambda s: s.get("phase") == "RolledBack", "phase RolledBack", timeout=45)
+        before = len(world.output(name))
+        wait_for(lambda: len(world.output(name)) > before + 4, 10, f"{name} committing after the rollback")
+    return status
+
+
 def test_crashing_target_rolls_back_from_the_targets_state(world, contract_only):
     """0.4 commits a batch past the upgrade snapshot, then dies: the rollback forks the target's newest
     checkpoint (with the target's CLI), the old engine's check accepts it, and 0.1 resumes from it."""
     world.start_operator()
     first = _running(world, "j4")
-    with world.feeding("j4"):
-        world.apply(world.job_manifest("j4", "0.4"))
-        status = world.wait_status("j4", lambda s: s.get("phase") == "RolledBack", "phase RolledBack", timeout=45)
-        before = len(world.output("j4"))
-        wait_for(lambda: len(world.output("j4")) > before + 4, 10, "j4 committing after the rollback")
+    status = _upgrade_rolls_back(world, "j4", "0.4")
     assert status["engineVersion"] == "0.1" and status["runId"] != first["runId"]
     upgrade = status["upgrade"]
     assert upgrade["step"] == "RolledBack" and "exited" in upgrade["message"], upgrade
@@ -161,11 +168,7 @@ def test_a_migrated_upgrade_rolls_back_with_the_plan_of_the_state_it_resumes(wor
     the old engine's check accepted; nothing is lost or committed twice."""
     world.start_operator()
     _running(world, "j11")
-    with world.feeding("j11"):
-        world.apply(world.job_manifest("j11", "0.7"))
-        status = world.wait_status("j11", lambda s: s.get("phase") == "RolledBack", "phase RolledBack", timeout=45)
-        before = len(world.output("j11"))
-        wait_for(lambda: len(world.output("j11")) > before + 4, 10, "j11 committing after the rollback")
+    status = _upgrade_rolls_back(world, "j11", "0.7")
     root = world.job_root("j11")
     runs = world.calls(root, "run")
     assert [r["engine"] for r in runs] == ["0.1", "0.7", "0.1"], runs
@@ -187,11 +190,7 @@ def test_rollback_after_the_target_committed_output_is_exactly_once(world, contr
     sink would skip it (rows lost); resuming from the target's state continues at N+2, exactly once."""
     world.start_operator(engines=_all_pending_engines())
     _running(world, "j8")
-    with world.feeding("j8"):
-        world.apply(world.job_manifest("j8", "0.4"))
-        status = world.wait_status("j8", lambda s: s.get("phase") == "RolledBack", "phase RolledBack", timeout=45)
-        before = len(world.output("j8"))
-        wait_for(lambda: len(world.output("j8")) > before + 4, 10, "j8 committing after the rollback")
+    status = _upgrade_rolls_back(world, "j8", "0.4")
     rows = world.assert_exactly_once("j8")
     root = world.job_root("j8")
     runs = world.calls(root, "run")

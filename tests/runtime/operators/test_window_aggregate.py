@@ -147,18 +147,25 @@ def test_drain_fires_every_open_window(feed, runner):
                                      "d, 00:00:40, 00:00:45, 2, 24, 2"])
 
 
-def test_jvm_session_state_is_the_open_sessions_with_their_typed_rows(spark, feed, runner, tmp_path):
-    """``windowAccumulators`` holds each open session's bounds and rows (the input's fields, readable with the
-    state data source); a fired session leaves it."""
-    f = feed(SCHEMA, rowtime=0, delay="1 second")
-    stream = jvm_session_aggregate(f.stream(), (3,), AGGS, WindowSpec("SESSION", 0, gap=5 * SEC),
-                                   ("start", "end", "rowtime"), OUT_TYPES)
+def _fire_first_sessions(spark, stream, f, runner, tmp_path):
+    """Three rows: the sessions of a and b fire, a's second one stays open; the one ``windowAccumulators`` row
+    left in the checkpoint (Spark's state data source)."""
     r = runner(stream.df)
     f.put([(ts("00:00:01"), 1, "Hi", "a"), (ts("00:00:03"), 2, "Hi", "b"), (ts("00:00:20"), 3, None, "a")])
     assert _fmt(r.take()) == ["a, 00:00:01, 00:00:08, 1, 1, 1", "b, 00:00:01, 00:00:08, 1, 2, 1"]
     r.stop()
     (stored,) = spark.read.format("statestore").option("stateVarName", "windowAccumulators").load(
         str(tmp_path / "ck")).collect()
+    return stored
+
+
+def test_jvm_session_state_is_the_open_sessions_with_their_typed_rows(spark, feed, runner, tmp_path):
+    """``windowAccumulators`` holds each open session's bounds and rows (the input's fields, readable with the
+    state data source); a fired session leaves it."""
+    f = feed(SCHEMA, rowtime=0, delay="1 second")
+    stream = jvm_session_aggregate(f.stream(), (3,), AGGS, WindowSpec("SESSION", 0, gap=5 * SEC),
+                                   ("start", "end", "rowtime"), OUT_TYPES)
+    stored = _fire_first_sessions(spark, stream, f, runner, tmp_path)
     (session,) = stored["value"]["sessions"]
     day = int(dt.datetime(2020, 10, 10, tzinfo=dt.UTC).timestamp() * 1000)
     assert (session["start"], session["end"]) == (day + 20_000, day + 25_000)
@@ -178,12 +185,7 @@ def test_python_session_state_of_version_4_is_state_codec_json(spark, feed, runn
     f = feed(SCHEMA, rowtime=0, delay="1 second")
     stream = global_session_aggregate(f.stream(), (3,), aggs, WindowSpec("SESSION", 0, gap=5 * SEC),
                                       ("start", "end", "rowtime"), out_types, "t", json_state=True)
-    r = runner(stream.df)
-    f.put([(ts("00:00:01"), 1, "Hi", "a"), (ts("00:00:03"), 2, "Hi", "b"), (ts("00:00:20"), 3, None, "a")])
-    assert _fmt(r.take()) == ["a, 00:00:01, 00:00:08, 1, 1, 1", "b, 00:00:01, 00:00:08, 1, 2, 1"]
-    r.stop()
-    (stored,) = spark.read.format("statestore").option("stateVarName", "windowAccumulators").load(
-        str(tmp_path / "ck")).collect()
+    stored = _fire_first_sessions(spark, stream, f, runner, tmp_path)
     assert stored["value"]["format"] == STATE_FORMAT
     day = int(dt.datetime(2020, 10, 10, tzinfo=dt.UTC).timestamp() * 1000)
     assert load_state(stored["value"]["json"]) == [

@@ -7,15 +7,11 @@ import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
-import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.DecimalType;
-import org.apache.spark.sql.types.DoubleType;
-import org.apache.spark.sql.types.FloatType;
+import org.apache.spark.sql.types.NumericType;
 import org.apache.spark.sql.types.IntegerType;
-import org.apache.spark.sql.types.LongType;
-import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StructType;
 
 /**
@@ -60,33 +56,11 @@ final class Lag extends AggregateFunction {
 
   /** The default in the result's representation: an INT literal default of a BIGINT {@code x} is a Long. */
   private Object asResult(Object v) {
-    if (!(v instanceof Number) || v instanceof BigDecimal && call.resultType instanceof DecimalType) {
+    if (!(v instanceof Number) || !(call.resultType instanceof NumericType)
+        || v instanceof BigDecimal && call.resultType instanceof DecimalType) {
       return v;
     }
-    Number n = (Number) v;
-    DataType t = call.resultType;
-    if (t instanceof LongType) {
-      return n.longValue();
-    }
-    if (t instanceof IntegerType) {
-      return n.intValue();
-    }
-    if (t instanceof ShortType) {
-      return n.shortValue();
-    }
-    if (t instanceof ByteType) {
-      return n.byteValue();
-    }
-    if (t instanceof DoubleType) {
-      return n.doubleValue();
-    }
-    if (t instanceof FloatType) {
-      return n.floatValue();
-    }
-    if (t instanceof DecimalType) {
-      return new BigDecimal(n.toString()).setScale(((DecimalType) t).scale(), java.math.RoundingMode.HALF_UP);
-    }
-    return v;
+    return Numeric.cast(v, call.resultType);
   }
 
   private static final class Acc extends Accumulator {

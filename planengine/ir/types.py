@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -123,6 +124,31 @@ class DataType:
     @property
     def is_timestamp(self) -> bool:
         return self.kind in TIMESTAMPS
+
+    @property
+    def has_non_string_map_key(self) -> bool:
+        """Whether a MAP (or MULTISET, a map of its elements) whose key is not a character string occurs anywhere
+        in this type. Such keys have no form in JSON objects nor in the Avro schemas Spark derives for typed
+        ``transformWithState`` state, so state stores and encoders treat them apart.
+
+        >>> parse_type("ROW<a MAP<STRING, DOUBLE>, b ARRAY<INT>>").has_non_string_map_key
+        False
+        >>> parse_type("ROW<a INT, b ARRAY<MAP<DOUBLE, DOUBLE>>>").has_non_string_map_key
+        True
+        """
+        for t in self.walk():
+            if t.kind in (Kind.MAP, Kind.MULTISET):
+                key = t.key if t.kind is Kind.MAP else t.element
+                if key is None or key.kind not in CHARACTER:
+                    return True
+        return False
+
+    def walk(self) -> Iterator[DataType]:
+        """This type and every type nested in it (elements, keys, values, fields), depth first."""
+        yield self
+        for child in (self.element, self.key, self.value, *(f.type for f in self.fields)):
+            if child is not None:
+                yield from child.walk()
 
     def field_names(self) -> list[str]:
         return [f.name for f in self.fields]

@@ -62,9 +62,11 @@ from planengine.plan.strategies import (
     JVM,
     JVM_AGGREGATES,
     JVM_OVER_FUNCTIONS,
+    NO_JVM_STATE,
     TRANSFORM_WITH_STATE,
     jvm_state_holds,
     record_strategies,
+    state_type_refusal,
 )
 
 GROUP_AGGREGATE = "stream-exec-group-aggregate"
@@ -183,8 +185,8 @@ def _call_reason(call: dict[str, Any]) -> str | None:
     """Why one aggregate call (plan JSON) has no JVM accumulator, or None."""
     function = call.get("function")
     if isinstance(function, dict):
-        return (f"aggregate function {function.get('identifier', function)} is a Python function: its accumulators "
-                "are pickled Python objects, which the JVM state cannot hold")
+        return (f"aggregate function {function.get('identifier', function)} is a Python function, which the JVM "
+                "processor cannot call (its accumulators are Python values)")
     if not isinstance(function, str) or (function.upper(), call.get("version") or 1) not in JVM_AGGREGATES:
         return f"aggregate function {function} has no JVM accumulator"
     return None
@@ -201,8 +203,9 @@ def _over_reason(node: dict[str, Any]) -> str | None:
         if not 0 <= index < len(fields) or not fields[index].type.is_time_attribute:
             return "ordered by a non-time column (the non-time RANGE operator is Python only)"
     inputs = fields[:len(fields) - len(node.get("aggCalls", []))]
-    if not all(jvm_state_holds(f.type) for f in inputs):  # version 4's rule; a query of version 3 fails
-        return "the rows hold a MAP with non-STRING keys (Spark's typed state has no form for it)"
+    held = state_type_refusal([f.type for f in inputs])  # every version's rule (jvm/over_aggregate.refusal)
+    if held is not None:
+        return held
     return next(filter(None, (_call_reason(c) for c in node.get("aggCalls", []) if not _over_function(c))), None)
 
 
@@ -216,6 +219,14 @@ def kept_reason(node: dict[str, Any], strategy: str | None = None) -> str | None
         reason = next(filter(None, (_call_reason(c) for c in node.get("aggCalls", []))), None)
         if reason is not None:
             return reason
+    if found[0] != OVER_AGGREGATE and node.get("outputType"):  # OVER: _over_reason
+        # What the JVM state would hold shows in the output (rows kept, grouping keys and results; both sides'
+        # rows of a join): the target's rule (strategies.state_type_refusal) keeps such a node on Python. (A
+        # session keeps input rows a projection may drop; should the runtime refuse a moved node, its Python
+        # operator reads the unmoved state as it is.)
+        for f in parse_type(str(node["outputType"])).fields:
+            if not jvm_state_holds(f.type):
+                return f"field {f.name} is {f.type}, {NO_JVM_STATE}"
     if found[0] == OVER_AGGREGATE:
         return _over_reason(node)
     if found[0] == "stream-exec-sort-limit" and int(node.get("limit", FULL_SORT_FETCH)) >= FULL_SORT_FETCH:

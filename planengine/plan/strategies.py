@@ -78,23 +78,35 @@ JVM_AGGREGATES = frozenset((name, 1) for name in (
 JVM_OVER_FUNCTIONS = frozenset({("LAG", 1)})
 
 
+# Why a node whose rows hold such a type stays off the JVM processors (``jvm_state_holds``).
+NO_JVM_STATE = ("which Spark's typed transformWithState state cannot hold (it has no Avro form for a MAP with "
+                "non-STRING keys or an INTERVAL)")
+_NO_AVRO_FORM = frozenset((Kind.INTERVAL_DAY_TIME, Kind.INTERVAL_YEAR_MONTH))
+
+
 def jvm_state_holds(t: DataType) -> bool:
     """Whether a JVM processor's typed state can hold values of ``t``: Spark derives an Avro schema from every
-    state schema of ``transformWithState`` (``StateSchemaMetadata``) and fails the query on a MAP whose key is not
-    a string (a MULTISET is a MAP of its elements). A rule of ``stream-exec-over-aggregate_4`` (frozen there).
+    state schema of ``transformWithState`` (``StateSchemaMetadata``) and fails the query at its start on a MAP
+    whose key is not a string (``DataType.has_non_string_map_key``) and on INTERVAL types ("Unexpected type
+    DayTimeIntervalType"), anywhere in the type. No plan with such state ever ran on the JVM, so every JVM node
+    version may keep those nodes on its Python operator without moving anyone's state.
 
     >>> from planengine.ir.types import parse_type
-    >>> jvm_state_holds(parse_type("ROW<a MAP<STRING, DOUBLE>, b ARRAY<INT>>"))
-    True
-    >>> jvm_state_holds(parse_type("ROW<a INT, b ARRAY<MAP<DOUBLE, DOUBLE>>>"))
-    False
+    >>> [jvm_state_holds(parse_type(t)) for t in ("ROW<a MAP<STRING, INT>>", "ARRAY<MAP<INT, INT>>",
+    ...                                           "ROW<d INTERVAL DAY TO SECOND>")]
+    [True, False, False]
     """
-    if t.kind in (Kind.MAP, Kind.MULTISET):
-        key = t.key if t.kind is Kind.MAP else t.element
-        if key is None or key.kind not in CHARACTER:
-            return False
-    children = [c for c in (t.element, t.key, t.value) if c is not None] + [f.type for f in t.fields]
-    return all(jvm_state_holds(c) for c in children)
+    return not t.has_non_string_map_key and not any(c.kind in _NO_AVRO_FORM for c in t.walk())
+
+
+def state_type_refusal(types: Sequence[DataType], what: str = "input") -> str | None:
+    """Why a JVM processor cannot keep rows or values of ``types`` in its typed state (the first field
+    ``jvm_state_holds`` refuses), or None. Every JVM family asks it before choosing its processor, in every node
+    version: such a query failed at its start, so the rule moves no running job's state, and the Python
+    operator it falls back to is the one the node's earlier versions ran (it reads their state as it is)."""
+    return next((f"the {what}'s field {i} is {t}, {NO_JVM_STATE}" for i, t in enumerate(types)
+                 if not jvm_state_holds(t)), None)
+
 
 _KEY_KINDS = frozenset((*INTEGRAL, Kind.DECIMAL, *CHARACTER, Kind.BOOLEAN, Kind.DATE, Kind.TIMESTAMP,
                         Kind.TIMESTAMP_LTZ, Kind.BINARY, Kind.VARBINARY))
@@ -174,8 +186,18 @@ def group_aggregate_refusal(node: X.GroupAggregate, consumers: dict[int, list[Ex
 
 
 def group_aggregate_jvm_refusal(node: X.GroupAggregate) -> str | None:
-    """Why a version-3 or -4 ``node`` cannot run on the JVM processor, or None (then it does where not native)."""
-    return jvm_calls_refusal(node.aggregates)
+    """Why a version-3 or -4 ``node`` cannot run on the JVM processor, or None (then it does where not native).
+
+    Besides the calls: a grouping key or call argument of a type the JVM's typed state cannot hold
+    (``jvm_state_holds``), which would fail the query at its start; such a plan never ran on the JVM, so the
+    rule could join the decision later without moving anyone's state."""
+    reason = jvm_calls_refusal(node.aggregates)
+    if reason is not None:
+        return reason
+    in_types = node.inputs[0].field_types
+    held = [*node.grouping, *(a for call in node.aggregates for a in call.args)]
+    return next((f"the input's field {i} is {in_types[i]}, {NO_JVM_STATE}" for i in held
+                 if not jvm_state_holds(in_types[i])), None)
 
 
 def jvm_calls_refusal(aggregates: Sequence[AggregateCall]) -> str | None:

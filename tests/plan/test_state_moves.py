@@ -117,7 +117,7 @@ def test_over_and_session_nodes_move_when_their_jvm_version_takes_them() -> None
     assert state_move({**distinct, "type": "stream-exec-over-aggregate_2"}).to_version == 3  # Python in _2
     udaf = copy.deepcopy(over)
     udaf["aggCalls"][1]["function"] = {"identifier": "`c`.`d`.`my_agg`"}
-    assert "pickled Python objects" in kept_reason(udaf) and state_move(udaf) is None
+    assert "a Python function, which the JVM processor cannot call" in kept_reason(udaf) and state_move(udaf) is None
     non_time = {**over, "orderBy": [{"index": 1, "isAscending": True}]}  # a_int: INT, not a time attribute
     assert kept_reason(non_time).startswith("ordered by a non-time column") and state_move(non_time) is None
     assert state_move({**over, "type": "stream-exec-over-aggregate_2"}) is None  # already on the JVM
@@ -130,10 +130,10 @@ def test_over_and_session_nodes_move_when_their_jvm_version_takes_them() -> None
         "accumulators" for v in (1, 2, 3)]
     assert state_move({**over, "type": "stream-exec-over-aggregate_3"}) is None  # on the JVM already
     with_map = {**lag, "outputType": lag["outputType"].replace("`a_int` INT", "`a_int` MAP<DOUBLE, DOUBLE>")}
-    assert kept_reason(with_map).startswith("the rows hold a MAP with non-STRING keys")  # Spark's state cannot
+    assert kept_reason(with_map).startswith("the input's field 1 is MAP<DOUBLE, DOUBLE>, which Spark's typed")
     lag_udaf = copy.deepcopy(udaf)
     lag_udaf["aggCalls"].append(lag["aggCalls"][1])
-    assert "pickled Python objects" in kept_reason({**lag_udaf, "type": "stream-exec-over-aggregate_3"})
+    assert "the JVM processor cannot call" in kept_reason({**lag_udaf, "type": "stream-exec-over-aggregate_3"})
 
     session = {"id": 5, "type": "stream-exec-window-aggregate_2", "state": [{"name": "windowAccumulators"}],
                "grouping": [1], "aggCalls": [{"function": "COUNT", "version": 1}],
@@ -150,10 +150,30 @@ def test_over_and_session_nodes_move_when_their_jvm_version_takes_them() -> None
     tumble = {**session, "windowing": {"strategy": "TUMBLE", "timeAttributeIndex": 3, "size": "PT5S"}}
     assert state_move(tumble) is None and kept_reason(tumble) is None
     udaf_session = {**session, "aggCalls": [{"function": {"identifier": "`c`.`d`.`my_agg`"}, "version": 1}]}
-    assert "pickled Python objects" in kept_reason(udaf_session) and state_move(udaf_session) is None
+    assert "the JVM processor cannot call" in kept_reason(udaf_session) and state_move(udaf_session) is None
     # No move to version 4: it runs a version-3 session on the JVM identically (relabelling gains nothing), and a
     # version-2 or -3 session on the Python operator keeps its version with its pickles (only it reads them).
     for version in (3, 4):
         for node in (session, udaf_session):
             moved = {**node, "type": f"stream-exec-window-aggregate_{version}"}
             assert state_move(moved) is None and kept_reason(moved) is None
+
+
+def test_rows_holding_a_map_with_non_string_keys_keep_their_python_operator() -> None:
+    """Spark's typed transformWithState state has no form for a MAP whose key is not a string: a group aggregate or
+    a join whose state would hold one stays on Python (its target version runs it there too)."""
+    agg = {"id": 5, "type": "stream-exec-group-aggregate_2", "strategy": "TRANSFORM_WITH_STATE",
+           "state": [{"name": "accumulators"}], "aggCalls": [{"function": "LAST_VALUE", "version": 1}],
+           "outputType": "ROW<`k` STRING, `m` MAP<INT, INT>>"}
+    assert state_move(agg) is None
+    assert kept_reason(agg) == ("field m is MAP<INT, INT>, which Spark's typed transformWithState state cannot hold "
+                                "(it has no Avro form for a MAP with non-STRING keys or an INTERVAL)")
+    assert state_move({**agg, "outputType": "ROW<`k` STRING, `m` MAP<STRING, INT>>"}) is not None
+    join = {"id": 4, "type": "stream-exec-join_1", "state": [{"name": "leftRows"}, {"name": "rightRows"}],
+            "outputType": "ROW<`a` INT, `m` ARRAY<MAP<DOUBLE, DOUBLE>>, `b` INT>"}
+    assert state_move(join) is None and "field m is ARRAY<MAP<DOUBLE, DOUBLE>>" in kept_reason(join)
+    for name, version in [("rank", 1), ("deduplicate", 1), ("changelog-normalize", 1), ("sort-limit", 2)]:
+        rows = {"id": 6, "type": f"stream-exec-{name}_{version}", "state": [{"name": "rows"}], "limit": 3,
+                "outputType": "ROW<`k` STRING, `m` MULTISET<BIGINT>>"}
+        assert state_move(rows) is None and kept_reason(rows).startswith("field m is MULTISET<BIGINT>"), name
+        assert state_move({**rows, "outputType": "ROW<`k` STRING, `m` MULTISET<STRING>>"}) is not None, name

@@ -37,6 +37,10 @@ CREATE TABLE log (k STRING, c BIGINT, s BIGINT) WITH ('connector' = 'filesystem'
   'format' = 'changelog-json');
 CREATE TABLE udf_log (k STRING, a BIGINT) WITH ('connector' = 'filesystem', 'path' = '{dir}/udf_log',
   'format' = 'changelog-json');
+CREATE TABLE tagged (k STRING, m MAP<INT, STRING>) WITH ('connector' = 'filesystem', 'path' = '{dir}/tagged',
+  'format' = 'json');
+CREATE TABLE tag_log (k STRING, m MAP<INT, STRING>) WITH ('connector' = 'filesystem', 'path' = '{dir}/tag_log',
+  'format' = 'changelog-json');
 """
 
 
@@ -68,7 +72,8 @@ def strategy(tmp_path: Path, statement: str) -> str:
     ("INSERT INTO keyed SELECT k, COUNT(DISTINCT v), SUM(v) FROM src GROUP BY k", JVM),
     ("INSERT INTO keyed SELECT k, COUNT(*), SUM(v) FROM cdc GROUP BY k", JVM),  # retractions
     ("INSERT INTO udf_log SELECT k, weighted_avg(v, w) FROM src GROUP BY k", TWS),
-], ids=["native", "update-before", "distinct", "retracting-input", "python-aggregate"])
+    ("INSERT INTO tag_log SELECT k, LAST_VALUE(m) FROM tagged GROUP BY k", TWS),  # no JVM state for MAP<INT, _>
+], ids=["native", "update-before", "distinct", "retracting-input", "python-aggregate", "map-with-int-keys"])
 def test_strategy_is_chosen_from_the_plan(tmp_path: Path, statement: str, expected: str) -> None:
     assert strategy(tmp_path, statement) == expected
 
@@ -152,6 +157,21 @@ def test_version_3_runs_the_jvm_processor_and_version_2_keeps_python(tmp_path: P
     data = json.loads(text)  # a version-2 plan: restore records version 2's strategy (TRANSFORM_WITH_STATE)
     data["planId"] = serde.compute_plan_id(data)
     python = executed(env, CompiledPlan(data), tmp_path / "v2")
+    assert "TransformWithStateInP" in python, python
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_plan_recording_jvm_for_state_the_jvm_cannot_hold_runs_the_python_operator(tmp_path: Path, spark: Any
+                                                                                     ) -> None:
+    """Plans compiled before the state-type rule recorded ``JVM`` for a LAST_VALUE of a ``MAP<INT, _>``; Spark
+    failed such a query at its start (no Avro form for the state), so the runtime runs the Python operator."""
+    env, plan = compile_plan(tmp_path, "INSERT INTO tag_log SELECT k, LAST_VALUE(m) FROM tagged GROUP BY k")
+    data = json.loads(plan.as_json().replace('"strategy":"TRANSFORM_WITH_STATE"', '"strategy":"JVM"'))
+    data["planId"] = serde.compute_plan_id(data)
+    (tmp_path / "tagged").mkdir()
+    (tmp_path / "tagged" / "1.json").write_text('{"k": "a", "m": {"1": "x"}}\n')
+    python = executed(env, CompiledPlan(data), tmp_path / "job")
     assert "TransformWithStateInP" in python, python
 
 

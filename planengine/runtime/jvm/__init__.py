@@ -24,6 +24,7 @@ import logging
 from typing import Any
 
 from planengine.errors import InternalError
+from planengine.plan.strategies import state_type_refusal
 from planengine.runtime.jvm.build import JvmLibraryUnavailable, ensure_jar
 
 log = logging.getLogger("planengine.runtime.jvm")
@@ -31,7 +32,7 @@ log = logging.getLogger("planengine.runtime.jvm")
 OPERATORS_CLASS = "io.planengine.jvm.Operators"
 _unavailable: JvmLibraryUnavailable | None = None
 
-__all__ = ["JvmLibraryUnavailable", "build_info", "run_operator", "session_conf"]
+__all__ = ["JvmLibraryUnavailable", "build_info", "holds_state_of", "run_operator", "session_conf"]
 
 
 def session_conf(conf: dict[str, str]) -> dict[str, str]:
@@ -71,6 +72,16 @@ def build_info(spark: Any) -> dict[str, str]:
     """What the loaded jar was built from: ``sparkVersion``, ``sourceDigest``, and the ``runtimeSparkVersion``."""
     text = str(operators(spark).buildInfo())
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def holds_state_of(node: Any, types: Any, ctx: Any, what: str) -> bool:
+    """Whether the JVM processor can keep rows of ``types`` for ``node`` (``strategies.state_type_refusal``); logs
+    why not, and the caller runs the node's Python operator instead."""
+    reason = state_type_refusal(types)
+    if reason is None:
+        return True
+    log.info("node %d (%s): transformWithState (Python): %s", ctx.node_id(node), what, reason)
+    return False
 
 
 def run_operator(df: Any, entry: str, spec: dict[str, Any]) -> Any:

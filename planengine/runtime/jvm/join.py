@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from planengine.errors import ValidationError
+from planengine.plan import strategies
 from planengine.plan.state_moves import user_function_in
 from planengine.runtime.expressions import render_spark_sql
 from planengine.runtime.jvm.movable import run_movable
@@ -33,6 +34,16 @@ def refusal(node: Any) -> str | None:
     """Why ``node`` runs on the Python operator rather than the JVM, or None. A pure function of the plan."""
     if node.non_equi_condition is not None:
         return "a non-equi join condition (evaluated per pair of rows; the JVM join evaluates no expressions)"
+    return state_type_refusal(node)
+
+
+def state_type_refusal(node: Any) -> str | None:
+    """A side whose rows the JVM's typed state cannot hold (``strategies.jvm_state_holds``): Spark would fail the
+    query at its start, so no such plan ever ran on the JVM and this rule changes no running job's operator."""
+    for side, join_input in zip(("left", "right"), node.inputs, strict=True):
+        reason = strategies.state_type_refusal(join_input.field_types, f"{side} input")
+        if reason is not None:
+            return reason
     return None
 
 
@@ -45,6 +56,9 @@ def condition_columns(node: Any) -> list[str]:
 def refusal_v3(node: Any) -> str | None:
     """Why ``join_3``'s node runs on the Python operator, or None. A pure function of the plan: a non-equi
     condition runs on the JVM when it has a Spark SQL form the JVM can evaluate."""
+    held = state_type_refusal(node)
+    if held is not None:
+        return held
     condition = node.non_equi_condition
     if condition is None:
         return None

@@ -10,8 +10,9 @@ accumulators), the state is typed (``pendingRows``, ``accumulators``).
 the same way by every later engine (frozen for version 2):
 
 * ordered by a non-time column: Flink's non-time RANGE over values (``operators/over_non_time.py``);
-* from version 4, input rows holding a MAP with non-STRING keys (``strategies.jvm_state_holds``: Spark fails a
-  query whose typed state holds one; versions 2 and 3 did not check, and such a query fails on them);
+* input rows holding a MAP with non-STRING keys or an INTERVAL (``strategies.jvm_state_holds``: Spark fails a
+  query whose typed state holds one at its start, so this rule moved no running job when versions 2 and 3 took it
+  too);
 * a call without a JVM accumulator (a Python aggregate function; ``LAG`` before version 4) or, in version 2,
   with DISTINCT (version 3 runs DISTINCT calls on the JVM: a value multiset per call; version 4 runs ``LAG``
   there too: the library's accumulator of the last ``offset + 1`` values, Flink's ``LagAggFunction``).
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.ir.types import DataType
-from planengine.plan.strategies import JVM_AGGREGATES, JVM_OVER_FUNCTIONS, jvm_state_holds
+from planengine.plan.strategies import JVM_AGGREGATES, JVM_OVER_FUNCTIONS, state_type_refusal
 from planengine.runtime.jvm import run_operator
 from planengine.runtime.jvm.group_aggregate import call_spec
 from planengine.runtime.jvm.movable import run_movable
@@ -43,8 +44,9 @@ def refusal(node: Any, version: int = 2) -> str | None:
     in_types = node.inputs[0].field_types
     if node.order_keys and not in_types[node.order_keys[0].field].is_time_attribute:
         return "ordered by a non-time column (the non-time RANGE operator is Python only)"
-    if version >= 4 and not all(jvm_state_holds(t) for t in in_types):
-        return "the rows hold a MAP with non-STRING keys (Spark's typed state has no form for it)"
+    held = state_type_refusal(in_types)
+    if held is not None:
+        return held
     for call in node.aggregates:
         if call.user_function is not None:
             return f"{call}: a Python aggregate function"

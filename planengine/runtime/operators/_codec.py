@@ -63,6 +63,10 @@ def _default(v: Any) -> Any:
     raise TypeError(f"cannot keep {type(v).__name__} in operator state")
 
 
+def _hashable(v: Any) -> Any:
+    return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
+
+
 _TAGS: dict[str, Callable[[Any], Any]] = {
     "$d": decimal.Decimal,
     "$ts": dt.datetime.fromisoformat,
@@ -70,6 +74,7 @@ _TAGS: dict[str, Callable[[Any], Any]] = {
     "$time": dt.time.fromisoformat,
     "$td": lambda v: dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2]),
     "$b": bytes.fromhex,
+    "$map": lambda pairs: {_hashable(k): v for k, v in pairs},  # written by encode_keyed
 }
 
 
@@ -161,6 +166,37 @@ def _tuples(v: Any) -> Any:
 def encode(value: Any) -> str:
     """Canonical JSON text of a value (rows are tuples → arrays)."""
     return json.dumps(value, default=_default, separators=(",", ":"), sort_keys=True, allow_nan=True)
+
+
+def _keyed(v: Any) -> Any:
+    """``v`` with every dict whose keys are not all strings as ``{"$map": [[key, value], …]}`` (pairs in the order
+    of their keys' text), so JSON keeps the keys' types; string-keyed dicts stay plain objects."""
+    if isinstance(v, dict):
+        if all(type(k) is str for k in v) and not (len(v) == 1 and next(iter(v)).startswith("$")):
+            return {k: _keyed(x) for k, x in v.items()}
+        return {"$map": sorted(([_keyed(k), _keyed(x)] for k, x in v.items()), key=lambda kv: encode(kv[0]))}
+    if isinstance(v, list | tuple):
+        return [_keyed(x) for x in v]
+    return v
+
+
+def encode_keyed(value: Any) -> str:
+    """``encode`` for values that may hold MAPs with non-string keys: plain JSON would turn ``{1: "a"}`` into
+    ``{"1": "a"}`` (the row then fails Spark's Arrow conversion when it leaves state, and ``9`` sorts after
+    ``10``), and refuses DECIMAL or DATE keys. Same text as ``encode`` for values without such maps.
+
+    >>> encode_keyed((7, {10: "b", 9: "a"}))
+    '[7,{"$map":[[10,"b"],[9,"a"]]}]'
+    >>> decode_row(encode_keyed((7, {10: "b", 9: "a"}))) == (7, {9: "a", 10: "b"})
+    True
+    """
+    return encode(_keyed(value))
+
+
+def state_encoder(types: Sequence[DataType]) -> Callable[[Any], str]:
+    """The encoder for state holding values of ``types``: ``encode_keyed`` where a MAP with non-string keys occurs
+    (its walk costs time on every row, so only those operators pay it), else ``encode``. ``decode`` reads both."""
+    return encode_keyed if any(t.has_non_string_map_key for t in types) else encode
 
 
 def decode(text: str) -> Any:
@@ -271,7 +307,7 @@ def rows_frame(rows: Sequence[tuple[Any, ...]], columns: Sequence[str], types: S
             data[c] = pd.Series(pd.to_datetime(values), dtype="datetime64[ns]") if values else pd.Series(
                 [], dtype="datetime64[ns]")
         elif t is not None and t.kind in (Kind.MAP, Kind.MULTISET):
-            data[c] = pd.Series([None if v is None else dict(v) for v in values], dtype=object)
+            data[c] = pd.Series([_map_value(v, t) for v in values], dtype=object)
         elif t is not None and t.kind in (Kind.ARRAY,):
             data[c] = pd.Series([None if v is None else list(v) for v in values], dtype=object)
         elif t is not None and t.kind is Kind.ROW:
@@ -279,6 +315,26 @@ def rows_frame(rows: Sequence[tuple[Any, ...]], columns: Sequence[str], types: S
         else:
             data[c] = pd.Series(values, dtype=object)
     return pd.DataFrame(data, columns=list(columns))
+
+
+_KEY_FROM_TEXT: dict[Kind, Callable[[str], Any]] = {
+    **dict.fromkeys(INTEGRAL, int), **dict.fromkeys(FLOATING, float), Kind.DECIMAL: decimal.Decimal,
+    Kind.BOOLEAN: lambda k: k == "true",
+}
+
+
+def _map_value(v: Any, t: DataType) -> Any:
+    """A MAP/MULTISET value as the dict Spark's Arrow conversion takes. Keys that are strings where the key type
+    is not come from state written before ``encode_keyed`` (plain JSON made ``{1: "a"}`` ``{"1": "a"}``): they are
+    read back as the key type, so such a job's rows can leave state again."""
+    if v is None:
+        return None
+    d = dict(v)
+    key = t.key if t.kind is Kind.MAP else t.element
+    from_text = None if key is None else _KEY_FROM_TEXT.get(key.kind)
+    if from_text is not None and any(isinstance(k, str) for k in d):
+        return {from_text(k) if isinstance(k, str) else k: x for k, x in d.items()}
+    return d
 
 
 def _row_value(v: Any, t: DataType) -> Any:

@@ -31,7 +31,7 @@ from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
 
 from planengine.functions.spark_types import render_spark_type
 from planengine.ir.types import STRING, DataType
-from planengine.runtime.operators._codec import converter, frame_rows, rows_frame
+from planengine.runtime.operators._codec import converter, frame_rows, rows_frame, state_encoder
 from planengine.runtime.stream import ROWKIND, Stream, column_names
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = "+I", "-U", "+U", "-D"
@@ -66,6 +66,8 @@ class ChangelogProcessor(StatefulProcessor):
         self.out_columns = [*column_names(len(out_types)), ROWKIND]
         self.ttl_ms = ttl_ms
         self.kind_column = kind_column
+        # State text for rows and values of these types (``_codec.state_encoder``: keeps non-string MAP keys).
+        self.encode_state = state_encoder([*self.in_types, *self.out_types])
 
     # --- Spark's interface ----------------------------------------------------------------------------
     def init(self, handle: Any) -> None:

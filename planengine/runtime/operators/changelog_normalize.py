@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.ir.types import DataType
-from planengine.runtime.operators._codec import decode_row, encode
+from planengine.runtime.operators._codec import decode_row
 from planengine.runtime.operators._tws import (
     DELETE,
     INSERT,
@@ -64,7 +64,7 @@ class ChangelogNormalizeProcessor(ChangelogProcessor):
             if stored is not None:
                 self.state.clear()
         elif prev is not start or stored is None or out:
-            self.state.update((encode(prev), self.now))
+            self.state.update((self.encode_state(prev), self.now))
         return out
 
 

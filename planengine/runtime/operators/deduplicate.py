@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.ir.types import DataType
-from planengine.runtime.operators._codec import decode_row, encode
+from planengine.runtime.operators._codec import decode_row
 from planengine.runtime.operators._tws import (
     INSERT,
     UPDATE_AFTER,
@@ -71,7 +71,7 @@ class DeduplicateProcessor(ChangelogProcessor):
                 continue
             prev, changed = row, True
         if prev is not None and (changed or self.ttl_ms):
-            self.state.update((encode(prev), self.now))
+            self.state.update((self.encode_state(prev), self.now))
         return out
 
 

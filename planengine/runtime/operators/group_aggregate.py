@@ -17,12 +17,12 @@ micro-batch are folded into one change (Flink's mini-batch does the same per bun
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from planengine.ir.types import DataType
 from planengine.runtime.aggregates.accumulators import SKIP, BoundAggregate, make_aggregator
-from planengine.runtime.operators._codec import decode, encode
+from planengine.runtime.operators._codec import decode
 from planengine.runtime.operators._tws import (
     DELETE,
     INSERT,
@@ -42,8 +42,9 @@ BAG_VALUE_SCHEMA = "c BIGINT"
 class _Bags:
     """The ``distinctValues`` MapState seen through a write-back cache, one bag per aggregate index."""
 
-    def __init__(self, state: Any):
+    def __init__(self, state: Any, encode: Callable[[Any], str]):
         self.state = state
+        self.encode = encode
         self.cache: dict[str, int] = {}
         self.dirty: set[str] = set()
         self.loaded_all = False
@@ -91,7 +92,7 @@ class _Bag:
         self.index = index
 
     def add(self, value: Any, delta: int) -> int:
-        k = encode([self.index, value])
+        k = self.bags.encode([self.index, value])
         c = max(self.bags.count(k) + delta, 0)
         self.bags.set(k, c)
         return c
@@ -124,7 +125,7 @@ class GroupAggregateProcessor(ChangelogProcessor):
         self.aggs: list[BoundAggregate] = [make_aggregator(c, self.in_types, self.need_retraction,
                                                            self.json_user_accumulators) for c in self.calls]
         self.acc_state = handle.getValueState(self.state_names[0], ACC_SCHEMA)
-        self.bags = _Bags(handle.getMapState(self.state_names[1], BAG_KEY_SCHEMA, BAG_VALUE_SCHEMA))
+        self.bags = _Bags(handle.getMapState(self.state_names[1], BAG_KEY_SCHEMA, BAG_VALUE_SCHEMA), self.encode_state)
         self.uses_bags = any(a.aggregator.uses_bag for a in self.aggs)
 
     def _row(self, group: tuple[Any, ...], accs: list[Any]) -> tuple[Any, ...]:
@@ -174,7 +175,7 @@ class GroupAggregateProcessor(ChangelogProcessor):
                 if self.uses_bags:
                     self.bags.state.clear()
             return out
-        self.acc_state.update((encode({"n": n, "a": accs, "out": prev, "g": group}), self.now))
+        self.acc_state.update((self.encode_state({"n": n, "a": accs, "out": prev, "g": group}), self.now))
         if self.uses_bags:
             self.bags.flush()
         return out

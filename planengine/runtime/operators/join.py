@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from planengine.functions.spark_types import render_spark_type
 from planengine.ir.types import INT, DataType
-from planengine.runtime.operators._codec import decode_row, encode
+from planengine.runtime.operators._codec import decode_row
 from planengine.runtime.operators._pyexpr import compile_condition
 from planengine.runtime.operators._tws import (
     DELETE,
@@ -63,7 +63,7 @@ class _SideState:
         return [(k, e) for k, e in self.rows.items() if e[1] > 0]
 
     def add(self, row: tuple[Any, ...], assoc: int) -> None:
-        k = encode(row)
+        k = self.processor.encode_state(row)
         e = self.rows.get(k)
         if e is None or e[1] <= 0:
             self.rows[k] = [row, 1, assoc]
@@ -73,7 +73,7 @@ class _SideState:
         self.dirty.add(k)
 
     def retract(self, row: tuple[Any, ...]) -> None:
-        k = encode(row)
+        k = self.processor.encode_state(row)
         e = self.rows.get(k)
         if e is not None and e[1] > 0:
             e[1] -= 1

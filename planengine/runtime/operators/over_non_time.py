@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.ir.types import DataType
-from planengine.runtime.operators._codec import decode, encode
+from planengine.runtime.operators._codec import decode
 from planengine.runtime.operators._tws import (
     UPDATE_AFTER,
     UPDATE_BEFORE,
@@ -116,7 +116,7 @@ class NonTimeOverProcessor(ChangelogProcessor):
                 after = bisect.bisect_right([self._key(e[1]) for e in entries], k)
             out.extend(self._refresh(entries, after))
         if entries:
-            self.state.update((encode([[e[0], list(e[1]), e[2]] for e in entries]), seq, self.now))
+            self.state.update((self.encode_state([[e[0], list(e[1]), e[2]] for e in entries]), seq, self.now))
         else:
             self.state.clear()
         return out

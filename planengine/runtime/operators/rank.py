@@ -28,7 +28,7 @@ from typing import Any
 from planengine.errors import ValidationError
 from planengine.exec.nodes import FULL_SORT_FETCH
 from planengine.ir.types import BOOLEAN, DataType
-from planengine.runtime.operators._codec import decode, encode
+from planengine.runtime.operators._codec import decode
 from planengine.runtime.operators._tws import (
     DELETE,
     INSERT,
@@ -147,12 +147,19 @@ class RankProcessor(OrderedRowsProcessor):
                         out.append((UPDATE_BEFORE, self._row(rank, o)))
                     out.append((UPDATE_AFTER, self._row(rank, n)))
             return
-        before_rows = Counter(self._row(r, row) for r, row in old)
-        after_rows = Counter(self._row(r, row) for r, row in new)
-        for row in before_rows - after_rows:
-            out.extend([(DELETE, row)] * (before_rows[row] - after_rows[row]))
-        for row in after_rows - before_rows:
-            out.extend([(INSERT, row)] * (after_rows[row] - before_rows[row]))
+        # Counted by their state text: a row holding a MAP (a dict) is not hashable.
+        rows: dict[str, tuple[Any, ...]] = {}
+        before_rows, after_rows = Counter(), Counter()
+        for counts, entries in ((before_rows, old), (after_rows, new)):
+            for r, entry in entries:
+                row = self._row(r, entry)
+                text = self.encode_state(row)
+                rows[text] = row
+                counts[text] += 1
+        for text in before_rows - after_rows:
+            out.extend([(DELETE, rows[text])] * (before_rows[text] - after_rows[text]))
+        for text in after_rows - before_rows:
+            out.extend([(INSERT, rows[text])] * (after_rows[text] - before_rows[text]))
 
     def _trim(self, entries: list[list[Any]]) -> list[list[Any]]:
         """Insert-only input: rows ranked beyond ``rankEnd`` can never come back."""
@@ -195,7 +202,7 @@ class RankProcessor(OrderedRowsProcessor):
             top = new_top
         if records:
             if entries:
-                self.state.update((encode(entries), seq, self.now))
+                self.state.update((self.encode_state(entries), seq, self.now))
             elif self.state.exists():
                 self.state.clear()
         return out
@@ -285,7 +292,7 @@ class FullSortProcessor(OrderedRowsProcessor):
             entries = []
         if records:
             if entries:
-                self.state.update((encode(entries), seq, self.now))
+                self.state.update((self.encode_state(entries), seq, self.now))
             elif self.state.exists():
                 self.state.clear()
         return out

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.ir.types import DataType
-from planengine.runtime.operators._codec import decode, encode
+from planengine.runtime.operators._codec import decode
 from planengine.runtime.operators._tws import (
     DELETE,
     INSERT,
@@ -65,7 +65,7 @@ class UpsertMaterializerProcessor(ChangelogProcessor):
             elif index == last:
                 out.append((UPDATE_AFTER, rows[-1]))
         if rows:
-            self.state.update((encode(rows), self.now))
+            self.state.update((self.encode_state(rows), self.now))
         elif stored is not None:
             self.state.clear()
         return out

@@ -1,10 +1,12 @@
 """``stream-exec-deduplicate``: version 1 on the Python ``deduplicate`` TWS operator, version 2 on the JVM
-processor (``runtime/jvm/changelog.py``; same rules, typed state)."""
+processor (``runtime/jvm/changelog.py``; same rules, typed state) unless its typed state cannot hold the rows (a
+MAP with non-STRING keys or an INTERVAL, ``strategies.state_type_refusal``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from planengine.runtime.jvm import holds_state_of
 from planengine.runtime.jvm.changelog import jvm_deduplicate
 from planengine.runtime.operators.deduplicate import deduplicate
 from planengine.runtime.stream import Stream
@@ -20,4 +22,6 @@ def translate_deduplicate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
 @translator("stream-exec-deduplicate", 2)
 def translate_deduplicate_v2(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     (stream,) = inputs
+    if not holds_state_of(node, node.inputs[0].field_types, ctx, "deduplicate"):
+        return deduplicate(stream, node, ctx)
     return jvm_deduplicate(stream, node, ctx)

@@ -25,7 +25,7 @@ import logging
 from typing import Any
 
 from planengine.errors import InternalError
-from planengine.plan.strategies import JVM, NATIVE, TRANSFORM_WITH_STATE
+from planengine.plan.strategies import JVM, NATIVE, TRANSFORM_WITH_STATE, group_aggregate_jvm_refusal
 from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
 from planengine.runtime.jvm.movable import MovableGroupAggregate
 from planengine.runtime.operators.group_aggregate import group_aggregate
@@ -68,6 +68,10 @@ def translate_group_aggregate_v3(node: Any, inputs: list[Stream], ctx: Any) -> S
                                 "updating; native aggregation needs an insert-only input")
         log.info("node %d (group aggregate): native update-mode aggregation", node_id)
         return native_group_aggregate(stream, node, library_forms=True)  # integer sums wrap like Flink's
+    held = group_aggregate_jvm_refusal(node) if node.strategy == JVM else None
+    if held is not None:  # recorded before the state-type rule joined the decision (such a query failed at start)
+        log.info("node %d (group aggregate): transformWithState (Python): %s", node_id, held)
+        return group_aggregate(stream, node, ctx)
     if node.strategy == JVM:
         log.info("node %d (group aggregate): JVM processor", node_id)
         # A node moved here from the Python operator may find that operator's state in its restored

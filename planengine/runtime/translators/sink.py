@@ -18,6 +18,7 @@ from planengine.connectors.base import SinkContext
 from planengine.errors import PlanError
 from planengine.runtime.connectors import QueryOptions, get_sink_writer
 from planengine.runtime.expressions import render_spark_type
+from planengine.runtime.jvm import holds_state_of
 from planengine.runtime.jvm.changelog import jvm_upsert_materialize
 from planengine.runtime.stream import ROWKIND, Stream, column_name
 from planengine.runtime.translators import translator
@@ -37,13 +38,15 @@ class SinkQuery:
 
 @translator("stream-exec-sink", 1, 2)
 def translate_sink(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    """Version 2 materializes upserts on the JVM (``runtime/jvm/changelog.py``), version 1 on the Python
-    operator; otherwise the versions are the same."""
+    """Version 2 materializes upserts on the JVM (``runtime/jvm/changelog.py``) unless its typed state cannot hold
+    the rows (``strategies.state_type_refusal``), version 1 on the Python operator; otherwise the versions are the
+    same."""
     sink = runtime_sink(node, ctx)
     provider = sink.sink_runtime_provider(SinkContext(node_id=ctx.node_id(node)))
     writer = get_sink_writer(provider.connector)
     inp = inputs[0]
-    if node.upsert_materialize and node.metadata.version >= 2:
+    jvm = node.metadata.version >= 2 and holds_state_of(node, node.inputs[0].field_types, ctx, "upsert materializer")
+    if node.upsert_materialize and jvm:
         inp = jvm_upsert_materialize(inp, tuple(node.upsert_keys), ctx, node)
     elif node.upsert_materialize:
         inp = _upsert_materialize(inp, node, ctx)

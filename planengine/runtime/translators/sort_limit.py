@@ -6,7 +6,8 @@ the drain's end-of-input marker from its own control stream (``<run>/control/<ui
 as the watermark assigners', see ``translators/watermark.py``), as the input has no watermark to carry it.
 Version 1 plans keep their strategy (a Top-N over everything, rows emitted as they arrive), because a
 strategy is frozen per node version (DESIGN, "Translation strategies"). Version 3 runs the Top-N (with a fetch)
-on the JVM processor (``runtime/jvm/rank.py``); its full sort is version 2's.
+on the JVM processor (``runtime/jvm/rank.py``) unless its typed state cannot hold the rows (a MAP with non-STRING
+keys or an INTERVAL, ``strategies.state_type_refusal``); its full sort is version 2's.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from planengine.runtime.context import DrainControl
+from planengine.runtime.jvm import holds_state_of
 from planengine.runtime.jvm.rank import jvm_sort_limit
 from planengine.runtime.operators.rank import full_sort, is_full_sort, limit, sort_limit
 from planengine.runtime.stream import Stream
@@ -41,6 +43,8 @@ def translate_sort_limit(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
 def translate_sort_limit_v3(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     (stream,) = inputs
     if not is_full_sort(node):
+        if not holds_state_of(node, node.inputs[0].field_types, ctx, "sort-limit"):
+            return sort_limit(stream, node, ctx)
         return jvm_sort_limit(stream, node, ctx)
     return _full_sort(stream, node, ctx)
 

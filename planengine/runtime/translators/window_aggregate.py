@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from planengine.plan.strategies import state_type_refusal
 from planengine.runtime.jvm.session import jvm_session_aggregate, refusal
 from planengine.runtime.operators.window_aggregate import window_aggregate
 from planengine.runtime.operators.window_session import global_session_aggregate
@@ -47,7 +48,8 @@ def session_aggregate(stream: Stream, node: Any, ctx: Any, spec: Any, props: tup
     """Sessions over other keys than the grouping: the JVM processor from version 3 on (unless ``refusal``),
     else the Python operator, which keeps its sessions as tagged JSON from version 4 on (pickles before: their
     snapshots hold pickles). Shared with the legacy group-window aggregate."""
-    reason = "version 1-2 runs the Python operator" if node.metadata.version < 3 else refusal(node.aggregates)
+    reason = "version 1-2 runs the Python operator" if node.metadata.version < 3 else (
+        refusal(node.aggregates) or state_type_refusal(node.inputs[0].field_types))
     if reason is None:
         return jvm_session_aggregate(stream, node.grouping, node.aggregates, spec, props, node.field_types,
                                      node.inputs[0].field_types, ctx.state_ttl_ms(node), node, ctx)

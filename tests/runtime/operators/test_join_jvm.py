@@ -49,6 +49,17 @@ def test_a_non_equi_condition_stays_on_the_python_operator_in_version_2_only():
                                             "(a Python function; the JVM join evaluates Spark expressions only)")
 
 
+def test_rows_holding_a_map_with_non_string_keys_stay_on_the_python_operator():
+    """Spark fails a query at its start when the JVM's typed state holds a MAP whose key is not a string, so both
+    versions keep such a join on the Python operator (no such plan ever ran on the JVM)."""
+    mapped = "ROW<a INT, m MAP<INT, STRING>>"
+    node = X.Join(inputs=(input_node(L), input_node(mapped)),
+                  output_type=parse_type("ROW<a INT, b BIGINT, c STRING, a0 INT, m MAP<INT, STRING>>"),
+                  changelog_mode=ALL, join_type="INNER", left_keys=(0,), right_keys=(0,), filter_nulls=(True,))
+    want = "the right input's field 1 is MAP<INT, STRING>, which Spark's typed transformWithState state cannot hold"
+    assert want in refusal(node) and want in refusal_v3(node)
+
+
 def test_inner_join_null_keys_and_insert_only_output(spark, feed, runner):
     lf, rf = _feeds(feed)
     node = _node("INNER", OUT, mode=INSERT_ONLY)

@@ -51,6 +51,13 @@ the shuffle write and read); the operator time is the part the JVM processors re
 operator of the query, so a family whose other operators are the same in both variants (``materialize``: the
 aggregate below the sink runs on the JVM in both) has a conservative ratio.
 
+``--spark-floor`` adds, per round, three queries of Spark's own over the plain JSON input (``k STRING, v BIGINT``;
+the same files as the JSON families), timed from ``start()`` to the end of an ``availableNow`` run into the
+``noop`` sink: ``scan+shuffle`` (the scan and the hash shuffle by key that every keyed operator pays),
+``dropDuplicates`` (Spark's native streaming deduplication: every row shuffled, one state lookup per row) and
+``count`` (Spark's native streaming aggregation, which pre-aggregates before the shuffle). They are not the same
+work as any family; they say where "Spark speed" is on this machine for this input.
+
 ``--pyflink`` adds a third variant: the same DDL and statement in PyFlink's streaming mode (per-record
 changelog, parallelism 2, from ``<repo>/.venv-flink``, created as ``benchmarks/p2_pyflink.py`` does). Its
 time is the job's ``execute → wait`` minus the same job over a 10-row input (Flink's mini-cluster and job
@@ -247,6 +254,25 @@ def operator_ms(job: object) -> int:
     return total
 
 
+FLOOR_QUERIES = ("scan+shuffle", "dropDuplicates", "count")
+
+
+def spark_floor(src: Path, kind: str, checkpoint: Path) -> float:
+    """Seconds Spark's own ``kind`` query (``FLOOR_QUERIES``) takes over ``src`` (see ``--spark-floor``)."""
+    df = get_spark().readStream.schema("k STRING, v BIGINT").json(str(src))
+    if kind == "scan+shuffle":
+        writer = df.repartition(2, "k").writeStream.outputMode("append")
+    elif kind == "dropDuplicates":
+        writer = df.dropDuplicates(["k"]).writeStream.outputMode("append")
+    else:
+        writer = df.groupBy("k").count().writeStream.outputMode("update")
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    start = time.monotonic()
+    query = writer.format("noop").option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+    query.awaitTermination()
+    return time.monotonic() - start
+
+
 def state_bytes(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and "/state/" in str(p))
 
@@ -260,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--families", default=",".join(FAMILIES))
     ap.add_argument("--work", default="/tmp/planengine-families")
     ap.add_argument("--pyflink", action="store_true", help="add PyFlink streaming as a third variant")
+    ap.add_argument("--spark-floor", action="store_true", help="add Spark's own queries over the JSON input")
     ap.add_argument("--out", type=Path, default=None, help="also write the table to this Markdown file")
     args = ap.parse_args(argv)
     work = Path(args.work)
@@ -275,6 +302,16 @@ def main(argv: list[str] | None = None) -> int:
     get_spark()
     emit("| family | variant | round | seconds | rows/s | operator ms | state bytes | load |")
     emit("|---|---|---|---|---|---|---|---|")
+    if args.spark_floor:
+        src = write_input(work / "input", args.rows, args.keys, args.files, False, False)
+        floor: dict[str, float] = {}
+        for r in range(args.rounds):
+            for kind in FLOOR_QUERIES:
+                load = os.getloadavg()[0]
+                seconds = spark_floor(src, kind, work / "jobs" / f"floor-{kind}")
+                floor[kind] = min(floor.get(kind, seconds), seconds)
+                emit(f"| (Spark's own) | {kind} | {r} | {seconds:.1f} | {args.rows / seconds:,.0f} | | | {load:.1f} |")
+        emit("| (Spark's own) | best round | | " + ", ".join(f"{k} {v:.2f} s" for k, v in floor.items()) + " | | | | |")
     for fam_name in args.families.split(","):
         family = FAMILIES[fam_name]
         src = write_input(work / "input", args.rows, args.keys, args.files, family.changelog, family.event_time)

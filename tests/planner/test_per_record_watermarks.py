@@ -48,7 +48,7 @@ def test_event_time_operators_below_stateless_nodes_get_per_record_watermarks(st
 ], ids=["stateless", "group-aggregate"])
 def test_no_per_record_pass_without_a_lateness_decision(statement: str) -> None:
     (node,) = assigners(statement)
-    assert "perRecordWatermark" not in node  # no Arrow pass over every row for nothing
+    assert "perRecordWatermark" not in node  # no pass over every row for nothing
 
 
 def test_flink_emits_eagerly_after_a_row_that_moves_the_watermark_past_the_interval() -> None:

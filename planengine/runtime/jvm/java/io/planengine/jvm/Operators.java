@@ -9,6 +9,7 @@ import io.planengine.jvm.ops.normalize.ChangelogNormalize;
 import io.planengine.jvm.ops.over.OverAggregate;
 import io.planengine.jvm.ops.session.SessionAggregate;
 import io.planengine.jvm.ops.probe.KeyedRowCount;
+import io.planengine.jvm.ops.watermark.RecordWatermarks;
 import io.planengine.jvm.core.KeyedOperator;
 import java.io.IOException;
 import java.io.InputStream;
@@ -105,6 +106,11 @@ public final class Operators {
 
   public static Dataset<Row> upsertMaterialize(Dataset<Row> input, String spec) {
     return UpsertMaterializer.apply(input, spec);
+  }
+
+  /** Not an operator: the per-record watermark column of a {@code watermark-assigner} with {@code perRecordWatermark}. */
+  public static Dataset<Row> recordWatermarks(Dataset<Row> input, String spec) {
+    return RecordWatermarks.apply(input, spec);
   }
 
   /** Diagnostic: counts rows per key (proves the library loads and a processor keeps state). */

@@ -45,8 +45,8 @@ def translate_sink(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     provider = sink.sink_runtime_provider(SinkContext(node_id=ctx.node_id(node)))
     writer = get_sink_writer(provider.connector)
     inp = inputs[0]
-    jvm = node.metadata.version >= 2 and holds_state_of(node, node.inputs[0].field_types, ctx, "upsert materializer")
-    if node.upsert_materialize and jvm:
+    if node.upsert_materialize and node.metadata.version >= 2 and holds_state_of(
+            node, node.inputs[0].field_types, ctx, "upsert materializer"):
         inp = jvm_upsert_materialize(inp, tuple(node.upsert_keys), ctx, node)
     elif node.upsert_materialize:
         inp = _upsert_materialize(inp, node, ctx)

@@ -81,15 +81,15 @@ def _event_env(tmp_path: Path, **config: str) -> TableEnvironment:
     return env
 
 
-def _rows_read_from(job, directory: Path) -> int:
-    """Rows all of the job's queries read from the file source over ``directory`` (their progress reports)."""
-    total = 0
+def _rows_read_from(job, directory: Path) -> list[int]:
+    """Per query of the job that reads the file source over ``directory``, the rows it read (progress reports)."""
+    counts = []
     for q in job.queries:
-        for progress in q.query.recentProgress:
-            for source in progress["sources"]:
-                if f"{directory}]" in source["description"] or f"{directory}/]" in source["description"]:
-                    total += int(source["numInputRows"])
-    return total
+        reads = [int(source["numInputRows"]) for progress in q.query.recentProgress for source in progress["sources"]
+                 if f"{directory}]" in source["description"] or f"{directory}/]" in source["description"]]
+        if reads:
+            counts.append(sum(reads))
+    return sorted(counts)
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["shared", "one-query-per-sink"])
@@ -106,7 +106,9 @@ def test_a_source_read_by_a_window_and_a_filter_is_read_once_and_its_snapshot_ch
     job = env.execute_plan(plan, job_root=str(tmp_path / "job"))
     try:
         job.process_available()
-        assert _rows_read_from(job, tmp_path / "ev") == (3 if shared else 6)
+        # shared: one query reads the file; else each sink's query reads it, the filter's with `v >= 10` pushed
+        # into the JSON scan (its projection of the per-record watermark column is unused and pruned), so 2 rows
+        assert _rows_read_from(job, tmp_path / "ev") == ([3] if shared else [2, 3])
         # progress names tables, never node uids: the shared query is the window's channel plus the filter's sink
         names = sorted(q["name"] for q in job.status()["queries"])
         assert names == (["big, channel: watermark-assigner of ev"] if shared else ["big", "windows"]) + \

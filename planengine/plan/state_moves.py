@@ -64,9 +64,9 @@ from planengine.plan.strategies import (
     JVM_OVER_FUNCTIONS,
     NO_JVM_STATE,
     TRANSFORM_WITH_STATE,
-    jvm_state_holds,
     record_strategies,
     state_type_refusal,
+    unheld_field,
 )
 
 GROUP_AGGREGATE = "stream-exec-group-aggregate"
@@ -224,9 +224,10 @@ def kept_reason(node: dict[str, Any], strategy: str | None = None) -> str | None
         # rows of a join): the target's rule (strategies.state_type_refusal) keeps such a node on Python. (A
         # session keeps input rows a projection may drop; should the runtime refuse a moved node, its Python
         # operator reads the unmoved state as it is.)
-        for f in parse_type(str(node["outputType"])).fields:
-            if not jvm_state_holds(f.type):
-                return f"field {f.name} is {f.type}, {NO_JVM_STATE}"
+        fields = parse_type(str(node["outputType"])).fields
+        i = unheld_field([f.type for f in fields])
+        if i is not None:
+            return f"field {fields[i].name} is {fields[i].type}, {NO_JVM_STATE}"
     if found[0] == OVER_AGGREGATE:
         return _over_reason(node)
     if found[0] == "stream-exec-sort-limit" and int(node.get("limit", FULL_SORT_FETCH)) >= FULL_SORT_FETCH:

@@ -99,13 +99,18 @@ def jvm_state_holds(t: DataType) -> bool:
     return not t.has_non_string_map_key and not any(c.kind in _NO_AVRO_FORM for c in t.walk())
 
 
+def unheld_field(types: Sequence[DataType]) -> int | None:
+    """The position of the first of ``types`` a JVM processor's typed state cannot hold (``jvm_state_holds``)."""
+    return next((i for i, t in enumerate(types) if not jvm_state_holds(t)), None)
+
+
 def state_type_refusal(types: Sequence[DataType], what: str = "input") -> str | None:
     """Why a JVM processor cannot keep rows or values of ``types`` in its typed state (the first field
     ``jvm_state_holds`` refuses), or None. Every JVM family asks it before choosing its processor, in every node
     version: such a query failed at its start, so the rule moves no running job's state, and the Python
     operator it falls back to is the one the node's earlier versions ran (it reads their state as it is)."""
-    return next((f"the {what}'s field {i} is {t}, {NO_JVM_STATE}" for i, t in enumerate(types)
-                 if not jvm_state_holds(t)), None)
+    i = unheld_field(types)
+    return None if i is None else f"the {what}'s field {i} is {types[i]}, {NO_JVM_STATE}"
 
 
 _KEY_KINDS = frozenset((*INTEGRAL, Kind.DECIMAL, *CHARACTER, Kind.BOOLEAN, Kind.DATE, Kind.TIMESTAMP,

@@ -1,9 +1,12 @@
-"""Fixtures of the operator's end-to-end tests: an emulated cluster (``kapi``) and a ``world`` around it."""
+"""Fixtures of the operator's end-to-end tests: the real control plane (one per session, ``tests/cluster``) with
+the SparkPlanJob CRD installed, and a ``world`` around one namespace of it."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,16 +24,32 @@ from tests.operator.kubelet import sandbox  # noqa: E402
 
 # PLANENGINE_E2E_LAUNCHER=local|kubernetes|both (default both) selects the launchers the scenarios run on.
 LAUNCHERS = os.environ.get("PLANENGINE_E2E_LAUNCHER", "both")
-from tests.operator.kapi.server import run_in_thread  # noqa: E402
-
 CRD = _REPO / "crds" / "sparkplanjobs.planengine.io.yaml"
 
 
+@pytest.fixture(scope="session")
+def sparkplanjob_crd(control_plane, tmp_path_factory):
+    """The CRD as a user installs it (``kubectl apply --server-side``), established before any test uses it."""
+    cache = tmp_path_factory.mktemp("kubectl-cache")
+    run = subprocess.run([str(KUBECTL), "--kubeconfig", str(control_plane.kubeconfigs["admin"]), "--cache-dir",
+                          str(cache), "apply", "--server-side", "-f", str(CRD)], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        crd = control_plane.admin.get("apiextensions.k8s.io", "customresourcedefinitions", None,
+                                      "sparkplanjobs.planengine.io") or {}
+        if any(c["type"] == "Established" and c["status"] == "True"
+               for c in (crd.get("status") or {}).get("conditions") or []):
+            return crd
+        time.sleep(0.2)
+    raise AssertionError("the SparkPlanJob CRD was not established within 60 s")
+
+
 @pytest.fixture
-def kapi() -> Iterator:
-    api = run_in_thread([CRD])
-    yield api
-    api.stop()
+def kapi(control_plane, sparkplanjob_crd, cluster_namespace):
+    """The test's namespace of the real control plane (named for the API emulator it replaced)."""
+    return control_plane, cluster_namespace
 
 
 def _world(kind: str, launcher: str, kapi, tmp_path, monkeypatch) -> Iterator[World]:
@@ -46,7 +65,8 @@ def _world(kind: str, launcher: str, kapi, tmp_path, monkeypatch) -> Iterator[Wo
             pytest.skip(why)
         # The operator reaches drivers at the pod address their Service selects (the test kubelet's pod IPs).
         monkeypatch.setenv(DRIVER_URL_ENV, "http://{endpoint}:{port}")
-    built = World(tmp_path, kapi, kind, launcher)
+    plane, namespace = kapi
+    built = World(tmp_path, plane, namespace, kind, launcher)
     monkeypatch.setenv("KUBECONFIG", str(built.kubeconfig))
     yield built
     built.close()

@@ -20,7 +20,7 @@ def test_create_runs_and_commits(world):
     assert status["observedGeneration"] == world.job("j1")["metadata"]["generation"] == 1
     assert world.condition("j1", "Ready")["status"] == "True"
     world.assert_exactly_once("j1")
-    configmap = world.api.get("", "configmaps", "default", "j1-plan")
+    configmap = world.api.get("", "configmaps", "j1-plan")
     assert configmap is not None
     assert configmap["metadata"]["labels"]["planengine.io/plan-id"] == status["planId"][:63]  # label limit
     assert configmap["metadata"]["ownerReferences"][0]["uid"] == world.job("j1")["metadata"]["uid"]
@@ -279,7 +279,7 @@ def _owned_objects(world, uid: str) -> list[str]:
     found, owners = [], {uid}
     for plural in ("pods", "services", "configmaps", "leases"):
         group = "coordination.k8s.io" if plural == "leases" else ""
-        for obj in world.api.list(group, plural, "default"):
+        for obj in world.api.list(group, plural, world.ns):
             refs = {ref["uid"] for ref in obj["metadata"].get("ownerReferences") or []}
             if refs & owners:
                 found.append(f"{plural}/{obj['metadata']['name']}")
@@ -296,14 +296,14 @@ def test_delete_collects_everything_the_job_owns(world):
     first = _running(world, "gone")
     uid = world.job("gone")["metadata"]["uid"]
     owned = _owned_objects(world, uid)
-    expected = {"configmaps/gone-plan", "leases/" + world.api.list("coordination.k8s.io", "leases", "default")[0][
+    expected = {"configmaps/gone-plan", "leases/" + world.api.list("coordination.k8s.io", "leases", world.ns)[0][
         "metadata"]["name"]}
     if world.launcher == "kubernetes":
         pod = first["driver"]["name"]
         expected |= {f"pods/{pod}", f"services/{pod}", "services/gone-driver", "configmaps/gone-executor"}
     assert expected <= set(owned), owned
     world.kubectl("delete", "sparkplanjob", "gone", "--wait=false")
-    wait_for(lambda: world.api.get("planengine.io", "sparkplanjobs", "default", "gone") is None, 90,
+    wait_for(lambda: world.api.get("planengine.io", "sparkplanjobs", "gone") is None, 90,
              "the SparkPlanJob gone (its finalizer released)")  # kopf stops the timer first: once 30+ s under load
     wait_for(lambda: not _owned_objects(world, uid), 30, "every owned object collected",
              lambda: _owned_objects(world, uid))
@@ -312,4 +312,4 @@ def test_delete_collects_everything_the_job_owns(world):
     with pytest.raises(AssertionError):  # no driver is left behind
         wait_for(lambda: len(world.output("gone")) > committed, 1.5, "no output after the delete")
     if world.launcher == "kubernetes":
-        assert world.kubelet.process("default", pod) is None
+        assert world.kubelet.process(pod) is None

@@ -112,7 +112,7 @@ def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path
     assert first["engineVersion"] == "0.1" and first["runId"] and first["planId"]
     assert first["jobRoot"] == world.job_root_in_pods(root)
     assert world.condition("r1", "Ready")["status"] == "True"
-    configmap = world.api.get("", "configmaps", "default", "r1-plan")
+    configmap = world.api.get("", "configmaps", "r1-plan")
     assert configmap["metadata"]["labels"]["planengine.io/plan-id"] == first["planId"][:63]
     plan = json.loads((root / "plan.json").read_text())
     assert plan["planId"] == first["planId"] and plan["sparkVersion"]

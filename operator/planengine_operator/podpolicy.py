@@ -7,7 +7,8 @@ made those pods privileged, root, on the host's network or filesystem, or run th
 allow-list (docs/operator.md, "What a tenant reaches") and refuses the rest, unless its configuration
 (``admission``, :class:`planengine_operator.config.Admission`) widens it:
 
-* pod ``metadata``: ``labels`` and ``annotations`` (not the operator's own ``planengine.io/`` keys, its selectors);
+* pod ``metadata``: ``labels`` and ``annotations`` (not the operator's own ``planengine.io/`` keys, its selectors,
+  nor the AppArmor/seccomp annotations);
 * pod ``spec``: scheduling (``nodeSelector``, ``tolerations``, ``affinity``, ``topologySpreadConstraints``,
   ``priorityClassName``), ``imagePullSecrets``, ``volumes`` of the types Pod Security ``restricted`` allows
   (plus ``hostPath`` below ``admission.allowedHostPathPrefixes``), and a ``securityContext`` that only keeps
@@ -46,6 +47,13 @@ RESTRICTED_VOLUME_TYPES = ("configMap", "secret", "emptyDir", "persistentVolumeC
 # The operator's own volumes (builders.py): a same-named user volume would replace the job root or the plan.
 RESERVED_VOLUMES = ("job-root", "tmp", "plan", "spark", "input")
 RESERVED_LABEL_PREFIX = "planengine.io/"
+# Annotations the kubelet reads as security settings (AppArmor before the securityContext field; the old seccomp
+# annotations): "unconfined" there turns the profile off.
+SECURITY_ANNOTATION_PREFIXES = ("container.apparmor.security.beta.kubernetes.io/",
+                                "seccomp.security.alpha.kubernetes.io/")
+# A projected volume may combine these; a serviceAccountToken source would put an API token where the operator
+# mounts none (tool pods) or for an audience of the tenant's choice.
+PROJECTED_SOURCES = ("configMap", "secret", "downwardAPI", "clusterTrustBundle")
 RESERVED_ENV_PREFIX = "PLANENGINE_"
 
 _POD_SPEC = ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "priorityClassName",
@@ -182,6 +190,8 @@ def _metadata(metadata: Any, field: str) -> list[Finding]:
             found += [_not_allowed(f"{field}.{key}[{name}]", f"keys under {RESERVED_LABEL_PREFIX} belong to the "
                                                              "operator (its selectors and bookkeeping)")
                       for name in value if str(name).startswith(RESERVED_LABEL_PREFIX)]
+            found += [_privileged(f"{field}.{key}[{name}]", "sets a container's AppArmor or seccomp profile")
+                      for name in value if str(name).startswith(SECURITY_ANNOTATION_PREFIXES)]
     return found
 
 
@@ -227,6 +237,8 @@ def _volumes(volumes: Any, policy: Admission, field: str) -> list[Finding]:
         for kind in [k for k in volume if k != "name"]:
             if kind == "hostPath":
                 found += _host_path(volume[kind], policy, f"{where}.hostPath")
+            elif kind == "projected":
+                found += _projected(volume[kind], f"{where}.projected")
             elif kind not in RESTRICTED_VOLUME_TYPES:
                 found.append(_privileged(f"{where}.{kind}", f"is a {kind} volume (a podTemplate may add "
                                                            f"{', '.join(RESTRICTED_VOLUME_TYPES)} volumes, and "
@@ -241,6 +253,18 @@ def _host_path(source: Any, policy: Admission, field: str) -> list[Finding]:
     allowed = ", ".join(policy.allowedHostPathPrefixes) or "none"
     return [_privileged(field, f"mounts the node's directory {path!r} (allowed: {allowed}, "
                                "admission.allowedHostPathPrefixes)")]
+
+
+def _projected(source: Any, field: str) -> list[Finding]:
+    sources = source.get("sources") if isinstance(source, dict) else None
+    if sources is None:
+        return []
+    items, found = _items(sources, f"{field}.sources")
+    for where, item in items:
+        found += [_privileged(f"{where}.{kind}", f"projects a {kind} (a projected volume may combine "
+                                                 f"{', '.join(PROJECTED_SOURCES)})")
+                  for kind in item if kind not in PROJECTED_SOURCES]
+    return found
 
 
 def host_path_allowed(path: str, prefixes: list[str]) -> bool:

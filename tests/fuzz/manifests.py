@@ -88,6 +88,9 @@ POD_FRAGMENTS: list[tuple[tuple[Any, ...], Any]] = [
     (("spec", "priorityClassName"), "system-node-critical"), (("spec", "dnsPolicy"), "None"),
     (("metadata", "labels"), {"planengine.io/role": "active"}), (("metadata", "labels"), {"team": "b"}),
     (("metadata", "name"), "other-pod"), (("metadata", "namespace"), "kube-system"), (("kind",), "Pod"),
+    (("metadata", "annotations"), {"container.apparmor.security.beta.kubernetes.io/driver": "unconfined"}),
+    (("spec", "volumes"), [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}]),
+    (("spec", "volumes"), [{"name": "c", "projected": {"sources": [{"configMap": {"name": "c"}}]}}]),
 ]
 CONTAINER_FRAGMENTS: list[tuple[str, Any]] = [
     ("securityContext", {"privileged": True}), ("securityContext", {"privileged": False}),

@@ -22,7 +22,13 @@ def privileged_settings(pod: dict[str, Any], allowed_host_paths: list[str], imag
         found.append(f"serviceAccountName={spec['serviceAccountName']}")
     if "automountServiceAccountToken" in spec and spec["automountServiceAccountToken"] is not False:
         found.append("automountServiceAccountToken")
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    found += [f"annotation {key}" for key in annotations if str(key).startswith(podpolicy.SECURITY_ANNOTATION_PREFIXES)]
     for volume in spec.get("volumes") or []:
+        for source in ((volume.get("projected") or {}).get("sources") or []) if isinstance(
+                volume.get("projected"), dict) else []:
+            if isinstance(source, dict) and "serviceAccountToken" in source:
+                found.append("projected serviceAccountToken")
         kinds = set(volume) - {"name"}
         if "hostPath" in kinds and not podpolicy.host_path_allowed(str(volume["hostPath"].get("path")),
                                                                     allowed_host_paths):

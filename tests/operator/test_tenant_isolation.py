@@ -80,6 +80,10 @@ HOSTILE = {
     "operator label": {"metadata": {"labels": {"planengine.io/role": "active"}}},
     "node pinned": {"spec": {"nodeName": "control-plane-0"}},
     "seccomp off": {"spec": {"securityContext": {"seccompProfile": {"type": "Unconfined"}}}},
+    "AppArmor off": {"metadata": {"annotations": {"container.apparmor.security.beta.kubernetes.io/driver":
+                                                  "unconfined"}}},
+    "projected API token": {"spec": {"volumes": [{"name": "t", "projected": {"sources": [
+        {"serviceAccountToken": {"path": "token", "audience": "evil"}}]}}]}},
     "bidirectional mount": {"spec": {"containers": [{"name": "driver", "volumeMounts": [
         {"name": "scratch", "mountPath": "/x", "mountPropagation": "Bidirectional"}]}],
         "volumes": [{"name": "scratch", "emptyDir": {}}]}},

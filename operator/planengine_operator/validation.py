@@ -99,7 +99,8 @@ def problems(spec: JobSpec, status: JobStatus | None, config: OperatorConfig,
     if ref is not None and ref.uri and config.launcher == "kubernetes":
         found.append(Problem("spec.plan.compiledPlanRef.uri", "CompiledPlanUnreadable", COMPILED_PLAN_URI_MESSAGE))
     in_force = status.jobRoot
-    if in_force and spec_job_root and spec_job_root != in_force:
+    # normalised: a job started when subPath ./clicks was kept as written must not read as moved now
+    if in_force and spec_job_root and builders.normalized_root(spec_job_root) != builders.normalized_root(in_force):
         found.append(Problem(
             "spec.storage", "StorageImmutable",
             f"spec.storage now names job root {spec_job_root}, but the job's plan, checkpoints and snapshots are "

@@ -253,6 +253,17 @@ def test_the_local_launcher_normalises_the_root_too(tmp_path: Path) -> None:
     assert len({builders.lease_name(r) for r in roots}) == 1
 
 
+def test_a_job_started_under_the_old_spelling_is_not_seen_as_moved() -> None:
+    """Before normalising, subPath ./clicks was kept in status.jobRoot as written."""
+    from planengine_operator.models import JobSpec, JobStatus
+
+    spec = JobSpec.model_validate({"plan": {"sql": SQL}, "storage": {"pvc": {"claimName": "data",
+                                                                             "subPath": "./clicks"}}})
+    status = JobStatus(jobRoot=f"{builders.JOB_ROOTS}/data/./clicks", phase="Running")
+    root = builders.job_root_for_pod(spec.model_dump(exclude_none=True), "ns", "j")
+    assert validation.problems(spec, status, config(), root) == []
+
+
 @pytest.mark.parametrize("sub_path", ["../../team-b/etl", "/etc", "a//b", "a/../../b", "..", "/"])
 def test_a_sub_path_that_leaves_the_volume_or_respells_a_directory_is_refused(sub_path: str,
                                                                              tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import posixpath
 import re
 from typing import Any
 
@@ -58,6 +59,28 @@ def _dns(name: str, limit: int = 63) -> str:
     return cleaned[: limit - 9].rstrip("-") + "-" + digest
 
 
+_DNS_1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def job_key(job_name: str) -> str:
+    """The job's part of its children's names and of the ``planengine.io/job`` label: one per job name.
+
+    A SparkPlanJob's name is a DNS subdomain (dots allowed, up to 253 characters), its pods' and Services' names
+    and label values are not: mapping ``.`` to ``-`` alone made ``etl.v2`` and ``etl-v2`` share ConfigMaps,
+    Services, labels and pods, so one job would kill the other's driver and overwrite its plan. A name that is
+    already a DNS-1123 label stays as it is (existing jobs keep their children); any other gets a short hash of
+    the full name.
+
+    >>> job_key("etl-v2"), job_key("etl.v2"), job_key("ETL-v2")
+    ('etl-v2', 'etl-v2-7ae81920', 'etl-v2-e547357a')
+    """
+    if len(job_name) <= 63 and _DNS_1123_LABEL.fullmatch(job_name):
+        return job_name
+    digest = hashlib.sha256(job_name.encode()).hexdigest()[:8]
+    cleaned = re.sub(r"[^a-z0-9-]", "-", job_name.lower()).strip("-")[: 63 - 9].rstrip("-")
+    return f"{cleaned}-{digest}" if cleaned else f"j-{digest}"
+
+
 def _dns_label(name: str) -> str:
     """A DNS-1035 label (Service names must start with a letter).
 
@@ -78,12 +101,53 @@ def owned_by(manifest: dict[str, Any], owner: dict[str, Any], *, controller: boo
 
 # ------------------------------------------------------------------------------------------- fencing
 def lease_name(job_root: str) -> str:
-    """The fencing Lease is named after the job root, so two jobs on one root contend for one Lease.
+    """The fencing Lease is named after the job root, so two jobs on one root contend for one Lease: the root
+    is normalised first (``./``, ``//``, a trailing ``/``), or two spellings of one directory got two Leases and
+    two drivers wrote one checkpoint.
 
-    >>> lease_name("/data/jobs/a") == lease_name("/data/jobs/a/"), lease_name("/x").startswith("spj-root-")
-    (True, True)
+    >>> lease_name("/data/jobs/a") == lease_name("/data/jobs/a/") == lease_name("/data/./jobs//a")
+    True
+    >>> lease_name("/x").startswith("spj-root-")
+    True
     """
-    return "spj-root-" + hashlib.sha256(job_root.rstrip("/").encode()).hexdigest()[:24]
+    return "spj-root-" + hashlib.sha256(normalized_root(job_root).encode()).hexdigest()[:24]
+
+
+def normalized_root(path: str) -> str:
+    """One spelling per directory: ``.`` and empty segments and a trailing ``/`` dropped, ``a/..`` resolved.
+
+    >>> normalized_root("/data//jobs/./a/"), normalized_root("//x"), normalized_root("/")
+    ('/data/jobs/a', '/x', '/')
+    """
+    normal = posixpath.normpath(path) if path else path
+    return "/" + normal.lstrip("/") if normal.startswith("//") else normal
+
+
+def sub_path_problem(sub_path: str | None) -> str | None:
+    """Why ``storage.pvc.subPath`` cannot name a directory inside the claim (or the job's own directory on the
+    local launcher), or None. ``..`` and an absolute path escape it (to another namespace's job root); an empty
+    segment (``a//b``) is a second spelling of a directory, which the CRD refuses too.
+
+    >>> [sub_path_problem(s) for s in ("jobs/a", "./a", "a/", "", None)]
+    [None, None, None, None, None]
+    >>> [bool(sub_path_problem(s)) for s in ("../b", "/abs", "a//b", "a/../../b", "/")]
+    [True, True, True, True, True]
+    """
+    if not sub_path:  # absent or "": the claim's root
+        return None
+    segments = sub_path.split("/")
+    if segments[-1:] == [""] and len(segments) > 1:
+        segments = segments[:-1]  # one trailing slash
+    if sub_path.startswith("/") or ".." in segments or "" in segments:
+        return (f"spec.storage.pvc.subPath {sub_path!r} must be a relative path inside the volume: no leading '/', "
+                "no '..' and no empty segment ('a//b'); e.g. jobs/clicks")
+    return None
+
+
+def _sub_path(pvc: dict[str, Any]) -> str:
+    """The subPath's one spelling (``./a/`` is ``a``); "" for the claim's root."""
+    sub = posixpath.normpath(str(pvc.get("subPath") or "."))
+    return "" if sub == "." else sub
 
 
 def build_lease(job_root: str, holder: str, duration_seconds: int = 3600) -> dict[str, Any]:
@@ -148,11 +212,19 @@ def build_compile_script(program_sql: str, catalog_sql: str | None, plan_options
     parts = []
     if catalog_sql:
         parts.append(catalog_sql.strip().rstrip(";") + ";")
-    for key in sorted(plan_options):
-        value = plan_options[key].replace("'", "''")
-        parts.append(f"SET '{key}' = '{value}';")
+    for key in sorted(plan_options):  # both quoted: a key or value is a string literal, never script text
+        parts.append(f"SET {_sql_string(key)} = {_sql_string(plan_options[key])};")
     parts.append(program_sql.strip().rstrip(";") + ";")
     return "\n".join(parts) + "\n"
+
+
+def _sql_string(text: str) -> str:
+    """A Flink SQL string literal: quotes doubled (a backslash is an ordinary character there).
+
+    >>> _sql_string("it's")
+    "'it''s'"
+    """
+    return "'" + str(text).replace("'", "''") + "'"
 
 
 def build_plan_configmap(job_name: str, plan_json: str, plan_id: str) -> dict[str, Any]:
@@ -161,8 +233,8 @@ def build_plan_configmap(job_name: str, plan_json: str, plan_id: str) -> dict[st
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": _dns(f"{job_name}-plan", 253),
-            "labels": {LABEL_JOB: _dns(job_name), LABEL_PLAN: plan_id[:63], LABEL_COMPONENT: "plan"},
+            "name": _dns(f"{job_key(job_name)}-plan", 253),
+            "labels": {LABEL_JOB: job_key(job_name), LABEL_PLAN: plan_id[:63], LABEL_COMPONENT: "plan"},
         },
         "data": {"plan.json": plan_json},
     }
@@ -188,10 +260,8 @@ def storage_problem(spec: dict[str, Any]) -> str | None:
     """
     storage = spec.get("storage") or {}
     if storage.get("pvc"):
-        sub = str(storage["pvc"].get("subPath") or "")
-        if sub.startswith("/") or ".." in sub.split("/"):
-            return f"spec.storage.pvc.subPath {sub!r} must be a relative path inside the volume without '..'"
-        return None
+        sub = storage["pvc"].get("subPath")
+        return sub_path_problem(None if sub is None else str(sub))
     found = f"spec.storage.uri {storage['uri']!r}" if storage.get("uri") else "no spec.storage"
     return (f"{found}: the Kubernetes launcher keeps the job root (plan, checkpoints, snapshots) on a "
             "PersistentVolumeClaim that the driver, its executors, the upgrade standby and the tool pods all "
@@ -206,11 +276,15 @@ def job_root_for_pod(spec: dict[str, Any], namespace: str, name: str) -> str:
     '/var/lib/planengine/jobs/data/jobs/a'
     >>> job_root_for_pod({}, "ns", "a")
     '/var/lib/planengine/jobs/-/ns/a'
+    >>> job_root_for_pod({"storage": {"pvc": {"claimName": "data", "subPath": "./jobs/a/"}}}, "ns", "a")
+    '/var/lib/planengine/jobs/data/jobs/a'
     """
     pvc = (spec.get("storage") or {}).get("pvc")
-    if not pvc:  # refused before anything runs; a stable, distinct name keeps the views consistent meanwhile
+    sub = (pvc or {}).get("subPath")
+    # refused before anything runs; a stable, distinct name keeps the views consistent meanwhile
+    if not pvc or sub_path_problem(None if sub is None else str(sub)):
         return f"{JOB_ROOTS}/-/{namespace}/{name}"
-    sub = str(pvc.get("subPath") or "").strip("/")
+    sub = _sub_path(pvc)
     return f"{JOB_ROOTS}/{pvc['claimName']}" + (f"/{sub}" if sub else "")
 
 
@@ -227,7 +301,7 @@ def _claim_volume(spec: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict
 # ------------------------------------------------------------------------------------------- Spark
 def driver_pod_name(job_name: str, run_id: str) -> str:
     """One pod (and one Service of the same name) per run: a standby and the driver it replaces coexist."""
-    return _dns_label(f"{job_name}-{run_id}")
+    return _dns_label(f"{job_key(job_name)}-{run_id}")
 
 
 def _spark_memory(quantity: str) -> str:
@@ -341,8 +415,8 @@ def build_executor_configmap(job_name: str, spec: dict[str, Any]) -> dict[str, A
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": _dns(f"{job_name}-executor", 253),
-                     "labels": {LABEL_JOB: _dns(job_name), LABEL_COMPONENT: "executor-template"}},
+        "metadata": {"name": _dns(f"{job_key(job_name)}-executor", 253),
+                     "labels": {LABEL_JOB: job_key(job_name), LABEL_COMPONENT: "executor-template"}},
         "data": {EXECUTOR_TEMPLATE_KEY: yaml.safe_dump(build_executor_pod_template(spec), sort_keys=False)},
     }
 
@@ -362,13 +436,13 @@ def build_driver_pod(
     name = driver_pod_name(job_name, run_id)
     volumes, mounts = _claim_volume(spec)
     volumes += [{"name": "tmp", "emptyDir": {}},
-                {"name": "plan", "configMap": {"name": _dns(f"{job_name}-plan", 253)}},
-                {"name": "spark", "configMap": {"name": _dns(f"{job_name}-executor", 253)}}]
+                {"name": "plan", "configMap": {"name": _dns(f"{job_key(job_name)}-plan", 253)}},
+                {"name": "spark", "configMap": {"name": _dns(f"{job_key(job_name)}-executor", 253)}}]
     mounts += [{"name": "tmp", "mountPath": "/tmp"},
                {"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": True},
                {"name": "spark", "mountPath": SPARK_MOUNT, "readOnly": True}]
     conf = spark_conf(spec, namespace=namespace, pod_name=name, image=image)
-    labels = {LABEL_JOB: _dns(job_name), LABEL_RUN: _dns(run_id), LABEL_COMPONENT: "driver", LABEL_ROLE: role}
+    labels = {LABEL_JOB: job_key(job_name), LABEL_RUN: _dns(run_id), LABEL_COMPONENT: "driver", LABEL_ROLE: role}
     pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -446,9 +520,9 @@ def _headless_service(name: str, labels: dict[str, str], selector: dict[str, str
 
 def build_service(job_name: str) -> dict[str, Any]:
     """``<job>-driver``: the job's status API, selecting the active driver (a promoted standby included)."""
-    job = _dns(job_name)
+    job = job_key(job_name)
     return _headless_service(
-        _dns_label(f"{job_name}-driver"), {LABEL_JOB: job},
+        _dns_label(f"{job_key(job_name)}-driver"), {LABEL_JOB: job},
         {LABEL_JOB: job, LABEL_COMPONENT: "driver", LABEL_ROLE: ROLE_ACTIVE},
         [{"name": "status", "port": STATUS_PORT}])
 
@@ -456,7 +530,7 @@ def build_service(job_name: str) -> dict[str, Any]:
 def build_run_service(job_name: str, run_id: str) -> dict[str, Any]:
     """The Service of one driver pod (same name): its ``spark.driver.host`` and its status API; owned by the
     pod (``owned_by``) so it goes with it."""
-    job = _dns(job_name)
+    job = job_key(job_name)
     return _headless_service(
         driver_pod_name(job_name, run_id), {LABEL_JOB: job, LABEL_RUN: _dns(run_id)},
         {LABEL_JOB: job, LABEL_RUN: _dns(run_id), LABEL_COMPONENT: "driver"},
@@ -465,7 +539,7 @@ def build_run_service(job_name: str, run_id: str) -> dict[str, Any]:
 
 
 def tool_pod_name(job_name: str, key: str) -> str:
-    return _dns(f"{job_name}-{key}")
+    return _dns(f"{job_key(job_name)}-{key}")
 
 
 def build_tool_pod(
@@ -480,7 +554,7 @@ def build_tool_pod(
     volumes, mounts = _claim_volume(spec)
     # The plan in force, as drivers see it (optional: the compile pod runs before it exists).
     volumes += [{"name": "tmp", "emptyDir": {}},
-                {"name": "plan", "configMap": {"name": _dns(f"{job_name}-plan", 253), "optional": True}}]
+                {"name": "plan", "configMap": {"name": _dns(f"{job_key(job_name)}-plan", 253), "optional": True}}]
     mounts += [{"name": "tmp", "mountPath": "/tmp"}, {"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": True}]
     if input_configmap:
         volumes.append({"name": "input", "configMap": {"name": input_configmap}})
@@ -500,7 +574,7 @@ def build_tool_pod(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": tool_pod_name(job_name, key),
-                     "labels": {LABEL_JOB: _dns(job_name), LABEL_COMPONENT: "tool"}},
+                     "labels": {LABEL_JOB: job_key(job_name), LABEL_COMPONENT: "tool"}},
         "spec": {
             "restartPolicy": "Never",
             "automountServiceAccountToken": False,  # a tool needs no API access

@@ -16,22 +16,28 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CONFIG_ENV = "PLANENGINE_OPERATOR_CONFIG"
-_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h|d)\s*$")
+# The one duration grammar of the operator's configuration and of the SparkPlanJob's duration fields: one or more
+# <whole number><unit> parts, largest first or not (``90s``, ``1h30m``, ``7d``). The chart's values.schema.json
+# and the CRD carry this exact pattern (tests/operator/test_durations.py compares them, and checks samples on
+# both sides), so a value Helm or the API server admits is one the operator can read: no crash loop after a
+# "successful" upgrade.
+DURATION_PATTERN = "^([0-9]+(ms|s|m|h|d))+$"
+_DURATION = re.compile(DURATION_PATTERN)
+_DURATION_PART = re.compile("([0-9]+)(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def parse_duration(text: str | int | float) -> float:
-    """Seconds from ``"120s"``, ``"5m"``, ``"7d"`` (or a bare number of seconds).
+    """Seconds from ``"120s"``, ``"5m"``, ``"1h30m"``, ``"7d"`` (or a YAML number of seconds).
 
-    >>> parse_duration("2m"), parse_duration("0s"), parse_duration(1.5)
-    (120.0, 0.0, 1.5)
+    >>> parse_duration("2m"), parse_duration("0s"), parse_duration("1h30m"), parse_duration(1.5)
+    (120.0, 0.0, 5400.0, 1.5)
     """
-    if isinstance(text, int | float):
+    if isinstance(text, int | float) and not isinstance(text, bool):
         return float(text)
-    match = _DURATION.match(text)
-    if not match:
-        raise ValueError(f"bad duration {text!r}: use a number and a unit ms|s|m|h|d, e.g. 120s")
-    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if not isinstance(text, str) or not _DURATION.fullmatch(text):
+        raise ValueError(f"bad duration {text!r}: use whole numbers with a unit ms|s|m|h|d, e.g. 120s, 5m or 1h30m")
+    return sum(int(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(text))
 
 
 class _Strict(BaseModel):
@@ -87,6 +93,34 @@ class Timing(_Strict):
     stopTimeout: float = 120.0
 
 
+class Admission(_Strict):
+    """What a tenant who may create SparkPlanJobs may ask of the pods the operator builds (docs/operator.md,
+    "What a tenant reaches"). The defaults are for tenants the cluster does not trust: each key widens it.
+
+    Both the admission webhook and the operator's own validation read it (a job that breaks it is refused or
+    reported, never run), and the builders merge only what it admits.
+    """
+
+    # The podTemplate merges as written: privileged containers, host namespaces, any volume, another
+    # ServiceAccount. Only for clusters where whoever creates a SparkPlanJob may run privileged pods anyway.
+    allowPrivilegedPodTemplate: bool = False
+    # hostPath volumes whose path is one of these directories or below one (absolute paths; none by default).
+    allowedHostPathPrefixes: list[str] = Field(default_factory=list)
+    # spec.image may replace the engine catalog's image (else the catalog decides what code runs in the pods).
+    allowImageOverride: bool = False
+    # sparkConf keys that load code or change the JVM/Python command line (spark.*.extraJavaOptions,
+    # *.extraClassPath, spark.jars, spark.plugins, spark.executorEnv.*, spark.pyspark.*, ...).
+    allowJvmOptions: bool = False
+
+    @field_validator("allowedHostPathPrefixes")
+    @classmethod
+    def _absolute(cls, value: list[str]) -> list[str]:
+        for prefix in value:
+            if not prefix.startswith("/") or ".." in prefix.split("/"):
+                raise ValueError(f"allowedHostPathPrefixes entry {prefix!r} must be an absolute path without '..'")
+        return value
+
+
 class OperatorConfig(_Strict):
     defaultEngineVersion: str = "0.1"
     engines: dict[str, EngineEntry] = Field(default_factory=lambda: {"0.1": EngineEntry()})
@@ -98,6 +132,7 @@ class OperatorConfig(_Strict):
     watchNamespaces: list[str] = Field(default_factory=list)
     metrics: Metrics = Field(default_factory=Metrics)
     timing: Timing = Field(default_factory=Timing)
+    admission: Admission = Field(default_factory=Admission)
 
     def engine(self, version: str) -> EngineEntry | None:
         return self.engines.get(version)

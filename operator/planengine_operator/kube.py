@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import ssl
 import tempfile
 from datetime import UTC, datetime
@@ -52,12 +53,24 @@ def _ssl_context() -> ssl.SSLContext | bool:
     if _conn.certificate_path and _conn.private_key_path:
         context.load_cert_chain(_conn.certificate_path, _conn.private_key_path)
     elif _conn.certificate_data and _conn.private_key_data:
-        with tempfile.NamedTemporaryFile("wb", delete=False) as cert, \
-                tempfile.NamedTemporaryFile("wb", delete=False) as key:
-            cert.write(base64.b64decode(_conn.certificate_data))
-            key.write(base64.b64decode(_conn.private_key_data))
-        context.load_cert_chain(cert.name, key.name)
+        _load_cert_chain_from_data(context, base64.b64decode(_conn.certificate_data),
+                                   base64.b64decode(_conn.private_key_data))
     return context
+
+
+def _load_cert_chain_from_data(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """Load a client certificate given as bytes (a kubeconfig's ``client-key-data``).
+
+    ``ssl`` only loads a chain from files, so the bytes go to a private temporary directory (mode 0700, files
+    0600) that is removed as soon as OpenSSL has read them: the private key must not outlive this call on disk.
+    """
+    with tempfile.TemporaryDirectory(prefix="planengine-operator-") as directory:
+        cert_path, key_path = os.path.join(directory, "client.crt"), os.path.join(directory, "client.key")
+        for path, data in ((cert_path, cert), (key_path, key)):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+        context.load_cert_chain(cert_path, key_path)
 
 
 def _session_get() -> aiohttp.ClientSession:

@@ -10,8 +10,10 @@ a create or update that breaks one, and the state machine reports the same probl
 from __future__ import annotations
 
 import dataclasses
+import re
+from typing import Any
 
-from planengine_operator import specdiff
+from planengine_operator import builders, podpolicy, specdiff
 from planengine_operator.config import OperatorConfig
 from planengine_operator.models import JobSpec, JobStatus
 from planengine_operator.specdiff import Change
@@ -87,11 +89,18 @@ def problems(spec: JobSpec, status: JobStatus | None, config: OperatorConfig,
     if spec.storage is not None and spec.storage.uri is not None and not storage_uri_supported(spec.storage.uri):
         found.append(Problem("spec.storage.uri", "StorageUnsupported",
                              f"{STORAGE_URI_MESSAGE} (got {spec.storage.uri!r})"))
+    found += field_problems(spec)
+    if spec.storage is not None and spec.storage.pvc is not None:
+        sub_path = builders.sub_path_problem(spec.storage.pvc.subPath)
+        if sub_path:
+            found.append(Problem("spec.storage.pvc.subPath", "InvalidSubPath", sub_path))
+    found += [Problem(f.field, f.reason, f.message) for f in podpolicy.findings(_tenant_fields(spec), config.admission)]
     ref = spec.plan.compiledPlanRef
     if ref is not None and ref.uri and config.launcher == "kubernetes":
         found.append(Problem("spec.plan.compiledPlanRef.uri", "CompiledPlanUnreadable", COMPILED_PLAN_URI_MESSAGE))
     in_force = status.jobRoot
-    if in_force and spec_job_root and spec_job_root != in_force:
+    # normalised: a job started when subPath ./clicks was kept as written must not read as moved now
+    if in_force and spec_job_root and builders.normalized_root(spec_job_root) != builders.normalized_root(in_force):
         found.append(Problem(
             "spec.storage", "StorageImmutable",
             f"spec.storage now names job root {spec_job_root}, but the job's plan, checkpoints and snapshots are "
@@ -128,3 +137,68 @@ def new_problems(new: list[Problem], old: list[Problem]) -> list[Problem]:
     already broken, so metadata writes (the operator's own annotations, finalizers) never get stuck."""
     before = {(p.field, p.reason) for p in old}
     return [p for p in new if (p.field, p.reason) not in before]
+
+
+def _tenant_fields(spec: JobSpec) -> dict[str, Any]:
+    """The fields :mod:`podpolicy` judges, as stored."""
+    return {key: value for key, value in (("image", spec.image), ("sparkConf", spec.sparkConf),
+                                          ("podTemplate", spec.podTemplate)) if value is not None}
+
+
+# The CRD's patterns and bounds on the same fields (tests/operator/test_field_rules.py keeps them equal): the API
+# server refuses such specs first; these catch one that got in before the rule existed or past a disabled webhook.
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+CONFIGMAP_KEY = r"^[-._a-zA-Z0-9]+$"
+SPARK_CONF_KEY = r"^spark\.[A-Za-z0-9_.-]+$"
+PLAN_OPTION_KEY = r"^table\.plan\.[A-Za-z0-9_.-]+$"
+NO_LINE_BREAK = r"^[^\r\n\x00]*$"
+QUANTITY = r"^([1-9][0-9]*(\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*)(Ki|Mi|Gi|Ti|k|M|G|T)?$"
+BOUNDS = {"executor.instances": (0, 1000), "executor.cores": (1, 256), "driver.cores": (1, 256)}
+
+
+def field_problems(spec: JobSpec) -> list[Problem]:
+    """Names, keys and numbers that Kubernetes or Spark would refuse later (or never act on).
+
+    >>> spec = JobSpec.model_validate({"plan": {"sql": "x"}, "executor": {"instances": -1, "memory": "0"},
+    ...                                "sparkConf": {"--master": "local"}})
+    >>> [p.field for p in field_problems(spec)]
+    ['spec.executor.instances', 'spec.executor.memory', 'spec.sparkConf[--master]']
+    """
+    found: list[Problem] = []
+
+    def check(field: str, value: str | None, pattern: str, what: str, max_length: int = 253) -> None:
+        if value is not None and (len(value) > max_length or not re.fullmatch(pattern, value)):
+            found.append(Problem(field, "InvalidField", f"{field} {value[:80]!r} is not {what}"))
+
+    for path, section in (("plan.configMapRef", spec.plan.configMapRef),
+                          ("catalog.configMapRef", spec.catalog.configMapRef if spec.catalog else None)):
+        if section is not None:
+            check(f"spec.{path}.name", section.name, DNS_SUBDOMAIN, "a ConfigMap name (lower-case DNS subdomain)")
+            check(f"spec.{path}.key", section.key, CONFIGMAP_KEY, "a ConfigMap key (letters, digits, '-', '_', '.')")
+    compiled = spec.plan.compiledPlanRef
+    if compiled is not None:
+        check("spec.plan.compiledPlanRef.name", compiled.name, DNS_SUBDOMAIN, "a ConfigMap name (lower-case DNS "
+                                                                              "subdomain)")
+        check("spec.plan.compiledPlanRef.key", compiled.key, CONFIGMAP_KEY, "a ConfigMap key (letters, digits, "
+                                                                            "'-', '_', '.')")
+    if spec.storage is not None and spec.storage.pvc is not None:
+        check("spec.storage.pvc.claimName", spec.storage.pvc.claimName, DNS_SUBDOMAIN,
+              "a PersistentVolumeClaim name (lower-case DNS subdomain)")
+    for path, (low, high) in BOUNDS.items():
+        section, name = path.split(".")
+        value = getattr(getattr(spec, section), name)
+        if not low <= value <= high:
+            found.append(Problem(f"spec.{path}", "InvalidField", f"spec.{path} must be between {low} and {high} "
+                                                                 f"(got {value})"))
+    for path in ("driver.memory", "executor.memory"):
+        section, name = path.split(".")
+        check(f"spec.{path}", getattr(getattr(spec, section), name), QUANTITY,
+              "a memory size above zero (Kubernetes quantity, e.g. 2Gi)", 32)
+    for key, value in spec.sparkConf.items():
+        check(f"spec.sparkConf[{key}]", key, SPARK_CONF_KEY, "a Spark setting (spark. followed by letters, digits, "
+                                                             "'.', '_' or '-')", 256)
+        check(f"spec.sparkConf[{key}]", value, NO_LINE_BREAK, "a value on one line", 8192)
+    for key in spec.planOptions:
+        check(f"spec.planOptions[{key}]", key, PLAN_OPTION_KEY, "a plan option (table.plan. followed by letters, "
+                                                                "digits, '.', '_' or '-')", 256)
+    return found

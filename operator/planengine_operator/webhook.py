@@ -94,7 +94,9 @@ def review(operation: str, namespace: str, name: str, new: Mapping[str, Any] | N
     try:
         spec = JobSpec.model_validate(spec_dict)
     except pydantic.ValidationError as exc:
-        return [validation.Problem("spec", "Invalid", str(exc).replace("\n", " "))]
+        return [validation.Problem("spec." + ".".join(str(part) for part in error["loc"]), "Invalid",
+                                   f"{error['msg']} (got {str(error.get('input'))[:80]!r})")
+                for error in exc.errors()]
     status = JobStatus.read((old or {}).get("status")) if operation == "UPDATE" else JobStatus()
     found = validation.problems(spec, status, config, job_root_of(namespace, name, spec_dict))
     if operation != "UPDATE" or not old:

@@ -338,6 +338,8 @@ def test_default_config_is_exactly_the_contract(render):
         "stability": {"minBatches": 3, "window": "120s"},
         "snapshots": {"maxCount": 10, "maxAge": "7d", "interval": "0s"},
         "jobRootBase": "/var/lib/planengine/jobs",
+        "admission": {"allowPrivilegedPodTemplate": False, "allowedHostPathPrefixes": [], "allowImageOverride": False,
+                      "allowJvmOptions": False},
         "watchNamespaces": [],
         "metrics": {"port": 8080},
     }

@@ -106,6 +106,14 @@ CASES = {
                                                 ["InitialSnapshotUnsupported"]),
     "create from an absolute initial snapshot": ("CREATE", job({"initialSnapshot": {"uri": "file:///r/snapshots/s1"}}),
                                                  None, []),
+    "create with a privileged podTemplate": ("CREATE", job({"podTemplate": {"spec": {"hostPID": True}}}), None,
+                                             ["PrivilegedPodTemplate"]),
+    "create with a sub path that escapes": ("CREATE", job({"storage": {"pvc": {"claimName": "d",
+                                                                                "subPath": "../../team-b/etl"}}}),
+                                            None, ["InvalidSubPath"]),
+    "create with an image override": ("CREATE", job({"image": "evil:1"}), None, ["ImageOverrideNotAllowed"]),
+    "an update that adds a javaagent": ("UPDATE", job({"sparkConf": {"spark.driver.extraJavaOptions": "-javaagent:a"}},
+                                                      STARTED), job({}, STARTED), ["SparkConfNotAllowed"]),
     "two rules broken at once": ("UPDATE", job({"engineVersion": "9.9", "plan": {"sql": "SELECT 2"}}, STARTED),
                                  job({}, STARTED), ["UnknownEngineVersion", "PlanChangeRefused"]),
 }
@@ -138,7 +146,9 @@ def test_admit_raises_an_admission_error_naming_field_and_fix() -> None:
 
 
 @pytest.mark.parametrize("case", ["create with an unknown engine", "plan text changed", "storage changed",
-                                  "two rules broken at once", "create on an object store"])
+                                  "two rules broken at once", "create on an object store",
+                                  "create with a privileged podTemplate", "create with a sub path that escapes",
+                                  "an update that adds a javaagent"])
 def test_the_reconciler_reports_the_webhook_problem(case: str) -> None:
     """One rule set: what the webhook would reject, the state machine reports with the same reason and text
     (its first problem) when the spec got in anyway."""

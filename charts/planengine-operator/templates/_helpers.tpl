@@ -120,6 +120,7 @@ Engine versions stay strings ("0.1"): toYaml quotes strings that would otherwise
   "stability" $c.stability
   "snapshots" $c.snapshots
   "jobRootBase" $c.jobRootBase
+  "admission" $c.admission
   "watchNamespaces" (.Values.watchNamespaces | default list)
   "metrics" (dict "port" .Values.metrics.port)
 }}

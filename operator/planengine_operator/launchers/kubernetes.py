@@ -35,7 +35,7 @@ from typing import Any
 
 import kopf
 
-from planengine_operator import builders, driverapi, kube
+from planengine_operator import builders, driverapi, kube, podpolicy
 from planengine_operator.config import OperatorConfig
 from planengine_operator.launchers.base import JobRef, LaunchError, ToolPending, ToolRun
 from planengine_operator.launchers.local import lacks_standby
@@ -152,7 +152,7 @@ class KubernetesLauncher:
         return builders.job_root_for_pod(spec, namespace, name)
 
     def image(self, job: JobRef, engine: str) -> str:
-        override = (job.body.get("spec") or {}).get("image")
+        override = self._spec(job).get("image")
         entry = self.config.engine(engine)
         if entry is None:
             raise LaunchError(f"engine {engine} is not in the engine catalog", reason="UnknownEngineVersion",
@@ -167,9 +167,9 @@ class KubernetesLauncher:
         that has none (the operator does not write into the job root for a first plan)."""
         return f"{builders.PLAN_MOUNT}/plan.json"
 
-    @staticmethod
-    def _spec(job: JobRef) -> dict[str, Any]:
-        return dict(job.body.get("spec") or {})
+    def _spec(self, job: JobRef) -> dict[str, Any]:
+        """The spec pods are built from: what ``config.admission`` lets a tenant ask for (podpolicy)."""
+        return podpolicy.admitted_spec(dict(job.body.get("spec") or {}), self.config.admission)
 
     def _check_storage(self, job: JobRef) -> None:
         problem = builders.storage_problem(self._spec(job))
@@ -222,7 +222,7 @@ class KubernetesLauncher:
 
     # -------------------------------------------------------------------------------- pods
     async def _driver_pods(self, job: JobRef) -> list[dict[str, Any]]:
-        selector = f"{builders.LABEL_JOB}={builders._dns(job.name)},{builders.LABEL_COMPONENT}=driver"
+        selector = f"{builders.LABEL_JOB}={builders.job_key(job.name)},{builders.LABEL_COMPONENT}=driver"
         pods = await kube.list_objects(job.namespace, "pods", selector)
         return sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "")
 
@@ -397,7 +397,7 @@ class KubernetesLauncher:
             raise ToolPending(f"tool pod {name} from an earlier attempt is terminating", delay=TOOL_POLL)
         configmap = None
         if files:
-            configmap = builders._dns(f"{job.name}-{key}-input", 253)
+            configmap = builders._dns(f"{builders.job_key(job.name)}-{key}-input", 253)
             await self._adopt_apply(job, "configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
                                                         "metadata": {"name": configmap}, "data": files})
         pod = builders.build_tool_pod(job_name=job.name, key=key, spec=self._spec(job),

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from planengine_operator import builders, driverapi
+from planengine_operator import builders, driverapi, podpolicy
 from planengine_operator.config import OperatorConfig
 from planengine_operator.launchers.base import JobRef, LaunchError, ToolPending, ToolRun
 from planengine_operator.statemachine import DriverObservation
@@ -130,7 +130,12 @@ class LocalLauncher:
             return uri[len("file://"):] if uri.startswith("file://") else uri
         root = Path(self.config.jobRootBase) / namespace / name
         sub = (storage.get("pvc") or {}).get("subPath")
-        return str(root / sub) if sub else str(root)
+        if sub and builders.sub_path_problem(str(sub)):
+            # '..' or an absolute subPath would reach another job's root (another namespace's); validation
+            # reports the spec and nothing runs, and this distinct path inside the job's own directory keeps
+            # the launcher from ever naming a directory outside it.
+            return str(root / ".invalid-subpath")
+        return builders.normalized_root(str(root / str(sub))) if sub else str(root)
 
     def command(self, engine: str) -> list[str]:
         entry = self.config.engine(engine)
@@ -195,7 +200,8 @@ class LocalLauncher:
         (root / ".operator").mkdir(parents=True, exist_ok=True)
         port = _free_port()
         full = [*self.command(engine), *argv, "--status-port", str(port),
-                *builders.conf_args(local_spark_conf(dict(job.body.get("spec") or {})))]
+                *builders.conf_args(local_spark_conf(
+                    podpolicy.admitted_spec(dict(job.body.get("spec") or {}), self.config.admission)))]
         log = open(root / ".operator" / log_name, "ab")  # noqa: SIM115 - owned by the child
         env = engine_env(PLANENGINE_RUN_ID=run_id, PLANENGINE_WRITER_LOCK=str(root / WRITER_LOCK))
         try:

@@ -137,7 +137,12 @@ def operator_config(job_root_base: Path, kind: str = "contract", launcher: str =
         data["stability"] = {"minBatches": 2, "window": "600s"}
         data["timing"] = {"interval": 0.5, "restartBackoffBase": 2, "restartBackoffMax": 10, "toolTimeout": 300,
                           "stopTimeout": 300}
+    admission = overrides.pop("admission", {})
     data.update(overrides)
+    if launcher == "kubernetes":  # job_manifest()'s podTemplate mounts the world's data directory (a hostPath)
+        data["admission"] = {"allowedHostPathPrefixes": [str(job_root_base.parent / "data")], **admission}
+    elif admission:
+        data["admission"] = admission
     if launcher == "kubernetes":
         data["engines"] = {v: {**entry, "image": engine_image(v, entry["localCommand"])[0]}
                            for v, entry in data["engines"].items()}

@@ -45,6 +45,14 @@ def apply_fails(world, manifest) -> str:
     ({"upgradeMode": "sometimes", "driver": {"memory": "2GB"}},
      ['spec.upgradeMode: Unsupported value: "sometimes"', "spec.driver.memory"]),
     ({"plan": {"sql": "INSERT INTO s SELECT 1", "configMapRef": {"name": "x"}}}, ["set exactly one of plan.sql"]),
+    # What a tenant reaches (docs/operator.md): names, paths and keys that failed later, or escaped the job root.
+    ({"storage": {"pvc": {"claimName": "Data_1", "subPath": "../../team-b/etl"}}},
+     ["spec.storage.pvc.claimName", "spec.storage.pvc.subPath: Invalid value", "no '..' segment"]),
+    ({"sparkConf": {"--master": "local", "spark.a": "x\ny"}, "executor": {"instances": 9223372036854775807,
+                                                                         "memory": "0"}},
+     ["sparkConf keys are spark.", "spec.sparkConf[spark.a]", "spec.executor.instances", "spec.executor.memory"]),
+    ({"planOptions": {"table.plan.x'; DROP": "1"}, "catalog": {"configMapRef": {"name": "a/b", "key": "c d"}}},
+     ["planOptions keys are table.plan.", "spec.catalog.configMapRef.name", "spec.catalog.configMapRef.key"]),
 ])
 @LAUNCHER_INDEPENDENT
 def test_the_api_server_refuses_what_the_crd_forbids(world, spec, words):
@@ -111,7 +119,7 @@ def _failed_with(world, name: str, reason: str) -> dict:
 
 @ON_KUBERNETES
 def test_an_image_that_cannot_be_pulled_fails_the_start_with_the_kubelets_reason(world):
-    world.start_operator()
+    world.start_operator(admission={"allowImageOverride": True})  # spec.image is refused by default
     manifest = world.job_manifest("b3", "0.1")
     manifest["spec"]["image"] = "test.local/planengine/engine:gone"
     world.apply(manifest)

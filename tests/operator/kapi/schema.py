@@ -125,6 +125,8 @@ def _parses(fn: Any) -> bool:
 
 
 def _type_ok(value: Any, schema: dict[str, Any]) -> bool:
+    if type(value) is int and not -2 ** 63 <= value < 2 ** 63:
+        value = float(value)  # the API server's JSON decoding: an integer beyond int64 is a float64 ("number")
     if schema.get("x-kubernetes-int-or-string"):
         return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
     wanted = schema.get("type")

@@ -48,6 +48,10 @@ CONTROLLERS = (
     "pod-garbage-collector-controller",  # pods of a removed test node are deleted
     "job-controller",
     "ttl-after-finished-controller",
+    "clusterrole-aggregation-controller",  # fills the aggregated roles (admin, edit, view) users bind to
+    # Judges nodes by their Lease heartbeat: removes the not-ready taint the API server puts on a new node once
+    # it is Ready, and taints (then evicts from) a node whose kubelet stopped renewing.
+    "node-lifecycle-controller",
 )
 
 
@@ -142,7 +146,7 @@ class ControlPlane:
                     f"--controllers={','.join(CONTROLLERS)}", "--use-service-account-credentials=true",
                     f"--service-account-private-key-file={self.service_accounts.key}",
                     f"--root-ca-file={self.ca.cert}", f"--service-cluster-ip-range={SERVICE_CIDR}",
-                    "--concurrent-gc-syncs=4", "--profiling=false", "--v=1"]
+                    "--concurrent-gc-syncs=4", "--node-monitor-period=2s", "--profiling=false", "--v=1"]
         if component == "kube-scheduler":
             return [binary, f"--kubeconfig={self.kubeconfigs['scheduler']}",
                     f"--authentication-kubeconfig={self.kubeconfigs['scheduler']}",

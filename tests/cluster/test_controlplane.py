@@ -17,7 +17,6 @@ from tests.cluster.controlplane import K8S_VERSION, ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 KUBECTL = REPO / ".tools" / "bin" / "kubectl"
-CRD = REPO / "crds" / "sparkplanjobs.planengine.io.yaml"
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -87,15 +86,8 @@ def test_a_deleted_namespace_is_emptied_and_removed(control_plane: ControlPlane)
     wait(lambda: admin.get("", "namespaces", None, name) is None, 90, "the namespace controller to remove it")
 
 
-def test_the_crd_schema_is_enforced_with_the_servers_message(control_plane: ControlPlane,
-                                                             cluster_namespace: str, tmp_path: Path) -> None:
-    run = subprocess.run([str(KUBECTL), "--kubeconfig", str(control_plane.kubeconfigs["admin"]), "--cache-dir",
-                          str(tmp_path), "apply", "--server-side", "-f", str(CRD)], capture_output=True, text=True,
-                         timeout=60)
-    assert run.returncode == 0, run.stderr
-    wait(lambda: any(c["type"] == "Established" and c["status"] == "True" for c in (control_plane.admin.get(
-        "apiextensions.k8s.io", "customresourcedefinitions", None, "sparkplanjobs.planengine.io") or {}).get(
-        "status", {}).get("conditions", [])), 60, "the CRD to be established")
+def test_the_crd_schema_is_enforced_with_the_servers_message(control_plane: ControlPlane, cluster_namespace: str,
+                                                             sparkplanjob_crd: dict[str, Any]) -> None:
     bad = {"apiVersion": "planengine.io/v1alpha1", "kind": "SparkPlanJob", "metadata": {"name": "bad"},
            "spec": {"engineVersion": "not a version", "plan": {"sql": "SELECT 1"}}}
     wait(lambda: _served(control_plane, cluster_namespace), 30, "the SparkPlanJob resource to be served")

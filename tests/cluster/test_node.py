@@ -90,7 +90,8 @@ def test_a_projected_token_authenticates_the_pod_as_its_service_account(control_
                                                                         node: Kubelet) -> None:
     """The pod's token (TokenRequest, bound to the pod) reaches the API server as
     ``system:serviceaccount:<ns>:default``, which RBAC denies secrets: the 403 names that identity."""
-    script = ('python3 -c "import ssl,urllib.request,os;d=\'/var/run/secrets/kubernetes.io/serviceaccount/\';'
+    script = ('/opt/planengine/bin/python -c "import ssl,urllib.request,os;'
+              'd=\'/var/run/secrets/kubernetes.io/serviceaccount/\';'
               'c=ssl.create_default_context(cafile=d+\'ca.crt\');'
               'r=urllib.request.Request(\'https://%s:%s/api/v1/namespaces/%s/secrets\'%(os.environ[\'KUBERNETES_SERVICE_HOST\'],'
               'os.environ[\'KUBERNETES_SERVICE_PORT\'],open(d+\'namespace\').read()),headers={\'Authorization\':'

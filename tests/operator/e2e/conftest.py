@@ -4,9 +4,7 @@ the SparkPlanJob CRD installed, and a ``world`` around one namespace of it."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,28 +22,6 @@ from tests.operator.kubelet import sandbox  # noqa: E402
 
 # PLANENGINE_E2E_LAUNCHER=local|kubernetes|both (default both) selects the launchers the scenarios run on.
 LAUNCHERS = os.environ.get("PLANENGINE_E2E_LAUNCHER", "both")
-CRD = _REPO / "crds" / "sparkplanjobs.planengine.io.yaml"
-
-
-@pytest.fixture(scope="session")
-def sparkplanjob_crd(control_plane, tmp_path_factory):
-    """The CRD as a user installs it (``kubectl apply --server-side``), established before any test uses it."""
-    cache = tmp_path_factory.mktemp("kubectl-cache")
-    run = subprocess.run([str(KUBECTL), "--kubeconfig", str(control_plane.kubeconfigs["admin"]), "--cache-dir",
-                          str(cache), "apply", "--server-side", "-f", str(CRD)], capture_output=True, text=True,
-                         timeout=120)
-    assert run.returncode == 0, run.stderr
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        crd = control_plane.admin.get("apiextensions.k8s.io", "customresourcedefinitions", None,
-                                      "sparkplanjobs.planengine.io") or {}
-        if any(c["type"] == "Established" and c["status"] == "True"
-               for c in (crd.get("status") or {}).get("conditions") or []):
-            return crd
-        time.sleep(0.2)
-    raise AssertionError("the SparkPlanJob CRD was not established within 60 s")
-
-
 @pytest.fixture
 def kapi(control_plane, sparkplanjob_crd, cluster_namespace):
     """The test's namespace of the real control plane (named for the API emulator it replaced)."""

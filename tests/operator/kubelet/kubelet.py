@@ -59,6 +59,7 @@ from tests.operator.kubelet import sandbox, spark_profile
 from tests.operator.kubelet.image import EngineImage, engine_image
 
 SYNC_INTERVAL = 0.2
+HEARTBEAT = 5.0  # seconds between the node's Lease renewals (a kubelet's default is 10 s)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -171,6 +172,7 @@ class Kubelet:
         self.serving = serving
         self.capacity = capacity or node_api.machine_capacity()
         self._server: web.AppRunner | None = None
+        self._last_heartbeat = 0.0
         self.port = 0
         self.root = root
         self.images = images
@@ -228,12 +230,32 @@ class Kubelet:
                 self.started.set()
             while not self._stop.is_set():
                 try:
+                    if self.real:
+                        await self._heartbeat()
                     await self._sync_all()
                 except Exception as error:  # keep the node alive; the test sees the error list
                     self.errors.append(f"{type(error).__name__}: {error}")
                 await asyncio.sleep(SYNC_INTERVAL)
             if self._server is not None:
                 await self._server.cleanup()
+
+    async def _heartbeat(self) -> None:
+        """Renew the node's Lease (``kube-node-lease``) every ``HEARTBEAT`` seconds, as a kubelet does: the
+        node-lifecycle controller judges the node Ready by it (and taints it when it stops)."""
+        now = time.monotonic()
+        if now - self._last_heartbeat < HEARTBEAT:
+            return
+        self._last_heartbeat = now
+        path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{self.node}"
+        body = node_api.node_lease(self.node)
+        async with self.http.put(path, json=body) as rsp:
+            if rsp.status == 404:
+                async with self.http.post("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                                          json=body) as created:
+                    if created.status >= 400:
+                        self.errors.append(f"POST lease: {created.status} {(await created.text())[:200]}")
+            elif rsp.status >= 400:
+                self.errors.append(f"PUT lease: {rsp.status} {(await rsp.text())[:200]}")
 
     async def _register(self) -> None:
         """The kubelet API (logs, over TLS) first, then the Node object that names its port."""

@@ -49,6 +49,14 @@ def node_manifest(name: str, port: int, capacity: dict[str, str]) -> dict[str, A
     }
 
 
+def node_lease(name: str) -> dict[str, Any]:
+    """The node's heartbeat Lease; PUT without a resourceVersion overwrites it (only this kubelet writes it)."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name, "namespace": "kube-node-lease"},
+            "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": now}}
+
+
 def client_context(api: ApiClient) -> ssl.SSLContext:
     """TLS to the API server as this node (its client certificate), verifying the server by the cluster CA."""
     context = ssl.create_default_context(cafile=str(api.ca))

@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from tests.cluster.client import ApiClient, resource_path
+from tests.cluster.client import ApiClient, ApiError, resource_path
 
 WATCH_SECONDS = 300  # the server ends each watch after this; the recorder watches again from where it was
 
@@ -47,7 +47,12 @@ class Recorder:
         version = ""
         while not self._stop.is_set():
             if not version:  # start from now: a list's resourceVersion (nothing exists yet in a new namespace)
-                listed = self.client.request("GET", self.path)
+                try:
+                    listed = self.client.request("GET", self.path)
+                except (ApiError, OSError) as error:  # 429 while a new CRD's storage initializes
+                    self.errors.append(f"{type(error).__name__}: {error}")
+                    self._stop.wait(0.5)
+                    continue
                 version = listed["metadata"]["resourceVersion"]
                 for item in listed.get("items") or []:
                     self.events.append(("ADDED", item))

@@ -23,9 +23,10 @@ from tests.operator.kubelet import sandbox  # noqa: E402
 # PLANENGINE_E2E_LAUNCHER=local|kubernetes|both (default both) selects the launchers the scenarios run on.
 LAUNCHERS = os.environ.get("PLANENGINE_E2E_LAUNCHER", "both")
 @pytest.fixture
-def kapi(control_plane, sparkplanjob_crd, cluster_namespace):
-    """The test's namespace of the real control plane (named for the API emulator it replaced)."""
-    return control_plane, cluster_namespace
+def kapi(control_plane, operator_identity, cluster_namespace):
+    """The test's namespace of the real control plane (named for the API emulator it replaced) and the identity
+    the operator logs in with (the chart's ServiceAccount)."""
+    return control_plane, cluster_namespace, operator_identity
 
 
 def _world(kind: str, launcher: str, kapi, tmp_path, monkeypatch) -> Iterator[World]:
@@ -41,9 +42,9 @@ def _world(kind: str, launcher: str, kapi, tmp_path, monkeypatch) -> Iterator[Wo
             pytest.skip(why)
         # The operator reaches drivers at the pod address their Service selects (the test kubelet's pod IPs).
         monkeypatch.setenv(DRIVER_URL_ENV, "http://{endpoint}:{port}")
-    plane, namespace = kapi
-    built = World(tmp_path, plane, namespace, kind, launcher)
-    monkeypatch.setenv("KUBECONFIG", str(built.kubeconfig))
+    plane, namespace, identity = kapi
+    built = World(tmp_path, plane, namespace, kind, launcher, operator_identity=identity)
+    monkeypatch.setenv("KUBECONFIG", str(built.operator_kubeconfig))  # kopf logs in as the chart's operator
     yield built
     built.close()
 

@@ -34,6 +34,7 @@ from planengine_operator.config import OperatorConfig
 from tests.cluster.client import ApiClient, ApiError
 from tests.cluster.controlplane import ControlPlane
 from tests.cluster.watch import Recorder
+from tests.fixtures.cluster import install_driver_rbac
 from tests.operator.kubelet.kubelet import ImageSpec, Kubelet
 from tests.operator.kubelet.node import create_bound_claim, start_node, stop_node
 
@@ -371,14 +372,18 @@ class World:
     under ``tmp``; on the Kubernetes launcher a node of its own (the test kubelet) runs the pods."""
 
     def __init__(self, tmp: Path, plane: ControlPlane, namespace: str, kind: str = "contract",
-                 launcher: str = "local") -> None:
+                 launcher: str = "local", *, operator_identity: ApiClient | None = None) -> None:
         self.tmp = tmp
         self.plane = plane
         self.api: ApiClient = plane.admin
         self.ns = namespace
         self.kind = kind
         self.launcher = launcher
-        self.kubeconfig = plane.admin.write_kubeconfig(tmp / "kubeconfig", namespace=namespace)
+        self.kubeconfig = plane.admin.write_kubeconfig(tmp / "kubeconfig", namespace=namespace)  # kubectl
+        # The operator under test logs in as the chart's ServiceAccount (admin only where no identity is given).
+        self.operator_kubeconfig = (operator_identity or plane.admin).write_kubeconfig(
+            tmp / "operator.kubeconfig", namespace=namespace)
+        install_driver_rbac(plane, namespace, tmp)  # the chart's driver ServiceAccount and Role in this namespace
         self.jobs_root = tmp / "jobs"
         self.operator: OperatorThread | None = None
         self._feeders: list[threading.Event] = []

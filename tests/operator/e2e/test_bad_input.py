@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from tests.cluster.client import ApiError
+from tests.fixtures.cluster import install_driver_rbac
 from tests.operator.e2e.harness import GROUP, KUBECTL, LAUNCHER_INDEPENDENT, ON_KUBERNETES, PLURAL, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -65,7 +66,7 @@ def test_the_api_server_refuses_what_the_crd_forbids(world, spec, words):
     assert 'The SparkPlanJob "b1" is invalid' in message, message
     for word in words:
         assert word in message, message
-    assert world.api.get(GROUP, PLURAL, "b1") is None
+    assert world.api.get(GROUP, PLURAL, world.ns, "b1") is None
 
 
 @LAUNCHER_INDEPENDENT
@@ -153,7 +154,7 @@ def test_a_driver_pod_that_cannot_start_is_reported_and_the_job_recovers_once_it
     assert world.kubelet is not None
     image = next(name for name in world.kubelet.images if ":0.1-" in name)
     kept = world.kubelet.images.pop(image)
-    pid = world.kubelet.process(running["driver"]["name"])
+    pid = world.kubelet.process(world.ns, running["driver"]["name"])
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: "ErrImagePull" in world.condition("b5", "Degraded").get("message", ""), 30,
@@ -169,3 +170,20 @@ def test_a_driver_pod_that_cannot_start_is_reported_and_the_job_recovers_once_it
     world.assert_exactly_once("b5")
     wait_for(lambda: world.condition("b5", "Degraded").get("status") != "True", 30, "Degraded cleared",
              lambda: world.condition("b5", "Degraded"))
+
+
+@ON_KUBERNETES
+def test_a_pod_the_api_server_refuses_is_reported_with_its_message_and_started_once_it_can(world):
+    """A job namespace without the chart's driver ServiceAccount: the ServiceAccount admission plugin refuses the
+    tool and driver pods. The job shows the API server's own message (not a stuck "Start requested"), and starts
+    when an administrator adds the chart's driver RBAC to the namespace."""
+    world.api.delete("", "serviceaccounts", world.ns, "planengine-driver")
+    world.start_operator()
+    world.add_input("b6", 2)
+    world.apply(world.job_manifest("b6", "0.1"))
+    wait_for(lambda: 'serviceaccount "planengine-driver" not found' in world.condition("b6", "Degraded").get(
+        "message", ""), 60, "the API server's refusal on the job", lambda: world.status("b6"))
+    assert world.condition("b6", "Degraded")["reason"] == "APIRefused"
+    install_driver_rbac(world.plane, world.ns, world.tmp)
+    world.wait_status("b6", lambda s: s.get("phase") == "Running", "Running once the account exists", timeout=90)
+    world.assert_exactly_once("b6")

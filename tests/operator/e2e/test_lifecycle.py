@@ -20,7 +20,7 @@ def test_create_runs_and_commits(world):
     assert status["observedGeneration"] == world.job("j1")["metadata"]["generation"] == 1
     assert world.condition("j1", "Ready")["status"] == "True"
     world.assert_exactly_once("j1")
-    configmap = world.api.get("", "configmaps", "j1-plan")
+    configmap = world.api.get("", "configmaps", world.ns, "j1-plan")
     assert configmap is not None
     assert configmap["metadata"]["labels"]["planengine.io/plan-id"] == status["planId"][:63]  # label limit
     assert configmap["metadata"]["ownerReferences"][0]["uid"] == world.job("j1")["metadata"]["uid"]
@@ -239,7 +239,7 @@ def test_second_job_on_the_same_root_is_refused(world, tmp_path):
     first = world.wait_status("a", lambda s: s.get("phase") == "Running", "a Running")
     world.apply(world.job_manifest("b", "0.1", storage=shared))
     status = world.wait_status("b", lambda s: s.get("phase") == "Failed", "b Failed")
-    assert "already used by default/a" in status["error"]
+    assert f"already used by {world.ns}/a" in status["error"]
     assert world.condition("b", "Degraded")["reason"] == "JobRootInUse"
     assert "JobRootInUse" in world.event_reasons("b")
     assert not status.get("runId")
@@ -303,7 +303,7 @@ def test_delete_collects_everything_the_job_owns(world):
         expected |= {f"pods/{pod}", f"services/{pod}", "services/gone-driver", "configmaps/gone-executor"}
     assert expected <= set(owned), owned
     world.kubectl("delete", "sparkplanjob", "gone", "--wait=false")
-    wait_for(lambda: world.api.get("planengine.io", "sparkplanjobs", "gone") is None, 90,
+    wait_for(lambda: world.api.get("planengine.io", "sparkplanjobs", world.ns, "gone") is None, 90,
              "the SparkPlanJob gone (its finalizer released)")  # kopf stops the timer first: once 30+ s under load
     wait_for(lambda: not _owned_objects(world, uid), 30, "every owned object collected",
              lambda: _owned_objects(world, uid))
@@ -312,4 +312,4 @@ def test_delete_collects_everything_the_job_owns(world):
     with pytest.raises(AssertionError):  # no driver is left behind
         wait_for(lambda: len(world.output("gone")) > committed, 1.5, "no output after the delete")
     if world.launcher == "kubernetes":
-        assert world.kubelet.process(pod) is None
+        assert world.kubelet.process(world.ns, pod) is None

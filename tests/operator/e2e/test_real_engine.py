@@ -112,7 +112,7 @@ def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path
     assert first["engineVersion"] == "0.1" and first["runId"] and first["planId"]
     assert first["jobRoot"] == world.job_root_in_pods(root)
     assert world.condition("r1", "Ready")["status"] == "True"
-    configmap = world.api.get("", "configmaps", "r1-plan")
+    configmap = world.api.get("", "configmaps", world.ns, "r1-plan")
     assert configmap["metadata"]["labels"]["planengine.io/plan-id"] == first["planId"][:63]
     plan = json.loads((root / "plan.json").read_text())
     assert plan["planId"] == first["planId"] and plan["sparkVersion"]
@@ -122,7 +122,7 @@ def test_start_second_job_refused_target_and_upgrade(real_world: World, tmp_path
     # 5. a second job on the same job root is refused; the first is undisturbed
     world.apply(world.job_manifest("r2", "0.1", storage=root))
     second = world.wait_status("r2", lambda s: s.get("phase") == "Failed", "r2 Failed")
-    assert "already used by default/r1" in second["error"] and not second.get("runId")
+    assert f"already used by {world.ns}/r1" in second["error"] and not second.get("runId")
     assert world.condition("r2", "Degraded")["reason"] == "JobRootInUse"
     assert len(world.calls(root, "compile")) == 1 and len(world.calls(root, "run")) == 1
 

@@ -137,6 +137,8 @@ class ControlPlane:
                     f"--kubelet-client-key={self.kubelet_client.key}",
                     f"--kubelet-certificate-authority={self.ca.cert}",
                     "--kubelet-preferred-address-types=InternalIP", "--profiling=false",
+                    # No kube-proxy: webhook (and aggregated API) calls go to a Service's endpoint, not its IP.
+                    "--enable-aggregator-routing=true",
                     f"--cert-dir={self.directory / 'apiserver-certs'}", "--v=1"]
         if component == "kube-controller-manager":
             return [binary, f"--kubeconfig={self.kubeconfigs['controller-manager']}",

@@ -173,6 +173,7 @@ class Kubelet:
         self.capacity = capacity or node_api.machine_capacity()
         self._server: web.AppRunner | None = None
         self._last_heartbeat = 0.0
+        self._api_proxy: asyncio.AbstractServer | None = None
         self.port = 0
         self.root = root
         self.images = images
@@ -238,6 +239,32 @@ class Kubelet:
                 await asyncio.sleep(SYNC_INTERVAL)
             if self._server is not None:
                 await self._server.cleanup()
+            if self._api_proxy is not None:
+                self._api_proxy.close()
+
+    @property
+    def api_service_ip(self) -> str:
+        return f"127.{self._ip_block}.0.1"
+
+    async def _forward_to_api(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        host, _, port = self.api.url.split("://", 1)[1].partition(":")
+        try:
+            upstream_reader, upstream_writer = await asyncio.open_connection(host, int(port))
+        except OSError:
+            writer.close()
+            return
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            try:
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            except OSError:
+                pass
+            finally:
+                sink.close()
+
+        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
 
     async def _heartbeat(self) -> None:
         """Renew the node's Lease (``kube-node-lease``) every ``HEARTBEAT`` seconds, as a kubelet does: the
@@ -268,6 +295,9 @@ class Kubelet:
             self.api.ca, self.serving.cert, self.serving.key))
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        # The `kubernetes` Service as kube-proxy and cluster DNS make it reachable in a pod: the name resolves
+        # (each pod's /etc/hosts) to this node's address of it, port 443, forwarded to the API server.
+        self._api_proxy = await asyncio.start_server(self._forward_to_api, self.api_service_ip, 443)
         manifest = node_api.node_manifest(self.node, self.port, self.capacity)
         async with self.http.post("/api/v1/nodes", json=manifest) as rsp:
             if rsp.status == 409:  # a node of this name from an earlier kubelet: take it over
@@ -506,6 +536,9 @@ class Kubelet:
     async def _hosts(self, pod: dict[str, Any], run: PodRun) -> list[str]:
         """The pod's /etc/hosts additions: its name and the cluster names of the Services selecting it now."""
         lines = [f"{run.ip} {run.name}"]
+        if self.real:
+            lines.append(f"{self.api_service_ip} kubernetes kubernetes.default kubernetes.default.svc "
+                         "kubernetes.default.svc.cluster.local")
         labels = pod["metadata"].get("labels") or {}
         services = (await self._get(f"/api/v1/namespaces/{run.namespace}/services") or {}).get("items") or []
         for svc in services:
@@ -668,7 +701,7 @@ class Kubelet:
             if now - probe.last < float(spec.get("periodSeconds", 10)):
                 continue
             probe.last = now
-            ok = await self._http_probe(run, spec)
+            ok = await self._http_probe(run, spec, container)
             probe.failures, probe.successes = (0, probe.successes + 1) if ok else (probe.failures + 1, 0)
             if kind == "readiness":
                 if ok and probe.successes >= int(spec.get("successThreshold", 1)):
@@ -680,11 +713,18 @@ class Kubelet:
                 with contextlib.suppress(ProcessLookupError):
                     self._kill(container, signal.SIGKILL)  # liveness failed: the container is restarted (policy)
 
-    async def _http_probe(self, run: PodRun, spec: dict[str, Any]) -> bool:
+    async def _http_probe(self, run: PodRun, spec: dict[str, Any], container: Container | None = None) -> bool:
         get = spec.get("httpGet")
         if not get:
             return True  # exec/tcp probes: not supported, counted as passing
-        url = f"http://{run.ip}:{get['port']}{get.get('path', '/')}"
+        port = get["port"]
+        if isinstance(port, str) and not port.isdigit():  # a named port of the container, as the chart uses
+            ports = (container.spec if container else {}).get("ports") or []
+            named = {item.get("name"): item["containerPort"] for item in ports}
+            if port not in named:
+                return False
+            port = named[port]
+        url = f"http://{run.ip}:{port}{get.get('path', '/')}"
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=float(spec.get("timeoutSeconds", 1)))
                                              ) as session, session.get(url) as rsp:

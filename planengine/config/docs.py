@@ -31,9 +31,10 @@ default).
   *Flink* are Flink's keys with Flink's meaning.
 * **Flink's keys**: every key of Flink FLINK_VERSION's table, execution, pipeline, state (checkpointing, RocksDB,
   ForSt, changelog), restart-strategy and SQL-client options is known, so scripts written for Flink run
-  unchanged. The list is generated from Flink's own `ConfigOption` classes (`planengine/config/flink_options.json`,
-  written by `tools/flink-options`: `cd tools/flink-options && mvn -B -q compile exec:exec`, which fetches the
-  pinned Flink jars from Maven Central; tests and the engine only read the checked-in file). A value is checked
+  unchanged. The list is generated from Flink's own `ConfigOption` classes: `planengine/config/flink_options.json`
+  is written by the developer tool in `planengine/config/flink-options-tool` (`cd` there, then
+  `mvn -B -q compile exec:exec`; it fetches the pinned Flink jars from Maven Central; its README says more), and
+  tests and the engine only read the checked-in file. A value is checked
   against the key's Flink type (Boolean, Integer, Long, Double, Duration, MemorySize, Enum, List, Map) and
   Flink's deprecated names are understood (stored under the current key). Each key has one disposition, given
   in `planengine/config/flink.py`:
@@ -44,7 +45,7 @@ default).
   * keys planengine honours are in the first table (marked *Flink*).
 
   A few keys of older Flink releases that the pinned release no longer has are declared by hand (Flink
-  version `1.20`). Keys under `python.` and `spark.` are accepted and reported (Spark settings belong to the
+  version `1.x`). Keys under `python.` and `spark.` are accepted and reported (Spark settings belong to the
   driver).
 """
 

@@ -190,11 +190,11 @@ def honoured_flink_keys(engine_keys: frozenset[str]) -> tuple[str, ...]:
 
 def _older(key: str, type_, default: str | None, description: str, treatment: Treatment, note: str,  # type: ignore[no-untyped-def]
            **extra) -> Option:
-    return Option(key, type_, default, description, treatment=treatment, note=note, flink_version="1.20", **extra)
+    return Option(key, type_, default, description, treatment=treatment, note=note, flink_version="1.x", **extra)
 
 
 # Keys scripts written for older Flink releases (or Flink's planner-internal experimental keys) still set, which
-# the generated table of the pinned release no longer holds. Declared by hand, marked 'Flink 1.20'.
+# the generated table of the pinned release no longer holds. Declared by hand, marked Flink version "1.x".
 OLDER_FLINK_OPTIONS: tuple[Option, ...] = (
     _older("table.exec.emit.early-fire.enabled", BOOL, "false",
            "Experimental: emit window results before the window closes.", "unsupported",

@@ -1,5 +1,6 @@
 """Flink's own option keys, read from ``flink_options.json`` (generated from Flink's ``ConfigOption`` classes by
-``tools/flink-options``), with each Flink type turned into the parser that validates a value the way Flink would.
+the developer tool in ``planengine/config/flink-options-tool``), with each Flink type turned into the parser
+that validates a value the way Flink would.
 
 The file is data, not code, so a Flink bump is a regenerated file and a reviewable diff; what planengine *does*
 with each key lives in ``planengine.config.flink``.

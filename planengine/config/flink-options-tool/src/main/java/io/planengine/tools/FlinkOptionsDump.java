@@ -221,7 +221,7 @@ public final class FlinkOptionsDump {
         StringBuilder json = new StringBuilder();
         json.append("{\n");
         json.append("  \"flinkVersion\": ").append(quote(version)).append(",\n");
-        json.append("  \"generatedBy\": \"tools/flink-options (see its README.md)\",\n");
+        json.append("  \"generatedBy\": \"planengine/config/flink-options-tool (see its README.md)\",\n");
         json.append("  \"artifacts\": ").append(list(artifacts)).append(",\n");
         json.append("  \"prefixes\": ").append(list(prefixes)).append(",\n");
         json.append("  \"options\": [\n");

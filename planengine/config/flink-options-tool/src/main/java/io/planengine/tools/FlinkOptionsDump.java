@@ -209,7 +209,8 @@ public final class FlinkOptionsDump {
     static String firstSentence(String html) {
         String text = TAG.matcher(html.replace("<br />", " ")).replaceAll(" ")
                 .replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&#39;", "'")
-                .replace("&amp;", "&").replaceAll("\\s+", " ").trim();
+                .replace("&amp;", "&").replaceAll("\\s+", " ").trim()
+                .replaceAll(" ([.,;:)])", "$1"); // tags stripped to spaces left "exponential-delay ."
         Matcher end = SENTENCE_END.matcher(text);
         return end.find() ? text.substring(0, end.end()) : text;
     }

@@ -55,6 +55,9 @@ class CompiledPlan:
         except json.JSONDecodeError as error:
             raise PlanError(f"plan is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}",
                             hint="compile it again with planengine compile") from None
+        except RecursionError:
+            raise PlanError("plan JSON is nested too deeply to be a compiled plan",
+                            hint="compile it again with planengine compile") from None
         validate_plan(data)
         return CompiledPlan(data, session)
 

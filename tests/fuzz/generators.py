@@ -173,6 +173,38 @@ def _mutate_once(plan: dict[str, Any], rng: random.Random) -> str:
     return "unchanged"
 
 
+_ENVELOPE_NODE_KEYS = ("id", "type", "outputType", "changelogMode", "description", "configuration", "state", "uids")
+
+
+def _mutate_node_inside(plan: dict[str, Any], rng: random.Random, seeds: list[dict[str, Any]]) -> str:
+    """A mutation below the envelope (a node's own fields, or its type swapped for another node's), which the
+    structural validation lets through: it exercises restore, the runtime support check and explain."""
+    nodes = [n for n in _nodes(plan) if isinstance(n, dict)]
+    if not nodes:
+        return "unchanged"
+    node = rng.choice(nodes)
+    roll = rng.random()
+    if roll < 0.15:
+        other = rng.choice([n for seed in seeds for n in seed["nodes"]])
+        node["type"] = other["type"]
+        return f"node {node.get('id')} type -> {other['type']}"
+    if roll < 0.25:
+        node["outputType"] = rng.choice(["ROW<>", "ROW<`a` NOPE>", "BIGINT", "ROW<`a` BIGINT, `a` INT>", "ROW<",
+                                         "ROW<`x` ARRAY<MAP<INT, ROW<`y` DECIMAL(99, 2)>>>>"])
+        return f"node {node.get('id')} outputType -> {node['outputType']!r}"
+    own = [k for k in node if k not in _ENVELOPE_NODE_KEYS]
+    if not own:
+        return "unchanged"
+    key = rng.choice(own)
+    path = [key, *_random_path(rng, node[key], depth=1)]
+    if rng.random() < 0.3 and len(path) > 1:
+        _delete(node, path)
+        return f"node {node.get('id')}: delete {path}"
+    value = rng.choice(_ODD_VALUES)
+    _set(node, path, copy.deepcopy(value))
+    return f"node {node.get('id')}: set {path} = {value!r:.40}"
+
+
 def mutated_plan(rng: random.Random, seeds: list[dict[str, Any]]) -> tuple[str, str]:
     """(plan file text, description): a golden plan with one to three mutations; resealed half of the time;
     now and then broken at the text level, or a very deep chain."""
@@ -185,6 +217,11 @@ def mutated_plan(rng: random.Random, seeds: list[dict[str, Any]]) -> tuple[str, 
             return dumps(plan), f"chain of {length} nodes closed into a cycle"
         return dumps(plan), f"chain of {length} nodes"
     plan = copy.deepcopy(rng.choice(seeds))
+    if rng.random() < 0.5:  # inside nodes, resealed: past the structural validation, into restore and explain
+        steps = [_mutate_node_inside(plan, rng, seeds) for _ in range(rng.randint(1, 2))]
+        reseal(plan)
+        steps.append("resealed")
+        return dumps(plan), "; ".join(steps)
     steps = [_mutate_once(plan, rng) for _ in range(rng.randint(1, 3))]
     if rng.random() < 0.5:
         reseal(plan)

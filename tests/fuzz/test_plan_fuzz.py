@@ -153,3 +153,23 @@ def test_a_deep_plan_is_validated_and_explained_in_linear_time(tmp_path: Path,
     path.write_text(dumps(plan))
     code, _, err, took = run_cli(["explain", "--plan", str(path)], capsys)
     assert code == 2 and "cycle" in err and took < PER_INPUT_SECONDS
+
+
+def test_a_node_field_of_the_wrong_shape_is_reported_not_raised(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the campaign (input 41): a table identifier that is a list escaped restore as AttributeError."""
+    plan = next(p for p in seed_plans() if any("table" in n for n in p["nodes"]))
+    node = next(n for n in plan["nodes"] if "table" in n)
+    node["table"]["identifier"] = [1, 2]
+    path = tmp_path / "plan.json"
+    path.write_text(dumps(reseal(plan)))
+    code, out, _, _ = run_cli(["check", "--plan", str(path), "--json"], capsys)
+    reasons = json.loads(out)["reasons"]
+    assert code == 4 and f"node {node['id']}" in reasons[0]["message"] and "malformed field" in reasons[0]["message"]
+
+
+def test_json_nested_too_deeply_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text("[" * 200_000)
+    code, out, err, _ = run_cli(["check", "--plan", str(path), "--json"], capsys)
+    assert code == 2 and "nested too deeply" in json.loads(out)["error"]

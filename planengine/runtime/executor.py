@@ -38,6 +38,7 @@ from planengine.runtime import fencing
 from planengine.runtime.channels import cut
 from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.context import DrainControl, TranslationContext
+from planengine.runtime.control_token import control_token
 from planengine.runtime.jvm.state_move import move_pending_state
 from planengine.runtime.plan_in_force import install_run_plan, plan_to_run
 from planengine.runtime.python_functions import register_user_functions
@@ -439,7 +440,7 @@ def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str
     server = None
     try:
         if status_port is not None:
-            server = StatusServer(job, host=status_host(), port=status_port).start()
+            server = StatusServer(job, host=status_host(), port=status_port, token=control_token()).start()
             write_driver_file(root, run.run_id, server.port, server.url)
         if until_idle:
             job.process_available()

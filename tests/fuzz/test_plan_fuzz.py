@@ -171,5 +171,5 @@ def test_a_node_field_of_the_wrong_shape_is_reported_not_raised(tmp_path: Path,
 def test_json_nested_too_deeply_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "plan.json"
     path.write_text("[" * 200_000)
-    code, out, err, _ = run_cli(["check", "--plan", str(path), "--json"], capsys)
+    code, out, _, _ = run_cli(["check", "--plan", str(path), "--json"], capsys)
     assert code == 2 and "nested too deeply" in json.loads(out)["error"]

@@ -349,12 +349,28 @@ def _idleness(query: Any, progress: dict[str, Any] | None, exception: Any) -> di
     data_available = status.get("isDataAvailable")
     trigger_active = status.get("isTriggerActive")
     sources = (progress or {}).get("sources") or []
-    read_to_end = all(s.get("latestOffset") is None or s.get("latestOffset") == s.get("endOffset") for s in sources)
+    read_to_end = all(_offset(s.get("latestOffset")) is None
+                      or _offset(s.get("latestOffset")) == _offset(s.get("endOffset")) for s in sources)
     # Not ``trigger_active``: an idle query with the default trigger checks its sources every few milliseconds,
     # so a status read may land on such a check.
     caught_up = bool(status) and progress is not None and data_available is False and read_to_end
     return {"dataAvailable": data_available, "triggerActive": trigger_active,
             "lastInputRows": (progress or {}).get("numInputRows"), "caughtUp": caught_up}
+
+
+def _offset(value: Any) -> Any:
+    """A source offset of a progress report as data: PySpark hands them over as JSON text, and a source that
+    does not know its latest offset (Spark's file source) reports the text ``"null"``.
+
+    >>> _offset('{"logOffset": 0}') == _offset('{"logOffset":0}'), _offset("null"), _offset(None)
+    (True, None, None)
+    """
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
 
 
 def _label(spec: Any, specs: list[Any]) -> str:

@@ -1,7 +1,7 @@
 """Fuzzing campaign: mutated plans through the real CLI, hostile HTTP requests against the driver API.
 
-    .venv/bin/python benchmarks/fuzz/plan_campaign.py --mode plans --count 2000 --seed 20261128
-    .venv/bin/python benchmarks/fuzz/plan_campaign.py --mode http --count 1000 --seed 20261128
+    .venv/bin/python benchmarks/fuzz/plan_campaign.py --mode plans --count-plans 2000 --seed 20261128
+    .venv/bin/python benchmarks/fuzz/plan_campaign.py --mode http --count-http 1000 --seed 20261128
     .venv/bin/python benchmarks/fuzz/plan_campaign.py --mode both          # both, default counts
 
 ``plans``: each mutated plan (``tests/fuzz/generators.py``, the generator the bounded tests use) is written to a
@@ -13,7 +13,7 @@ code outside its documented set (check 0/2/3/4, explain 0/2), and as a *hang* wh
 ``StatusServer`` (token-protected, over a recording driver) in this process; it fails when a stop or start
 happens without the token, the server does not answer or close within the bound, or ``/healthz`` stops
 answering. Prints a Markdown report (counts, slowest inputs, load average) to stdout; a failing input is
-printed with its index, so ``--start INDEX --count 1`` replays it.
+printed with its index, so ``--start INDEX --count-plans 1`` (or ``--count-http 1``) replays it.
 """
 
 from __future__ import annotations

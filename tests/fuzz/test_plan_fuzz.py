@@ -23,8 +23,10 @@ from planengine.plan.serde import dumps
 from tests.fuzz.generators import chain_plan, mutated_plan, reseal, seed_plans
 
 SEED = 20261128
-INPUTS = 150
-PER_INPUT_SECONDS = 5.0
+INPUTS = 100
+# A bound on one command, not a benchmark: far above the slowest input (an 8 000-node plan, ~1 s) so a loaded
+# machine does not fail it, far below "never finishes".
+PER_INPUT_SECONDS = 10.0
 CHECK_EXITS = {0, 2, 3, 4}
 
 
@@ -35,9 +37,9 @@ class Hang(Exception):
 @pytest.fixture(autouse=True, scope="module")
 def _imports_done(tmp_path_factory: pytest.TempPathFactory) -> None:
     """``check`` imports the Spark runtime and its translators on first use (seconds on a loaded machine): that
-    is not the input's time, so one untimed check of every golden plan goes first."""
+    is not the input's time, so untimed checks of a few golden plans go first."""
     path = tmp_path_factory.mktemp("warm") / "plan.json"
-    for plan in seed_plans():
+    for plan in seed_plans()[:3]:
         path.write_text(dumps(plan))
         cli_main(["check", "--plan", str(path), "--json"])
 
@@ -69,7 +71,7 @@ def test_mutated_plans_end_in_documented_exit_codes(tmp_path: Path, capsys: pyte
     rng = random.Random(SEED)
     seeds = seed_plans()
     path = tmp_path / "plan.json"
-    slowest = (0.0, "")
+    slowest = (0.0, "", "")
     for index in range(INPUTS):
         text, what = mutated_plan(rng, seeds)
         path.write_text(text, encoding="utf-8", errors="surrogateescape")
@@ -83,7 +85,7 @@ def test_mutated_plans_end_in_documented_exit_codes(tmp_path: Path, capsys: pyte
         code, out, err, took2 = run_cli(["explain", "--plan", str(path)], capsys)
         assert code in (0, 2), f"{where}: explain exited {code}: {err[-500:]}"
         assert (code == 0) == bool(out.strip()), where
-        slowest = max(slowest, (took + took2, what))
+        slowest = max(slowest, (took, "check", what), (took2, "explain", what))
     assert slowest[0] < PER_INPUT_SECONDS, slowest
 
 

@@ -49,6 +49,7 @@ class TableEnvironment(CatalogStatements):
     def __init__(self, config: dict[str, str] | None = None, catalog_manager: CatalogManager | None = None,
                  registry: FunctionRegistry | None = None):
         self.config: dict[str, str] = validate_options(dict(config or {}))
+        self._reported_notes: set[str] = set()
         self.catalog_manager = catalog_manager or CatalogManager()
         self.registry = registry or default_registry()
 
@@ -127,7 +128,8 @@ class TableEnvironment(CatalogStatements):
             return TableResult("ROWS", rows=sorted(self.config.items()), columns=("key", "value"))
         result = REGISTRY.check(stmt.key, stmt.value or "")
         self.config[result.key] = result.value
-        if result.note:
+        if result.note and result.note not in self._reported_notes:  # once per session: a note, not a nag
+            self._reported_notes.add(result.note)
             log.warning("%s", result.note)
         return TableResult("OK", f"set '{result.key}' = '{result.value}'")
 

@@ -11,11 +11,14 @@ Objects of one job ``<job>`` on the Kubernetes launcher:
   its executors reach it under a name that never moves to another pod;
 * the headless Service ``<job>-driver`` that selects the ``active`` driver: the status API of the job;
 * ConfigMaps ``<job>-plan`` (the plan in force) and ``<job>-executor`` (the executors' pod template);
+* the Secret ``<job>-control-token``: the token the driver API's stop and start require, mounted into driver
+  and standby pods (docs/operator.md, "Driver API");
 * the fencing Lease ``spj-root-<hash>`` and short-lived tool pods (``planengine check`` and friends).
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 import posixpath
@@ -41,6 +44,8 @@ SPARK_MOUNT = "/etc/planengine/spark"
 EXECUTOR_TEMPLATE_KEY = "executor-pod.yaml"
 TOOL_INPUT_MOUNT = "/etc/planengine/input"
 STATUS_PORT = 4041
+CONTROL_TOKEN_MOUNT = "/etc/planengine/control"
+CONTROL_TOKEN_KEY = "token"
 DRIVER_PORT = 7078
 BLOCK_MANAGER_PORT = 7079
 # The ServiceAccount driver pods run as; the chart creates it with the RBAC Spark needs for executor pods.
@@ -356,9 +361,41 @@ def spark_conf(spec: dict[str, Any], *, namespace: str, pod_name: str, image: st
         "spark.executor.cores": str(executor.get("cores", 1)),
         "spark.executor.memory": _spark_memory(str(executor.get("memory", "1Gi"))),
     }
+    # The driver's RPC and block-manager ports are published through its Service: only processes holding the
+    # application's secret may talk to them. Spark on Kubernetes generates that secret per application and hands
+    # it to the executor pods it creates (Spark's security docs, "Kubernetes"); the user's sparkConf may not
+    # switch it off.
     conf.update({k: str(v) for k, v in (spec.get("sparkConf") or {}).items()})
+    conf["spark.authenticate"] = "true"
     conf.pop("spark.sql.shuffle.partitions", None)
     return conf
+
+
+def control_token_secret_name(job_name: str) -> str:
+    return _dns(f"{job_key(job_name)}-control-token", 253)
+
+
+def build_control_token_secret(job_name: str, token: str) -> dict[str, Any]:
+    """``<job>-control-token``: the job's driver API token (owned by the SparkPlanJob, so it goes with it)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": control_token_secret_name(job_name),
+                     "labels": {LABEL_JOB: _dns(job_name), LABEL_COMPONENT: "control-token"}},
+        "data": {CONTROL_TOKEN_KEY: base64.b64encode(token.encode()).decode()},
+    }
+
+
+def secret_token(secret: dict[str, Any] | None) -> str | None:
+    """The token a ``<job>-control-token`` Secret holds, or None when it has none."""
+    encoded = ((secret or {}).get("data") or {}).get(CONTROL_TOKEN_KEY)
+    if not encoded:
+        return None
+    try:
+        return base64.b64decode(encoded).decode().strip() or None
+    except ValueError:
+        return None
 
 
 def conf_args(conf: dict[str, str]) -> list[str]:
@@ -435,12 +472,15 @@ def build_driver_pod(
     driver = spec.get("driver") or {}
     name = driver_pod_name(job_name, run_id)
     volumes, mounts = _claim_volume(spec)
-    volumes += [{"name": "tmp", "emptyDir": {}},
+    volumes += [{"name": "control-token", "secret": {"secretName": control_token_secret_name(job_name),
+                                                     "defaultMode": 0o440}},
+                {"name": "tmp", "emptyDir": {}},
                 {"name": "plan", "configMap": {"name": _dns(f"{job_key(job_name)}-plan", 253)}},
                 {"name": "spark", "configMap": {"name": _dns(f"{job_key(job_name)}-executor", 253)}}]
     mounts += [{"name": "tmp", "mountPath": "/tmp"},
                {"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": True},
-               {"name": "spark", "mountPath": SPARK_MOUNT, "readOnly": True}]
+               {"name": "spark", "mountPath": SPARK_MOUNT, "readOnly": True},
+               {"name": "control-token", "mountPath": CONTROL_TOKEN_MOUNT, "readOnly": True}]
     conf = spark_conf(spec, namespace=namespace, pod_name=name, image=image)
     labels = {LABEL_JOB: job_key(job_name), LABEL_RUN: _dns(run_id), LABEL_COMPONENT: "driver", LABEL_ROLE: role}
     pod: dict[str, Any] = {
@@ -460,6 +500,8 @@ def build_driver_pod(
                     {"name": "PLANENGINE_RUN_ID", "value": run_id},
                     {"name": "PLANENGINE_TAKE_OVER_RUN_LOCK", "value": "1"},
                     {"name": "PLANENGINE_STATUS_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                    # The file, never the token: an env var is readable by anyone who may read the pod spec.
+                    {"name": "PLANENGINE_CONTROL_TOKEN_FILE", "value": f"{CONTROL_TOKEN_MOUNT}/{CONTROL_TOKEN_KEY}"},
                 ],
                 "ports": [{"name": "status", "containerPort": STATUS_PORT},
                           {"name": "driver-rpc", "containerPort": DRIVER_PORT},

@@ -33,6 +33,10 @@ class DriverObservation:
     exit_code: int | None = None
     standby_run_id: str | None = None  # run id of a live standby driver (``run --standby``), if any
     problem: str | None = None  # why the driver's pod cannot start (image pull, missing claim): not a silent Pending
+    # Every query active and caught up with its sources (``caughtUp`` in /v1/status): no input to commit, which
+    # the stability gate counts as healthy. None: the driver does not say (an engine before the field).
+    idle: bool | None = None
+    not_idle: str | None = None  # when not idle: the first query that is not caught up, and why
 
     @classmethod
     def gone(cls, exit_code: int | None = None) -> DriverObservation:

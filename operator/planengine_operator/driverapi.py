@@ -1,7 +1,8 @@
 """Client of the driver's HTTP status API (DESIGN §6): the only way the operator sees inside a driver.
 
-Beyond §6 (docs/DESIGN.md, Refinements): ``POST /v1/start`` on a warm standby, and ``phase`` /
-``capabilities`` in ``/v1/status``."""
+Beyond §6 (docs/DESIGN.md, Refinements): ``POST /v1/start`` on a warm standby, ``phase`` / ``capabilities``
+and per-query ``caughtUp`` in ``/v1/status``, and the job's control token on every POST (docs/operator.md,
+"Driver API")."""
 
 from __future__ import annotations
 
@@ -29,9 +30,10 @@ async def get_status(base_url: str, timeout: float = 3.0) -> dict[str, Any] | No
         return None
 
 
-async def stop(base_url: str, *, snapshot: bool, drain: bool = False, timeout: float = 120.0) -> dict[str, Any]:
+async def stop(base_url: str, *, snapshot: bool, drain: bool = False, timeout: float = 120.0,
+               token: str | None = None) -> dict[str, Any]:
     """``POST /v1/stop``: stop at a batch boundary, answer the snapshot id (as ``"snapshot"``), exit 0."""
-    answer = await _post(base_url, "/v1/stop", {"snapshot": snapshot, "drain": drain}, timeout)
+    answer = await _post(base_url, "/v1/stop", {"snapshot": snapshot, "drain": drain}, timeout, token)
     # The engine answers {"stopped": true, "snapshotId": id} (planengine/runtime/status_server.py); callers read
     # "snapshot". An answer without an id is a stop without a snapshot (or none was possible).
     if isinstance(answer, dict) and answer.get("snapshot") is None:
@@ -39,12 +41,13 @@ async def stop(base_url: str, *, snapshot: bool, drain: bool = False, timeout: f
     return answer if isinstance(answer, dict) else {}
 
 
-async def start(base_url: str, *, from_snapshot: str | None, timeout: float = 120.0) -> dict[str, Any]:
+async def start(base_url: str, *, from_snapshot: str | None, timeout: float = 120.0,
+                token: str | None = None) -> dict[str, Any]:
     """``POST /v1/start`` on a standby driver: fork ``from_snapshot`` into its run and start the queries.
 
     Answers ``{"started": true, "runId": ...}``; asking again with the same snapshot answers the same run,
     so an operator that restarted mid-step may repeat it."""
-    answer = await _post(base_url, "/v1/start", {"fromSnapshot": from_snapshot}, timeout)
+    answer = await _post(base_url, "/v1/start", {"fromSnapshot": from_snapshot}, timeout, token)
     if not isinstance(answer, dict) or not answer.get("started"):
         raise DriverApiError(f"POST /v1/start did not start the driver: {answer!r}")
     return answer
@@ -68,12 +71,32 @@ def summarize(status: dict[str, Any]) -> tuple[int, str | None, str | None]:
     return batches, exception, status.get("runId")
 
 
-async def _post(base_url: str, path: str, payload: dict[str, Any], timeout: float) -> Any:
-    """POST JSON to the driver; any transport, status or decoding failure is a :class:`DriverApiError`."""
+def idleness(status: dict[str, Any]) -> tuple[bool | None, str | None]:
+    """(every query caught up with its sources, else the first that is not and why) from a /v1/status body.
+
+    ``(None, None)`` when the engine does not report ``caughtUp`` (older engines): the gate then judges by
+    committed batches alone, as before."""
+    queries = [q for q in status.get("queries") or [] if isinstance(q, dict)]
+    if not queries or any("caughtUp" not in q for q in queries):
+        return None, None
+    for query in queries:
+        if str(query.get("state", "")).upper() != "ACTIVE":
+            return False, f"query {query.get('uid')} is {query.get('state')}"
+        if query.get("caughtUp") is not True:
+            why = ("has input available" if query.get("dataAvailable") else "has not caught up with its sources"
+                   if query.get("dataAvailable") is False else "has reported no progress yet")
+            return False, f"query {query.get('uid')} {why}"
+    return True, None
+
+
+async def _post(base_url: str, path: str, payload: dict[str, Any], timeout: float, token: str | None) -> Any:
+    """POST JSON to the driver with the job's control token; any transport, status or decoding failure is a
+    :class:`DriverApiError` (whose message never holds the token)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
-            session.post(f"{base_url}{path}", json=payload) as rsp,
+            session.post(f"{base_url}{path}", json=payload, headers=headers) as rsp,
         ):
             body = await rsp.text()
             if rsp.status != 200:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json as json_module
 import os
 import ssl
@@ -174,6 +175,12 @@ async def apply(namespace: str, plural: str, manifest: dict[str, Any], *, api: s
     if patched is None:
         raise kopf.TemporaryError(f"{plural}/{name} vanished while applying", delay=1)
     return patched
+
+
+async def create(namespace: str, plural: str, manifest: dict[str, Any], *, api: str = "/api/v1") -> None:
+    """Create unless it exists (an existing object is kept as it is: e.g. a Secret whose token drivers hold)."""
+    with contextlib.suppress(Conflict):
+        await _request("POST", f"{api}/namespaces/{namespace}/{plural}", json=manifest)
 
 
 async def delete(namespace: str, plural: str, name: str, *, api: str = "/api/v1",

@@ -405,7 +405,8 @@ def _gate(view: JobView) -> tuple[int, float]:
 
 
 def _stabilize(view: JobView, op: Operation, observed: DriverObservation) -> Decision:
-    """The stability gate: N committed batches, no query exception, driver alive, within the window."""
+    """The stability gate: no query exception, driver alive, and within the window either N committed batches or,
+    at its end, every query idle and caught up with its sources (no input arrived: nothing to commit)."""
     min_batches, window = _gate(view)
     baseline = (view.status.driver.baselineBatches if view.status.driver else None) or 0
     if observed.problem:  # its pod will not start by itself: roll back now rather than at the window's end
@@ -416,19 +417,33 @@ def _stabilize(view: JobView, op: Operation, observed: DriverObservation) -> Dec
         return gate_failed(view, op, f"query exception on the new engine: {observed.exception}")
     committed = (observed.batches or 0) - baseline
     if observed.healthy and committed >= min_batches:
-        if op.planFile:  # the target runs a migrated plan, now the job root's plan in force: publish it
-            return goto(view, op, "Publish", message=f"engine {op.engineVersion} committed {committed} batches "
-                                                     "without an exception; publishing its migrated plan")
-        return _upgrade_succeeded(view, op, committed)
+        return _gate_passed(view, op, f"{committed} of {min_batches} batches committed", committed)
     if seconds_since(op.stepStarted, view.now) > window:
+        # Progress that is possible: a source with no input during the window (a topic quiet at night) commits
+        # nothing, and a target whose every query is active and caught up with its sources is healthy.
+        if observed.healthy and observed.idle:
+            return _gate_passed(view, op, f"idle: every query caught up, no input arrived in {window:g}s "
+                                          f"({max(committed, 0)} of {min_batches} batches committed)", None)
+        why = ("the driver's status API did not answer" if not observed.healthy else observed.not_idle
+               or "the engine does not report whether its queries are caught up")
         return gate_failed(view, op, f"only {max(committed, 0)} of {min_batches} batches committed within "
-                                     f"{window:g}s")
+                                     f"{window:g}s, and the job is not idle: {why}")
     return Decision()
 
 
-def _upgrade_succeeded(view: JobView, op: Operation, committed: int | None, plan_id: str | None = None) -> Decision:
+def _gate_passed(view: JobView, op: Operation, verdict: str, committed: int | None) -> Decision:
+    if op.planFile:  # the target runs a migrated plan, now the job root's plan in force: publish it
+        return goto(view, op, "Publish", message=f"engine {op.engineVersion}: {verdict} without an exception; "
+                                                 "publishing its migrated plan")
+    return _upgrade_succeeded(view, op, committed, verdict=f"engine {op.engineVersion} passed the stability gate: "
+                                                           f"{verdict}, no exception")
+
+
+def _upgrade_succeeded(view: JobView, op: Operation, committed: int | None, plan_id: str | None = None,
+                       verdict: str | None = None) -> Decision:
     upgrade = upgrade_record(view)
-    message = (f"engine {upgrade.to} committed {committed} batches without an exception" if committed is not None
+    message = (verdict if verdict is not None
+               else f"engine {upgrade.to} committed {committed} batches without an exception" if committed is not None
                else op.message or f"engine {upgrade.to} passed the stability gate")
     if plan_id:
         message += f"; its migrated plan {plan_id[:12]} is the plan in force"

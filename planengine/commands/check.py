@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from planengine.commands._env import (
     add_session_arguments,
@@ -23,6 +24,7 @@ from planengine.commands._env import (
     session,
     spark_conf_from_args,
 )
+from planengine.errors import UserError
 from planengine.exec.base import lookup, split_type_name
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.restorable import check_restorable
@@ -44,7 +46,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run(args: argparse.Namespace) -> int:
     spark_conf_from_args(args)
-    plan = CompiledPlan.from_json(read_text(args.plan), session(args).plan_session())
+    try:
+        plan = CompiledPlan.from_json(read_text(args.plan), session(args).plan_session())
+    except UserError as error:
+        if not args.json:
+            raise
+        # Tooling reads --json's stdout whatever the verdict: a malformed plan answers a JSON body too (exit 2),
+        # and people read stderr, as for every other user error.
+        print(f"planengine: error: {error.render()}", file=sys.stderr)
+        print(json.dumps({"status": "malformed", "exitCode": error.exit_code, "error": error.message,
+                          "hint": error.hint, "reasons": [{"status": "malformed", "message": error.message,
+                                                           **({"hint": error.hint} if error.hint else {})}]},
+                         indent=2))
+        return error.exit_code
     report = plan.check()
     _check_runtime_support(plan.data, report)
     check_restorable(plan, report)  # with the catalog and options `run --plan` would get

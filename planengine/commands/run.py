@@ -32,6 +32,7 @@ from planengine.commands.compile import split_program
 from planengine.errors import UserError
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.serde import MAX_PARALLELISM
+from planengine.runtime.control_token import TOKEN_FILE_ENV, control_token
 from planengine.runtime.plan_in_force import plan_to_run
 from planengine.runtime.session import SHUFFLE_PARTITIONS_KEY, cli_conf, plan_shuffle_partitions
 from planengine.runtime.standby import run_standby as serve
@@ -57,6 +58,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         "port (needs --plan and --status-port; writes nothing in the job root until started)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
                    help="with --standby: skip the warm-up query (faster to Standby, slower first batch)")
+    p.add_argument("--control-token-file", metavar="FILE",
+                   help="file holding the token POST /v1/stop and /v1/start must carry as 'Authorization: Bearer' "
+                        f"(default: the file ${TOKEN_FILE_ENV} names; without one, only a loopback status port "
+                        "accepts them)")
     add_session_arguments(p)
     add_spark_conf_argument(p)
     p.set_defaults(handler=run)
@@ -96,6 +101,9 @@ def warn_ignored_partitions(args: argparse.Namespace, plan_config: dict[str, str
 
 def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("PLANENGINE_PROGRESS", "1")
+    if args.control_token_file:
+        os.environ[TOKEN_FILE_ENV] = args.control_token_file  # the status server reads the file it names
+    control_token()  # an unreadable or weak token file fails now (exit 2), before Spark starts
     if args.standby:
         return run_standby(args)
     env, root, plan = load_or_compile(args)

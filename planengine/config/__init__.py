@@ -1,7 +1,8 @@
 """Session options: one registry of every key planengine knows (``planengine.config.registry``).
 
-``REGISTRY`` holds the engine's own options (``planengine.config.options``) and Flink's keys with what
-planengine does with them (``planengine.config.flink``). ``validate(config)`` is what ``SET``, ``-D`` and
+``REGISTRY`` holds the engine's own options (``planengine.config.options``) and every key of the pinned Flink
+release's table, execution, pipeline, state and SQL-client groups (``flink_options.json``) with what planengine
+does with it (``planengine.config.flink``). ``validate(config)`` is what ``SET``, ``-D`` and
 ``TableEnvironment(config)`` go through.
 """
 
@@ -10,7 +11,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from planengine.config.flink import FLINK_OPTIONS
+from planengine.config.flink import OLDER_FLINK_OPTIONS, PREFIX_OPTIONS, flink_options
+from planengine.config.flink_table import flink_option_specs
 from planengine.config.options import ENGINE_OPTIONS
 from planengine.config.registry import Option, Registry, SetResult
 
@@ -18,7 +20,14 @@ log = logging.getLogger("planengine.config")
 
 REGISTRY = Registry()
 REGISTRY.register_all(ENGINE_OPTIONS)
-REGISTRY.register_all(FLINK_OPTIONS)
+_ENGINE_KEYS = frozenset(option.key for option in ENGINE_OPTIONS)
+REGISTRY.register_all(flink_options(_ENGINE_KEYS))
+REGISTRY.register_all(OLDER_FLINK_OPTIONS)
+REGISTRY.register_all(PREFIX_OPTIONS)
+for _spec in flink_option_specs():  # Flink's old names of the keys planengine honours
+    if _spec.key in _ENGINE_KEYS:
+        for _old in _spec.deprecated_keys + _spec.fallback_keys:
+            REGISTRY.alias(_old, _spec.key)
 
 __all__ = ["REGISTRY", "Option", "Registry", "SetResult", "default", "register", "validate"]
 

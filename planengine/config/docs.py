@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 from planengine.config import REGISTRY
+from planengine.config.flink import honoured_flink_keys
+from planengine.config.flink_table import flink_version
+from planengine.config.options import ENGINE_OPTIONS
 from planengine.config.registry import Option
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "options.md"
@@ -19,15 +22,31 @@ _INTRO = """# Session options
 
 `SET 'key' = 'value'`, `planengine … -D key=value` and `TableEnvironment({...})` accept the keys below, and
 only these: an unknown key is an error with a "did you mean", and a value that does not parse is an error
-saying what was expected (`SET` alone lists the options in effect, `RESET 'key'` restores a default).
+saying what was expected and the key's type (`SET` alone lists the options in effect, `RESET 'key'` restores a
+default).
 
-* **honoured** options are read by planengine. Those marked *plan* are frozen into compiled plans (a
-  restored plan keeps the values it was compiled with, whatever the session says later); *planner* ones
-  act while planning or restoring; *session* ones act on the session, the CLI and previews.
-* **Flink keys** that scripts written for Flink set are known too: *accepted* ones are kept without effect
-  (Flink tunes its own runtime with them, or planengine already behaves that way; `SET` logs why),
-  *mapped* ones are stored under planengine's key, and *unsupported* ones are refused unless set to their
-  default, because honouring them would change results in a way planengine does not reproduce.
+* **planengine's options** are read by planengine (*honoured*). Those marked *plan* are frozen into compiled
+  plans (a restored plan keeps the values it was compiled with, whatever the session says later); *planner*
+  ones act while planning or restoring; *session* ones act on the session, the CLI and previews. Those marked
+  *Flink* are Flink's keys with Flink's meaning.
+* **Flink's keys**: every key of Flink FLINK_VERSION's table, execution, pipeline, state (checkpointing, RocksDB,
+  ForSt, changelog), restart-strategy and SQL-client options is known, so scripts written for Flink run
+  unchanged. The list is generated from Flink's own `ConfigOption` classes: `planengine/config/flink_options.json`
+  is written by the developer tool in `planengine/config/flink-options-tool` (`cd` there, then
+  `mvn -B -q compile exec:exec`; it fetches the pinned Flink jars from Maven Central; its README says more), and
+  tests and the engine only read the checked-in file. A value is checked
+  against the key's Flink type (Boolean, Integer, Long, Double, Duration, MemorySize, Enum, List, Map) and
+  Flink's deprecated names are understood (stored under the current key). Each key has one disposition, given
+  in `planengine/config/flink.py`:
+  * *ignored*: has no effect here; the value is kept and `SET` warns once, saying why (the *why* column);
+  * *mapped*: stored under the planengine key named;
+  * *unsupported*: refused unless set to its default, because honouring it would change results in a way
+    planengine does not reproduce;
+  * keys planengine honours are in the first table (marked *Flink*).
+
+  A few keys of older Flink releases that the pinned release no longer has are declared by hand (Flink
+  version `1.x`). Keys under `python.` and `spark.` are accepted and reported (Spark settings belong to the
+  driver).
 """
 
 
@@ -35,27 +54,43 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _row(option: Option) -> str:
-    key = f"`{option.key}…`" if option.prefix else f"`{option.key}`"
-    default = f"`{option.default}`" if option.default not in (None, "") else ""
-    allowed = f" One of {', '.join(f'`{v}`' for v in option.type.allowed_values)}." if option.type.allowed_values \
-        else ""
-    if option.treatment == "honoured":
-        what = option.scope
-    elif option.treatment == "mapped":
-        what = f"mapped to `{option.maps_to}`"
-    else:
-        what = option.treatment
-    note = f" *{option.note}.*" if option.note and option.treatment != "honoured" else ""
-    return f"| {key} | {default} | {option.type.name} | {what} | {_cell(option.description + allowed + note)} |"
+def _key(option: Option) -> str:
+    return f"`{option.key}…`" if option.prefix else f"`{option.key}`"
+
+
+def _default(option: Option) -> str:
+    return f"`{option.default}`" if option.default not in (None, "") else ""
+
+
+def _allowed(option: Option) -> str:
+    values = option.type.allowed_values
+    return f" One of {', '.join(f'`{v}`' for v in values)}." if values else ""
+
+
+def _engine_row(option: Option, flink_keys: frozenset[str]) -> str:
+    where = option.scope + (", Flink" if option.key in flink_keys else "")
+    return f"| {_key(option)} | {_default(option)} | {option.type.name} | {where} | " \
+           f"{_cell(option.description + _allowed(option))} |"
+
+
+def _flink_row(option: Option) -> str:
+    what = f"mapped to `{option.maps_to}`" if option.treatment == "mapped" else option.treatment
+    also = f" Also read as {', '.join(f'`{a}`' for a in option.aliases)}." if option.aliases else ""
+    version = option.flink_version or ""
+    return f"| {_key(option)} | {_default(option)} | {option.type.name} | {what} | {_cell(option.note)} | " \
+           f"{version} | {_cell(option.description + _allowed(option) + also)} |"
 
 
 def render_options_markdown() -> str:
-    header = ["| key | default | type | treatment | description |", "| --- | --- | --- | --- | --- |"]
+    flink_keys = frozenset(honoured_flink_keys(frozenset(o.key for o in ENGINE_OPTIONS)))
     honoured = [o for o in REGISTRY.options() if o.treatment == "honoured"]
     flink = [o for o in REGISTRY.options() if o.treatment != "honoured"]
-    lines = [_INTRO, "## planengine's options", "", *header, *(_row(o) for o in honoured), "",
-             "## Flink's keys", "", *header, *(_row(o) for o in flink)]
+    lines = [_INTRO.replace("FLINK_VERSION", flink_version()), "## planengine's options", "",
+             "| key | default | type | where | description |", "| --- | --- | --- | --- | --- |",
+             *(_engine_row(o, flink_keys) for o in honoured), "",
+             "## Flink's keys", "",
+             "| key | default | type | disposition | why | Flink | description |",
+             "| --- | --- | --- | --- | --- | --- | --- |", *(_flink_row(o) for o in flink)]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -1,156 +1,224 @@
-"""Flink's keys that scripts written for Flink set, and what planengine does with each.
+"""What planengine does with each of Flink's own option keys: one disposition per key, reviewable here.
 
-Three kinds (see ``Treatment`` in ``planengine.config.registry``):
+Flink's keys come from ``flink_options.json`` (every ``ConfigOption`` of the pinned Flink release in the groups
+a SQL script sets; ``planengine.config.flink_table``). Each gets one disposition (``Treatment`` in
+``planengine.config.registry``):
 
-* **accepted**: Flink tunes its own runtime with them, or planengine already behaves the way the key asks;
-  results do not depend on them. ``SET`` keeps the value and says it has no effect.
-* **mapped**: planengine has the same setting under its own key; ``SET`` stores the value there.
-* **unsupported**: a non-default value would change results in a way planengine does not reproduce, so it is
-  refused with the reason (the default is accepted, so scripts that spell out defaults still run).
+* **honoured**: planengine declares the same key with the same meaning in ``planengine.config.options`` (the
+  engine's declaration wins: its parser and default are what plans freeze). Nothing to list here.
+* **mapped**: planengine has the setting under another key; ``SET`` stores the value there (``MAPPED``).
+* **ignored**: has no effect here; ``SET`` keeps the value, validated by its Flink type, and warns once with the
+  reason. The reason is the one of the longest matching prefix in ``IGNORED_BECAUSE`` (a key is its own
+  longest prefix, so per-key entries override their group).
+* **unsupported**: a non-default value would change results in a way planengine does not reproduce; the
+  default is accepted (scripts that spell out defaults still run), anything else is refused (``UNSUPPORTED``).
+
+A Flink bump that brings a key no prefix covers fails ``tests/config/test_flink_options.py`` naming the key.
 """
 
 from __future__ import annotations
 
-from planengine.config.registry import BOOL, DURATION, INT, MEMORY, STRING, Option, enum_type
+from planengine.config.flink_table import FlinkOptionSpec, flink_option_specs, flink_version
+from planengine.config.registry import BOOL, DURATION, INT, STRING, Option, Treatment
 
 _SPARK_PARALLELISM = ("planengine runs on Spark, whose parallelism is the executors' cores; the number of "
-                      "shuffle partitions is fixed per job because Spark freezes it into the checkpoints")
+                      "shuffle partitions is fixed per job ('pipeline.max-parallelism') because Spark freezes it into "
+                      "the checkpoints")
 _PHYSICAL = "planengine chooses its physical operators itself; the result is the same"
+_BATCH = "planengine runs streaming jobs only"
+_CHECKPOINTS = ("every micro-batch is a Spark checkpoint that commits exactly once; checkpoints live in the job root "
+                "(`--job-root`, 'planengine.job-root')")
+_STATE_STORE = ("planengine keeps state in Spark's RocksDB state store, configured by Spark settings "
+                "(spark.sql.streaming.stateStore.*) given to the driver")
+_CLUSTER = "planengine's driver and the operator deploy jobs; there is no Flink cluster or client to configure"
+_JAVA_TYPES = "planengine has no Java serializers or user classes to configure"
+_CLIENT = "`planengine sql` has its own display; see 'table.display.max-column-width' and 'planengine.preview.*'"
+_ASYNC = "planengine has no asynchronous function operators; lookup joins are tuned by 'table.exec.async-lookup.*'"
+
+# Why a Flink key has no effect here, by prefix (the longest match wins; a full key overrides its group).
+IGNORED_BECAUSE: dict[str, str] = {
+    # --- execution.* -----------------------------------------------------------------------------------------
+    "execution.": _CLUSTER,
+    "execution.async-state.": _PHYSICAL,
+    "execution.batch": _BATCH,
+    "execution.buffer-timeout.": "planengine moves rows in micro-batches; pace them with 'pipeline.trigger-interval'",
+    "execution.checkpointing.": _CHECKPOINTS,
+    "execution.checkpointing.interval": _CHECKPOINTS + "; pace micro-batches with 'pipeline.trigger-interval'",
+    "execution.checkpointing.mode": "planengine's sinks commit exactly once",
+    "execution.checkpointing.savepoint-dir": "snapshots live in the job root (`<job root>/snapshots/`)",
+    "execution.checkpointing.snapshot-compression": _STATE_STORE,
+    "execution.sort": _BATCH,
+    "execution.state-recovery.": ("a run restores from its own checkpoints or from a snapshot "
+                                  "(`planengine run --from-snapshot`)"),
+    # --- parallelism / pipeline.* ------------------------------------------------------------------------------
+    "parallelism.default": _SPARK_PARALLELISM,
+    "pipeline.": _JAVA_TYPES,
+    "pipeline.auto-generate-uids": "planengine always records uids in compiled plans",
+    "pipeline.global-job-parameters": "planengine's Python functions take their parameters as arguments",
+    "pipeline.jobvertex-parallelism-overrides": _SPARK_PARALLELISM,
+    "pipeline.name": "planengine names a job by its job root and plan id",
+    "pipeline.operator-chaining.": _PHYSICAL,
+    "pipeline.sources.": _CHECKPOINTS,
+    "pipeline.vertex-": "planengine names operators by their plan node",
+    "pipeline.watermark-alignment.": "planengine has no watermark alignment across source splits",
+    # --- restart-strategy.* ------------------------------------------------------------------------------------
+    "restart-strategy.": "a query that fails transiently restarts from its checkpoint; other failures stop the job",
+    # --- sql-client.* ------------------------------------------------------------------------------------------
+    "sql-client.": _CLIENT,
+    "sql-client.execution.max-table-result.rows": "a SELECT preview is bounded by 'planengine.preview.max-rows'",
+    "sql-client.execution.result-mode": "`planengine sql` always prints results in tableau form",
+    "sql-client.verbose": "use `planengine -v` for detailed logs",
+    # --- state.* -----------------------------------------------------------------------------------------------
+    "state.": _STATE_STORE,
+    "state.changelog.": _CHECKPOINTS,
+    "state.latency-track.": "planengine reports progress per query on its status API and /metrics",
+    "state.size-track.": "planengine reports progress per query on its status API and /metrics",
+    # --- table.* -----------------------------------------------------------------------------------------------
+    "table.catalog-modification.listeners": "planengine has no catalog listeners",
+    "table.catalog-store.": "catalogs are declared in the script or the operator's catalog ConfigMap",
+    "table.secret-store.": ("secrets come from the catalog or an environment/Secret reference, never from a "
+                            "secret store"),
+    "table.dml-sync": "`planengine sql --until-idle` waits for the jobs a script starts",
+    "table.dynamic-table-options.enabled": "planengine does not support table hints",
+    "table.column-expansion-strategy": "SELECT * always expands to the physical and computed columns",
+    "table.generated-code.": "planengine generates no Java code",
+    "table.resources.": "planengine loads Python functions from the engine's interpreter, not from downloaded jars",
+    "table.rtas-ctas.": "planengine does not support CREATE TABLE AS / REPLACE TABLE AS",
+    "table.exec.": _PHYSICAL,
+    "table.exec.async-lookup.key-ordered-enabled": "planengine emits lookup results in input order",
+    "table.exec.async-lookup.output-mode": "planengine emits lookup results in input order",
+    "table.exec.async-ml-predict.": _ASYNC,
+    "table.exec.async-scalar.": _ASYNC,
+    "table.exec.async-state.": _STATE_STORE,
+    "table.exec.async-table.": _ASYNC,
+    "table.exec.async-vector-search.": _ASYNC,
+    "table.exec.delta-join.": "planengine has no delta joins; joins keep their state in Spark's state store",
+    "table.exec.local-hash-agg.": _BATCH,
+    "table.exec.operator-fusion-codegen.": "planengine generates no Java code",
+    "table.exec.resource.default-parallelism": _SPARK_PARALLELISM,
+    "table.exec.resource.": _BATCH,
+    "table.exec.simplify-operator-name-enabled": "planengine names operators by their plan node",
+    "table.exec.sink.keyed-shuffle": "planengine's sinks keep the order of each key without it",
+    "table.exec.sink.rowtime-inserter": "planengine's sinks read the rowtime from the row",
+    "table.exec.sink.require-on-conflict": ("an upsert sink's input is materialised by the sink's primary key "
+                                            "('table.exec.sink.upsert-materialize')"),
+    "table.exec.sink.upsert-materialize-strategy.": ("planengine has one upsert materialiser "
+                                                     "('table.exec.sink.upsert-materialize' says when it runs)"),
+    "table.exec.sort.": _BATCH,
+    "table.exec.spill-compression.": _BATCH,
+    "table.exec.uid.": "planengine's uids are '<node id>_<node name>-<version>_<operator kind>', always in the plan",
+    "table.optimizer.": _PHYSICAL,
+    "table.optimizer.adaptive-broadcast-join.": _BATCH,
+    "table.optimizer.dynamic-filtering.": _BATCH,
+    "table.optimizer.join-reorder-enabled": "planengine keeps joins in written order",
+    "table.optimizer.bushy-join-reorder-threshold": "planengine keeps joins in written order",
+    "table.optimizer.join.broadcast-threshold": _BATCH,
+    "table.optimizer.non-deterministic-update.strategy": "planengine does not analyse non-deterministic updates",
+    "table.optimizer.ptf.": "planengine has no process table functions",
+    "table.optimizer.reuse-": "planengine always shares identical sources and sub-plans across sinks (digest-based)",
+    "table.optimizer.runtime-filter.": _BATCH,
+    "table.optimizer.skewed-join-optimization.": _BATCH,
+    "table.optimizer.source.report-statistics-enabled": "planengine does not plan by statistics",
+    "table.optimizer.union-all-as-breakpoint-enabled": ("planengine plans all sinks of a script as one DAG and "
+                                                        "shares common sub-plans by digest"),
+}
+
+# A non-default value would change results: refused with the reason (the default is accepted).
+UNSUPPORTED: dict[str, str] = {
+    "execution.runtime-mode": "planengine runs streaming jobs; `--until-idle --drain` processes bounded input to the "
+                              "end",
+    "table.builtin-catalog-name": "the built-in catalog is always default_catalog",
+    "table.builtin-database-name": "the built-in database is always default_database",
+    "table.exec.legacy-cast-behaviour": "CAST follows Flink's current semantics",
+    "table.exec.sink.type-length-enforcer": "values are written as they are (IGNORE)",
+    "table.exec.sink.nested-constraint-enforcer": "nested values are written as they are (IGNORE)",
+    "table.legacy-nested-row-nullability": "nested row nullability follows Flink's current semantics",
+    "table.sql-dialect": "planengine parses Flink's default dialect only",
+}
+
+# Flink keys planengine keeps under its own key: Flink key -> (planengine key, why they are the same).
+MAPPED: dict[str, tuple[str, str]] = {
+    "sql-client.display.max-column-width": ("table.display.max-column-width", "same meaning"),
+}
 
 
-def _accepted(key: str, type_, default: str | None, description: str, note: str, *, prefix: bool = False) -> Option:  # type: ignore[no-untyped-def]
-    return Option(key, type_, default, description, treatment="accepted", note=note, prefix=prefix)
+def _reason(key: str) -> str:
+    """The reason of the longest prefix; "" when none matches (a test names such keys, so a Flink bump that
+    brings a new group fails review, not every import)."""
+    prefix = max((p for p in IGNORED_BECAUSE if key.startswith(p)), key=len, default=None)
+    return "" if prefix is None else IGNORED_BECAUSE[prefix]
 
 
-def _unsupported(key: str, type_, default: str | None, description: str, note: str) -> Option:  # type: ignore[no-untyped-def]
-    return Option(key, type_, default, description, treatment="unsupported", note=note)
+def disposition(spec: FlinkOptionSpec, engine_keys: frozenset[str]) -> Treatment:
+    if spec.key in engine_keys:
+        return "honoured"
+    if spec.key in MAPPED:
+        return "mapped"
+    return "unsupported" if spec.key in UNSUPPORTED else "ignored"
 
 
-FLINK_OPTIONS: tuple[Option, ...] = (
-    # --- optimizer: physical choices that do not change results ---------------------------------------------
-    _accepted("table.optimizer.agg-phase-strategy", enum_type("AUTO", "ONE_PHASE", "TWO_PHASE"), "AUTO",
-              "Flink: one- or two-phase (local/global) aggregation.", _PHYSICAL),
-    _accepted("table.optimizer.distinct-agg.split.enabled", BOOL, "false",
-              "Flink: split distinct aggregates into two levels to spread hot keys.", _PHYSICAL),
-    _accepted("table.optimizer.distinct-agg.split.bucket-num", INT, "1024",
-              "Flink: buckets of the split distinct aggregate.", _PHYSICAL),
-    _accepted("table.optimizer.incremental-agg-enabled", BOOL, "true",
-              "Flink: merge a local and a global aggregate into an incremental one.", _PHYSICAL),
-    _accepted("table.optimizer.reuse-sub-plan-enabled", BOOL, "true",
-              "Flink: share identical sub-plans.", "planengine always shares identical sub-plans across sinks"),
-    _accepted("table.optimizer.reuse-source-enabled", BOOL, "true",
-              "Flink: share identical sources.", "planengine always shares identical sources across sinks"),
-    _accepted("table.optimizer.join-reorder-enabled", BOOL, "false",
-              "Flink: cost-based join reordering.", "planengine keeps joins in written order"),
-    _accepted("table.optimizer.multiple-input-enabled", BOOL, "true",
-              "Flink: fuse operators into multiple-input operators (batch).", _PHYSICAL),
-    _accepted("table.optimizer.source.report-statistics-enabled", BOOL, "true",
-              "Flink: sources report statistics to the optimizer.", "planengine does not plan by statistics"),
-    _accepted("table.optimizer.dynamic-filtering.enabled", BOOL, "true",
-              "Flink: dynamic partition pruning (batch).", "planengine runs streaming jobs only"),
-    _accepted("table.optimizer.runtime-filter.enabled", BOOL, "false",
-              "Flink: runtime filters (batch).", "planengine runs streaming jobs only"),
-    _accepted("table.optimizer.non-deterministic-update.strategy", enum_type("IGNORE", "TRY_RESOLVE"), "IGNORE",
-              "Flink: try to resolve non-deterministic updates.",
-              "planengine does not analyse non-deterministic updates"),
-    # --- execution: Flink runtime tuning --------------------------------------------------------------------
-    _accepted("table.exec.resource.default-parallelism", INT, "-1",
-              "Flink: default operator parallelism.", _SPARK_PARALLELISM),
-    _accepted("table.exec.sink.keyed-shuffle", enum_type("NONE", "AUTO", "FORCE"), "AUTO",
-              "Flink: shuffle by primary key before a sink of different parallelism.",
-              "planengine's sinks keep the order of each key without it"),
-    _accepted("table.exec.sink.rowtime-inserter", enum_type("ENABLED", "DISABLED"), "ENABLED",
-              "Flink: hand the rowtime to the sink's StreamRecord timestamp.",
-              "planengine's sinks read the rowtime from the row"),
-    _accepted("table.exec.uid.generation", enum_type("PLAN_ONLY", "ALWAYS", "DISABLED"), "PLAN_ONLY",
-              "Flink: when operators get uids.", "planengine always records uids in compiled plans"),
-    _accepted("table.exec.uid.format", STRING, "<id>_<transformation>",
-              "Flink: the uid format.", "planengine's uids are '<node id>_<node name>-<version>_<operator kind>'"),
-    _accepted("table.exec.window-agg.buffer-size-limit", INT, "100000",
-              "Flink: window aggregate buffer size.", _PHYSICAL),
-    _accepted("table.exec.deduplicate.insert-update-after-sensitive-enabled", BOOL, "true",
-              "Flink: deduplication emits +I/+U per the sink's needs.", _PHYSICAL),
-    _accepted("table.exec.deduplicate.mini-batch.compact-changes-enabled", BOOL, "false",
-              "Flink: compact changes of mini-batch deduplication.", _PHYSICAL),
-    _accepted("table.exec.interval-join.min-cleanup-interval", DURATION, "0 ms",
-              "Flink: minimum time between interval-join state clean-ups.", _PHYSICAL),
-    _accepted("table.exec.async-lookup.output-mode", enum_type("ORDERED", "ALLOW_UNORDERED"), "ORDERED",
-              "Flink: whether async lookups may emit out of order.",
-              "planengine emits lookup results in input order"),
-    _accepted("table.exec.rank.topn-cache-size", INT, "10000", "Flink: Top-N cache size.", _PHYSICAL),
-    _accepted("table.exec.spill-compression.enabled", BOOL, "true", "Flink: compress spilled data (batch).",
-              _PHYSICAL),
-    _accepted("table.exec.spill-compression.block-size", MEMORY, "64 kb", "Flink: spill compression block size.",
-              _PHYSICAL),
-    _accepted("table.exec.disabled-operators", STRING, None, "Flink: operators not to use (batch).", _PHYSICAL),
-    _accepted("table.exec.simplify-operator-name-enabled", BOOL, "true", "Flink: short operator names.",
-              "planengine names operators by their plan node"),
-    _accepted("table.generated-code.max-length", INT, "4000", "Flink: split generated code.",
-              "planengine generates no Java code"),
-    _accepted("table.dml-sync", BOOL, "false", "Flink: INSERT waits for the job to finish.",
-              "`planengine sql --until-idle` waits for the jobs a script starts"),
-    # --- execution: options that would change results ----------------------------------------------------
-    _unsupported("table.exec.emit.early-fire.enabled", BOOL, "false",
-                 "Flink (experimental): emit window results before the window closes.",
-                 "windows emit once, when the watermark passes their end"),
-    _unsupported("table.exec.emit.early-fire.delay", DURATION, None,
-                 "Flink (experimental): early-fire period.", "windows emit once, when the watermark passes their end"),
-    _unsupported("table.exec.emit.late-fire.enabled", BOOL, "false",
-                 "Flink (experimental): update window results for late rows.", "late rows are dropped"),
-    _unsupported("table.exec.emit.late-fire.delay", DURATION, None,
-                 "Flink (experimental): late-fire period.", "late rows are dropped"),
-    _unsupported("table.exec.emit.allow-lateness", DURATION, "0 ms",
-                 "Flink (experimental): keep window state for late rows.", "late rows are dropped"),
-    _unsupported("table.exec.sink.type-length-enforcer", enum_type("IGNORE", "TRIM_PAD"), "IGNORE",
-                 "Flink: trim/pad CHAR and VARCHAR values to the sink column's length.",
-                 "values are written as they are (IGNORE)"),
-    _unsupported("table.exec.legacy-cast-behaviour", enum_type("ENABLED", "DISABLED"), "DISABLED",
-                 "Flink: pre-1.15 CAST semantics.", "CAST follows Flink's current semantics"),
-    _unsupported("table.sql-dialect", enum_type("default", "hive"), "default",
-                 "Flink: the SQL dialect.", "planengine parses Flink's default dialect only"),
-    _unsupported("table.builtin-catalog-name", STRING, "default_catalog",
-                 "Flink: name of the built-in catalog.", "the built-in catalog is always default_catalog"),
-    _unsupported("table.builtin-database-name", STRING, "default_database",
-                 "Flink: name of the built-in database.", "the built-in database is always default_database"),
-    _unsupported("execution.runtime-mode", enum_type("STREAMING", "BATCH", "AUTOMATIC"), "STREAMING",
-                 "Flink: streaming or batch execution.",
-                 "planengine runs streaming jobs; `--until-idle --drain` processes bounded input to the end"),
-    # --- Flink's runtime and SQL client ---------------------------------------------------------------------
-    _accepted("parallelism.default", INT, "1", "Flink: default job parallelism.", _SPARK_PARALLELISM),
-    _accepted("pipeline.name", STRING, None, "Flink: the job name.",
-              "planengine names a job by its job root and plan id"),
-    _accepted("pipeline.time-characteristic", STRING, "EventTime", "Flink (legacy): time characteristic.",
-              "event time comes from WATERMARK declarations"),
-    _accepted("pipeline.operator-chaining.enabled", BOOL, "true", "Flink: chain operators.", _PHYSICAL),
-    _accepted("execution.checkpointing.interval", DURATION, None, "Flink: checkpoint interval.",
-              "every micro-batch is a checkpoint and commits exactly once; pace micro-batches with "
-              "'pipeline.trigger-interval'"),
-    _accepted("execution.checkpointing.mode", enum_type("EXACTLY_ONCE", "AT_LEAST_ONCE"), "EXACTLY_ONCE",
-              "Flink: checkpointing guarantee.", "planengine's sinks commit exactly once"),
-    _accepted("execution.checkpointing.timeout", DURATION, "10 min", "Flink: checkpoint timeout.",
-              "every micro-batch is a checkpoint"),
-    _accepted("state.backend.type", STRING, "hashmap", "Flink: state backend.",
-              "planengine keeps state in Spark's RocksDB state store"),
-    _accepted("state.checkpoints.dir", STRING, None, "Flink: checkpoint directory.",
-              "checkpoints live in the job root (`--job-root`, 'planengine.job-root')"),
-    _accepted("state.savepoints.dir", STRING, None, "Flink: savepoint directory.",
-              "snapshots live in the job root (`<job root>/snapshots/`)"),
-    _accepted("restart-strategy.", STRING, None, "Flink: restart strategies.",
-              "a query that fails transiently restarts from its checkpoint; other failures stop the job",
-              prefix=True),
-    _accepted("python.", STRING, None, "Flink: Python UDF settings.",
-              "Python functions run in Spark's Python workers of the engine's interpreter", prefix=True),
-    _accepted("spark.", STRING, None, "Spark configuration.",
-              "Spark settings are fixed when the session starts: give them to the driver "
-              "(`planengine run --conf KEY=VALUE` or PLANENGINE_SPARK_CONF), not to SET", prefix=True),
-    _accepted("sql-client.execution.result-mode", enum_type("TABLE", "CHANGELOG", "TABLEAU"), "TABLE",
-              "Flink SQL client: how query results are shown.",
-              "`planengine sql` always prints results in tableau form"),
-    _accepted("sql-client.verbose", BOOL, "false", "Flink SQL client: print stack traces.",
-              "use `planengine -v` for detailed logs"),
-    _accepted("sql-client.execution.max-table-result.rows", INT, "1000000",
-              "Flink SQL client: rows kept in table mode.", "a SELECT preview is bounded by "
-              "'planengine.preview.max-rows'"),
-    Option("sql-client.display.max-column-width", INT, "30", "Flink SQL client (older releases): column width.",
-           treatment="mapped", maps_to="table.display.max-column-width", note="same meaning"),
+def _option(spec: FlinkOptionSpec, treatment: Treatment, version: str) -> Option:
+    note = {"mapped": lambda: MAPPED[spec.key][1], "unsupported": lambda: UNSUPPORTED[spec.key]}.get(
+        treatment, lambda: _reason(spec.key))()
+    return Option(spec.key, spec.type, spec.default, spec.description, treatment=treatment, note=note,
+                  maps_to=MAPPED[spec.key][0] if treatment == "mapped" else None,
+                  aliases=spec.deprecated_keys + spec.fallback_keys, flink_version=version)
+
+
+def flink_options(engine_keys: frozenset[str]) -> tuple[Option, ...]:
+    """Flink's keys planengine does not declare itself (those are honoured by the engine's declaration).
+
+    Flink also accepts a Map option one entry at a time (``'pipeline.global-job-parameters.k' = 'v'``), so a
+    Map key brings a prefix option with the same disposition."""
+    version = flink_version()
+    options: list[Option] = []
+    for spec in flink_option_specs():
+        treatment = disposition(spec, engine_keys)
+        if treatment == "honoured":
+            continue
+        option = _option(spec, treatment, version)
+        options.append(option)
+        if spec.type.name == "Map" and treatment == "ignored":
+            options.append(Option(f"{spec.key}.", STRING, None, f"One entry of the map '{spec.key}'.",
+                                  treatment="ignored", note=option.note, prefix=True, flink_version=version))
+    return tuple(options)
+
+
+def honoured_flink_keys(engine_keys: frozenset[str]) -> tuple[str, ...]:
+    return tuple(spec.key for spec in flink_option_specs() if disposition(spec, engine_keys) == "honoured")
+
+
+def _older(key: str, type_, default: str | None, description: str, treatment: Treatment, note: str,  # type: ignore[no-untyped-def]
+           **extra) -> Option:
+    return Option(key, type_, default, description, treatment=treatment, note=note, flink_version="1.x", **extra)
+
+
+# Keys scripts written for older Flink releases (or Flink's planner-internal experimental keys) still set, which
+# the generated table of the pinned release no longer holds. Declared by hand, marked Flink version "1.x".
+OLDER_FLINK_OPTIONS: tuple[Option, ...] = (
+    _older("table.exec.emit.early-fire.enabled", BOOL, "false",
+           "Experimental: emit window results before the window closes.", "unsupported",
+           "windows emit once, when the watermark passes their end"),
+    _older("table.exec.emit.early-fire.delay", DURATION, None,
+           "Experimental: early-fire period.", "unsupported", "windows emit once, when the watermark passes their end"),
+    _older("table.exec.emit.late-fire.enabled", BOOL, "false",
+           "Experimental: update window results for late rows.", "unsupported", "late rows are dropped"),
+    _older("table.exec.emit.late-fire.delay", DURATION, None,
+           "Experimental: late-fire period.", "unsupported", "late rows are dropped"),
+    _older("table.exec.emit.allow-lateness", DURATION, "0 ms",
+           "Experimental: keep window state for late rows.", "unsupported", "late rows are dropped"),
+    _older("pipeline.time-characteristic", STRING, "EventTime", "Legacy: time characteristic (removed in Flink 2.0).",
+           "ignored", "event time comes from WATERMARK declarations"),
+    _older("sql-client.display.max-column-width", INT, "30",
+           "Deprecated SQL client column width (Flink 2.0 reads 'table.display.max-column-width').", "mapped",
+           MAPPED["sql-client.display.max-column-width"][1], maps_to=MAPPED["sql-client.display.max-column-width"][0]),
+)
+
+# Not Flink keys, but keys that scripts and drivers set and planengine knows what to say about.
+PREFIX_OPTIONS: tuple[Option, ...] = (
+    Option("python.", STRING, None, "Flink: Python UDF settings.", treatment="ignored",
+           note="Python functions run in Spark's Python workers of the engine's interpreter", prefix=True),
+    Option("spark.", STRING, None, "Spark configuration.", treatment="ignored",
+           note="Spark settings are fixed when the session starts: give them to the driver "
+                "(`planengine run --conf KEY=VALUE` or PLANENGINE_SPARK_CONF), not to SET", prefix=True),
 )

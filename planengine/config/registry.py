@@ -42,14 +42,14 @@ log = logging.getLogger("planengine.config")
 
 __all__ = ["BOOL", "DURATION", "INT", "MEMORY", "STRING", "Option", "Registry", "SetResult", "enum_type"]
 
-# How planengine treats a key:
+# How planengine treats a key (docs/options.md; ``planengine.config.flink`` gives each Flink key one):
 #  honoured    - the engine reads it (where: ``scope``);
-#  accepted    - a Flink key whose effect planengine has anyway or that only tunes Flink's runtime; kept
-#                without effect, reported once so nobody expects it to change anything;
+#  ignored     - a Flink key that has no effect here (Flink tunes its own runtime with it, or planengine already
+#                behaves that way); kept, validated by its Flink type, and reported once with the reason;
 #  mapped      - a Flink key planengine translates into its own (``maps_to``), e.g. result-row limits;
 #  unsupported - a Flink key whose non-default values would change results in a way planengine cannot
 #                reproduce: the default is accepted, anything else is refused with the reason.
-Treatment = Literal["honoured", "accepted", "mapped", "unsupported"]
+Treatment = Literal["honoured", "ignored", "mapped", "unsupported"]
 # Where an honoured option acts: frozen into compiled plans (``plan``: exec-node configuration or the plan
 # envelope), read while planning only (``planner``), or by the session / CLI / runtime (``session``).
 Scope = Literal["plan", "planner", "session"]
@@ -63,9 +63,11 @@ class Option:
     description: str
     treatment: Treatment = "honoured"
     scope: Scope = "session"
-    note: str = ""  # accepted / unsupported / mapped: why, in one sentence a user reads after SET
+    note: str = ""  # ignored / unsupported / mapped: why, in one sentence a user reads after SET
     maps_to: str | None = None  # mapped: the planengine key that receives the value
     prefix: bool = False  # the key is a prefix (``spark.``): every key under it is this option
+    aliases: tuple[str, ...] = ()  # Flink's deprecated / fallback keys of this option (stored under ``key``)
+    flink_version: str | None = None  # a Flink key: the Flink release its declaration comes from
 
     def parse(self, value: str) -> Any:
         return self.type.parse(value)
@@ -93,6 +95,7 @@ class Registry:
     def __init__(self) -> None:
         self._options: dict[str, Option] = {}
         self._prefixes: list[Option] = []
+        self._aliases: dict[str, str] = {}  # Flink's deprecated / fallback key -> the key it names
 
     # -- declaring ---------------------------------------------------------------------------------------
     def register(self, option: Option) -> Option:
@@ -104,7 +107,15 @@ class Registry:
             self._prefixes.append(option)
         else:
             self._options[option.key] = option
+            self._aliases.pop(option.key, None)  # a key of its own is never also another key's alias
+        for alias in option.aliases:
+            self.alias(alias, option.key)
         return option
+
+    def alias(self, old: str, key: str) -> None:
+        """``old`` (a deprecated Flink key) means ``key``; the first option to claim it keeps it."""
+        if old not in self._options:
+            self._aliases.setdefault(old, key)
 
     def register_all(self, options: Iterable[Option]) -> None:
         for option in options:
@@ -112,7 +123,7 @@ class Registry:
 
     # -- looking up --------------------------------------------------------------------------------------
     def find(self, key: str) -> Option | None:
-        found = self._options.get(key)
+        found = self._options.get(self._aliases.get(key, key))
         if found is not None:
             return found
         return next((p for p in self._prefixes if key.startswith(p.key)), None)
@@ -122,6 +133,13 @@ class Registry:
         if option is None:
             raise self._unknown(key)
         return option
+
+    def canonical(self, key: str) -> str:
+        """The key a value is stored under: an alias's key, else ``key`` itself."""
+        return self._aliases.get(key, key)
+
+    def aliases(self) -> dict[str, str]:
+        return dict(sorted(self._aliases.items()))
 
     def options(self) -> list[Option]:
         return sorted([*self._options.values(), *self._prefixes], key=lambda o: o.key)
@@ -140,12 +158,13 @@ class Registry:
     def check(self, key: str, value: str) -> SetResult:
         """Validate one ``key = value``; raises ValidationError saying what is wrong and how to fix it."""
         option = self.get(key)
+        stored = self.canonical(key)
+        renamed = f"'{key}' is Flink's deprecated name of '{stored}'" if stored != key else ""
         try:
             option.parse(value)
         except ValueError as error:
-            allowed = f" ({', '.join(option.type.allowed_values)})" if option.type.allowed_values else ""
-            raise ValidationError(f"invalid value {value!r} for option '{key}': expected {error}{allowed}",
-                                  hint=self._describe(option)) from None
+            raise ValidationError(f"invalid value {value!r} for option '{key}': expected {error} "
+                                  f"(type {option.type.name})", hint=self._describe(option)) from None
         if option.treatment == "unsupported" and not option.is_default(value):
             raise ValidationError(f"planengine does not support '{key}' = '{value}': {option.note}",
                                   hint=f"remove the SET, or set it to its default '{option.default}'"
@@ -159,9 +178,9 @@ class Registry:
                 raise ValidationError(f"invalid value {value!r} for option '{key}' (planengine's "
                                       f"'{target.key}'): expected {error}") from None
             return SetResult(target.key, value, f"'{key}' is planengine's '{target.key}': {option.note}")
-        if option.treatment in ("accepted", "unsupported"):
-            return SetResult(key, value, f"'{key}' has no effect in planengine: {option.note}")
-        return SetResult(key, value)
+        if option.treatment in ("ignored", "unsupported"):
+            return SetResult(stored, value, f"'{key}' has no effect in planengine: {option.note}")
+        return SetResult(stored, value, renamed)
 
     def check_all(self, config: Mapping[str, str], report: Callable[[str], None] | None = None) -> dict[str, str]:
         """Validate a whole configuration; returns it with mapped keys moved to their targets."""
@@ -176,7 +195,7 @@ class Registry:
     def check_reset(self, key: str) -> str:
         """``RESET 'key'``: the key to remove (a mapped key resets its target)."""
         option = self.get(key)
-        return option.maps_to if option.treatment == "mapped" and option.maps_to else key
+        return option.maps_to if option.treatment == "mapped" and option.maps_to else self.canonical(key)
 
     def _unknown(self, key: str) -> ValidationError:
         keys = [*self._options, *(p.key for p in self._prefixes)]

@@ -24,6 +24,7 @@ from planengine.plan.catalog_objects import FORCE_RECOMPILE, PlanSession, Restor
 from planengine.plan.explain import explain_plan_json
 from planengine.plan.restore import INCOMPATIBLE, NEEDS_MIGRATION, CheckReport, check_plan
 from planengine.plan.strategies import record_strategies
+from planengine.plan.validate import validate_plan
 
 log = logging.getLogger("planengine.plan")
 
@@ -54,8 +55,10 @@ class CompiledPlan:
         except json.JSONDecodeError as error:
             raise PlanError(f"plan is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}",
                             hint="compile it again with planengine compile") from None
-        if not isinstance(data, dict) or "nodes" not in data:
-            raise PlanError("plan JSON has no 'nodes': this is not a compiled plan")
+        except RecursionError:
+            raise PlanError("plan JSON is nested too deeply to be a compiled plan",
+                            hint="compile it again with planengine compile") from None
+        validate_plan(data)
         return CompiledPlan(data, session)
 
     @staticmethod

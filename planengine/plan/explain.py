@@ -6,6 +6,8 @@ from typing import Any
 
 from planengine.plan.topology import Dag, Topology, legacy_topology
 
+_MAX_INDENT = 40
+
 
 def plan_summary(plan: dict[str, Any]) -> dict[str, Any]:
     """The machine-readable summary behind ``planengine explain --json``."""
@@ -16,20 +18,22 @@ def plan_summary(plan: dict[str, Any]) -> dict[str, Any]:
         inputs.setdefault(e["target"], []).append(e["source"])
     by_id = {n["id"]: n for n in plan.get("nodes", [])}
     sinks = [n["id"] for n in plan.get("nodes", []) if n["id"] not in consumers]
-
-    def reaches(nid: int) -> set[int]:
-        out: set[int] = set()
-        stack = [nid]
-        while stack:
-            cur = stack.pop()
-            if cur in sinks:
-                out.add(cur)
-            stack.extend(consumers.get(cur, []))
-        return out
+    # The sinks each node feeds, in one pass from the sinks up (nodes are in topological order, checked by
+    # ``planengine.plan.validate``): linear in the plan for the usual few sinks, never a walk per node.
+    feeds_of: dict[int, frozenset[int]] = {}
+    for n in reversed(plan.get("nodes", [])):
+        nid = n["id"]
+        below = consumers.get(nid)
+        if not below:
+            feeds_of[nid] = frozenset((nid,))
+        elif len(below) == 1:
+            feeds_of[nid] = feeds_of[below[0]]
+        else:
+            feeds_of[nid] = frozenset().union(*(feeds_of[c] for c in below))
 
     nodes = []
     for n in plan.get("nodes", []):
-        feeds = sorted(reaches(n["id"]))
+        feeds = sorted(feeds_of[n["id"]])
         nodes.append({
             "id": n["id"], "type": n["type"], "changelogMode": n.get("changelogMode"),
             "inputs": inputs.get(n["id"], []), "stateful": bool(n.get("state")),
@@ -37,8 +41,13 @@ def plan_summary(plan: dict[str, Any]) -> dict[str, Any]:
             **({"strategy": n["strategy"]} if "strategy" in n else {}),
         })
     return {"planId": plan.get("planId"), "engineVersion": plan.get("engineVersion"),
-            "sinks": [{"id": s, "table": by_id[s].get("table", {}).get("identifier")} for s in sinks],
+            "sinks": [{"id": s, "table": _table_identifier(by_id[s])} for s in sinks],
             "nodes": nodes, "topology": "shared" if "queries" in plan else "per-sink", "queries": queries(plan)}
+
+
+def _table_identifier(node: dict[str, Any]) -> Any:
+    table = node.get("table")
+    return table.get("identifier") if isinstance(table, dict) else None
 
 
 def queries(plan: dict[str, Any]) -> list[dict[str, Any]]:
@@ -62,23 +71,21 @@ def explain_plan_json(plan: dict[str, Any]) -> str:
     lines = [f"== Compiled plan {summary['planId'][:12] if summary['planId'] else ''} "
              f"(engine {summary['engineVersion']}) =="]
     printed: set[int] = set()
-
-    def visit(nid: int, depth: int) -> None:
+    # Depth-first from each sink with an explicit stack (a plan may be thousands of nodes deep).
+    stack: list[tuple[int, int]] = [(s["id"], 0) for s in reversed(summary["sinks"])]
+    while stack:
+        nid, depth = stack.pop()
         n = by_id[nid]
+        if nid in printed:
+            lines.append(_indent(depth) + f"#{nid} (see above)")
+            continue
+        printed.add(nid)
         mode = f"changelogMode=[{n['changelogMode']}]"
         if "strategy" in n:
             mode += f", strategy=[{n['strategy']}]"
         shared = f", shared by sinks {n['sinks']}" if n["shared"] else ""
-        if nid in printed:
-            lines.append("  " * depth + f"#{nid} (see above)")
-            return
-        printed.add(nid)
-        lines.append("  " * depth + f"#{nid} {n['description'] or n['type']} [{n['type']}], {mode}{shared}")
-        for i in n["inputs"]:
-            visit(i, depth + 1)
-
-    for s in summary["sinks"]:
-        visit(s["id"], 0)
+        lines.append(_indent(depth) + f"#{nid} {n['description'] or n['type']} [{n['type']}], {mode}{shared}")
+        stack.extend((i, depth + 1) for i in reversed(n["inputs"]))
     if len(summary["queries"]) < 2 and summary["topology"] != "shared":
         return "\n".join(lines)  # one sink, one query: nothing to say about the topology
     lines += ["", _queries_title(summary)]
@@ -100,6 +107,13 @@ def explain_plan_json(plan: dict[str, Any]) -> str:
             parts.append("per micro-batch" + (f" ({', '.join(tail)})" if tail else "") + " -> " + ", ".join(targets))
         lines.append(f"{q['uid']}: " + "; ".join(parts))
     return "\n".join(lines)
+
+
+def _indent(depth: int) -> str:
+    """Two spaces a level, up to a bound: a plan thousands of nodes deep must not print megabytes of blanks."""
+    if depth <= _MAX_INDENT:
+        return "  " * depth
+    return "  " * _MAX_INDENT + f"[depth {depth}] "
 
 
 def _queries_title(summary: dict[str, Any]) -> str:

@@ -43,8 +43,11 @@ def unset_references(plan_json: dict[str, Any], environ: Mapping[str, str]) -> I
     not in ``environ``."""
     for node in plan_json.get("nodes", []):
         table = node.get("table") if isinstance(node.get("table"), dict) else None
-        options = ((table or {}).get("resolvedTable") or {}).get("options") or {}
-        for key, value in sorted(options.items()):
+        resolved = (table or {}).get("resolvedTable")
+        options = resolved.get("options") if isinstance(resolved, dict) else None
+        if not isinstance(options, dict):
+            continue  # a table without options (or a malformed one: restoring the plan reports that)
+        for key, value in sorted(options.items(), key=lambda item: str(item[0])):
             for match in ENV_REFERENCE.finditer(str(value)):
                 if match.group(1) not in environ:
                     yield str(table.get("identifier") if table else "?"), key, match.group(1)

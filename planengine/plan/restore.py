@@ -142,15 +142,19 @@ def _function_refs(value: Any) -> list[tuple[str, int]]:
     found: list[tuple[str, int]] = []
     if isinstance(value, dict):
         fn = value.get("function")
-        if value.get("kind") == "CALL" and isinstance(fn, dict) and "name" in fn and "version" in fn:
-            found.append((fn["name"], int(fn["version"])))
-        if "aggCalls" in value:
-            for agg in value["aggCalls"]:
-                if agg.get("version") is not None:
-                    found.append((agg["function"], int(agg["version"])))
+        # Malformed references are skipped here: restoring the plan (check_restorable) reports the node.
+        if value.get("kind") == "CALL" and isinstance(fn, dict) and _is_version(fn.get("version")):
+            found.append((str(fn.get("name")), int(fn["version"])))
+        for agg in value.get("aggCalls") if isinstance(value.get("aggCalls"), list) else ():
+            if isinstance(agg, dict) and _is_version(agg.get("version")):
+                found.append((str(agg.get("function")), int(agg["version"])))
         for v in value.values():
             found.extend(_function_refs(v))
     elif isinstance(value, list):
         for v in value:
             found.extend(_function_refs(v))
     return found
+
+
+def _is_version(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, str) and value.isdigit())

@@ -247,8 +247,10 @@ def read_plan(plan: dict[str, Any], tables: RestoreContext | None = None) -> lis
                 version=version,
                 **kwargs,
             )
-        except (KeyError, ValueError, TypeError) as error:
-            raise PlanError(f"node {nid} ({data['type']}): malformed field: {error}") from None
+        except (KeyError, ValueError, TypeError, AttributeError, IndexError, OverflowError) as error:
+            # A node's own fields come from an untrusted file: any of these means one has the wrong shape.
+            raise PlanError(f"node {nid} ({data['type']}): malformed field: {type(error).__name__}: {error}",
+                            hint="compile the program again instead of editing the plan") from None
         nodes_by_id[nid] = node
     sinks = [n for nid, n in nodes_by_id.items() if nid not in consumers]
     bad = [n for n in sinks if not isinstance(n, Sink)]

@@ -38,6 +38,7 @@ from planengine.runtime import fencing
 from planengine.runtime.channels import cut
 from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.context import DrainControl, TranslationContext
+from planengine.runtime.control_token import control_token
 from planengine.runtime.jvm.state_move import move_pending_state
 from planengine.runtime.plan_in_force import install_run_plan, plan_to_run
 from planengine.runtime.python_functions import register_user_functions
@@ -319,6 +320,7 @@ class Job:
                     "exception": str(exception) if exception else None,
                     "exceptionsTotal": 1 if exception else 0,
                     "rowsTotal": q.rows, "batchesTotal": q.batches,
+                    **_idleness(q.query, progress, exception),
                 })
             return {"engineVersion": ENGINE_VERSION, "sparkVersion": SPARK_VERSION, "planId": self.plan.plan_id,
                     "runId": self.run.run_id, "state": self.state, "queries": queries,
@@ -333,6 +335,42 @@ class Job:
             return json.loads((self.job_root.snapshot_dir(snapshot_id) / "manifest.json").read_text())
         except (OSError, ValueError, UserError):
             return None
+
+
+def _idleness(query: Any, progress: dict[str, Any] | None, exception: Any) -> dict[str, Any]:
+    """What the operator's stability gate needs to tell a quiet source from a stuck query (docs/operator.md,
+    "Driver API"): Spark's ``query.status`` flags, the rows the last progress read, and ``caughtUp``: the query is
+    active, failed with nothing, sees no available data, has reported progress, and each of its
+    sources read up to the newest offset it knows (``endOffset == latestOffset`` where the source reports one)."""
+    status: dict[str, Any] = {}
+    if query is not None and exception is None:
+        with contextlib.suppress(Exception):  # a query stopping right now has no status to give
+            status = dict(query.status or {})
+    data_available = status.get("isDataAvailable")
+    trigger_active = status.get("isTriggerActive")
+    sources = (progress or {}).get("sources") or []
+    read_to_end = all(_offset(s.get("latestOffset")) is None
+                      or _offset(s.get("latestOffset")) == _offset(s.get("endOffset")) for s in sources)
+    # Not ``trigger_active``: an idle query with the default trigger checks its sources every few milliseconds,
+    # so a status read may land on such a check.
+    caught_up = bool(status) and progress is not None and data_available is False and read_to_end
+    return {"dataAvailable": data_available, "triggerActive": trigger_active,
+            "lastInputRows": (progress or {}).get("numInputRows"), "caughtUp": caught_up}
+
+
+def _offset(value: Any) -> Any:
+    """A source offset of a progress report as data: PySpark hands them over as JSON text, and a source that
+    does not know its latest offset (Spark's file source) reports the text ``"null"``.
+
+    >>> _offset('{"logOffset": 0}') == _offset('{"logOffset":0}'), _offset("null"), _offset(None)
+    (True, None, None)
+    """
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
 
 
 def _label(spec: Any, specs: list[Any]) -> str:
@@ -439,7 +477,7 @@ def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str
     server = None
     try:
         if status_port is not None:
-            server = StatusServer(job, host=status_host(), port=status_port).start()
+            server = StatusServer(job, host=status_host(), port=status_port, token=control_token()).start()
             write_driver_file(root, run.run_id, server.port, server.url)
         if until_idle:
             job.process_available()

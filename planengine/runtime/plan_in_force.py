@@ -46,10 +46,10 @@ def migrated_plan_id(data: dict[str, Any]) -> str | None:
 def _snapshot_plan(from_snapshot: str) -> dict[str, Any]:
     path = Path(from_snapshot) / PLAN_FILE
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        return CompiledPlan.from_json(path.read_text(encoding="utf-8")).data  # validated like every plan read
+    except (OSError, UserError) as exc:
         raise UserError(f"snapshot {from_snapshot} has no readable {PLAN_FILE}: {exc}",
-                        hint="start from a complete snapshot (planengine snapshots list)") from exc
+                        hint="start from a complete snapshot (planengine snapshots list)") from None
 
 
 def plan_to_run(root: JobRoot, plan: CompiledPlan, from_snapshot: str | None, *,
@@ -60,7 +60,7 @@ def plan_to_run(root: JobRoot, plan: CompiledPlan, from_snapshot: str | None, *,
     engine's migration of the plan in force (the upgrade's migrated plan) and is checked again at the start."""
     if not root.has_plan():
         return plan
-    in_force = json.loads(root.read_plan_text())
+    in_force = CompiledPlan.from_json(root.read_plan_text(), plan.session).data  # validated: it may be restored
     in_force_id = in_force.get("planId")
     if in_force_id == plan.plan_id:
         return plan

@@ -30,6 +30,7 @@ from typing import Any
 
 from planengine.errors import UserError
 from planengine.runtime import executor
+from planengine.runtime.control_token import control_token
 from planengine.runtime.plan_in_force import plan_to_run
 from planengine.runtime.session import get_spark
 from planengine.runtime.status_server import CAPABILITIES, StatusServer
@@ -135,7 +136,7 @@ def run_standby(plan: Any, *, job_root: str, status_port: int, drain: bool = Fal
     plan = plan_to_run(root, plan, None, snapshot_pending=True)
     executor.check_runtime_support(plan.data)
     standby = StandbyDriver(plan, root)
-    server = StatusServer(standby, host=executor.status_host(), port=status_port).start()
+    server = StatusServer(standby, host=executor.status_host(), port=status_port, token=control_token()).start()
     standby.server = server
     _install_signal_handlers(standby, drain)
     try:

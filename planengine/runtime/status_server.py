@@ -14,6 +14,18 @@ Endpoints::
     POST /v1/start    {"fromSnapshot": "<dir or id>"|null} -> {"started": true, "runId": "r-..."} (standby only)
     GET  /metrics     Prometheus text format 0.0.4
 
+Access: the mutating endpoints (``POST /v1/stop``, ``POST /v1/start``) need ``Authorization: Bearer <token>``
+with the driver's control token (``planengine.runtime.control_token``: ``--control-token-file`` or
+``PLANENGINE_CONTROL_TOKEN_FILE``), compared in constant time. A driver without a token accepts them only when it
+listens on loopback; one published beyond it refuses them (403). ``/healthz``, ``/v1/status`` and ``/metrics`` are
+read-only and open, so probes and Prometheus scrapers need no secret; who may reach the port at all is the
+chart's NetworkPolicy's job.
+
+Robustness: every connection has a socket timeout (a client that stalls mid-request loses its connection, not
+a handler thread), at most ``MAX_HANDLERS`` requests are served at once (a further connection waits briefly for a
+slot, then gets 503), and a ``Content-Length`` that is negative, not a number, repeated, or more than the bytes
+sent is answered 400 (over ``MAX_BODY_BYTES``: 413) before anything happens.
+
 ``POST /v1/start`` exists for a warm standby (``planengine run --standby``, ``planengine.runtime.standby``):
 the driver's control then implements ``StartableControl``; a driver started the ordinary way answers 409.
 The operator tells a standby-capable engine from an older one by ``"standby"`` in ``capabilities``.
@@ -25,9 +37,12 @@ asked for the stop receives the snapshot id instead of a reset connection.
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import json
 import logging
 import math
+import socket
 import threading
 from collections.abc import Iterable
 from http import HTTPStatus
@@ -40,6 +55,13 @@ from planengine.errors import UserError
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024
+# Seconds a connection may take to send a request line, headers or body, or to read the answer.
+SOCKET_TIMEOUT = 10.0
+# Requests served at once; the operator needs two or three (status, stop), a scraper one.
+MAX_HANDLERS = 8
+# How long a connection beyond MAX_HANDLERS waits for a free handler before it is answered 503.
+QUEUE_WAIT = 1.0
+_MUTATING = ("/v1/stop", "/v1/start")
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _ROUTES = {"/healthz": ("GET",), "/v1/status": ("GET",), "/v1/stop": ("POST",), "/v1/start": ("POST",),
            "/metrics": ("GET",)}
@@ -98,9 +120,10 @@ class StatusServer:
     Usable as a context manager (``with StatusServer(control) as server: ...``).
     """
 
-    def __init__(self, control: DriverControl, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, control: DriverControl, host: str = "127.0.0.1", port: int = 0, token: str | None = None):
         self.control = control
-        self._httpd = ThreadingHTTPServer((host, port), _Handler)
+        self.token = token or None  # the control token mutating requests must carry (None: loopback only)
+        self._httpd = _BoundedHTTPServer((host, port), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.status_server = self  # type: ignore[attr-defined]
         self._thread: threading.Thread | None = None
@@ -166,9 +189,70 @@ class StatusServer:
         return self._stop_result
 
 
+class _BoundedHTTPServer(ThreadingHTTPServer):
+    """A thread per request, but at most ``MAX_HANDLERS`` at once: a flood of (slow) connections cannot exhaust
+    the driver's threads; a connection that finds no free handler within ``QUEUE_WAIT`` is answered 503."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]):
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(MAX_HANDLERS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(timeout=QUEUE_WAIT):
+            _refuse_busy(request)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def _refuse_busy(request: socket.socket) -> None:
+    body = b'{"error": "the driver is serving too many requests; retry in a moment"}\n'
+    try:
+        request.settimeout(1.0)
+        request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+                        b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    except OSError:
+        pass
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "planengine-status"
     protocol_version = "HTTP/1.1"
+    timeout = SOCKET_TIMEOUT  # StreamRequestHandler puts it on the socket: a stalled client times out
+    # An unparsable or version-less request line is answered with a status line too (never HTTP/0.9's bare body).
+    default_request_version = "HTTP/1.0"
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Errors the standard library detects (bad request line, headers, HTTP version) as JSON, like ours."""
+        self.close_connection = True
+        phrase = HTTPStatus(code).phrase if code in HTTPStatus._value2member_map_ else "Error"
+        body = (json.dumps({"error": message or phrase}) + "\n").encode("utf-8")
+        self.send_response(code, message)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Connection", "close")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD" and code >= 200 and code not in (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED):
+            self.wfile.write(body)
 
     @property
     def _status_server(self) -> StatusServer:
@@ -204,6 +288,8 @@ class _Handler(BaseHTTPRequestHandler):
                     f"{path} does not accept {method}; use {', '.join(allowed)}",
                     {"Allow": ", ".join(allowed)},
                 )
+            if path in _MUTATING:
+                self._authorize()
             if path == "/healthz":
                 self._send(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
             elif path == "/v1/status":
@@ -216,7 +302,11 @@ class _Handler(BaseHTTPRequestHandler):
             elif path == "/v1/start":
                 self._handle_start()
         except BadRequest as e:
+            if method != "GET":
+                self.close_connection = True  # an unread body must not be taken for the next request
             self._send_json(e.status, {"error": e.message, "path": path}, e.headers)
+        except TimeoutError:
+            self.close_connection = True  # the client stalled mid-body: nothing was done, drop it
         except Exception as e:
             log.exception("status API %s %s failed", method, path)
             self._send_json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(e).__name__}: {e}", "path": path})
@@ -248,14 +338,37 @@ class _Handler(BaseHTTPRequestHandler):
             raise BadRequest(HTTPStatus.CONFLICT, str(e)) from None
         self._send_json(HTTPStatus.OK, answer)
 
+    def _authorize(self) -> None:
+        """Mutating requests carry the driver's control token (or come to a loopback-only driver without one)."""
+        token = self._status_server.token
+        if token is None:
+            if _is_loopback(self._status_server.host):
+                return
+            raise BadRequest(HTTPStatus.FORBIDDEN, "this driver has no control token, so it refuses stop and start "
+                             "requests from the network; start it with --control-token-file FILE")
+        scheme, _, given = (self.headers.get("Authorization") or "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+            raise BadRequest(HTTPStatus.UNAUTHORIZED, "missing or wrong control token: send 'Authorization: Bearer "
+                             "<token>' with the job's control token", {"WWW-Authenticate": 'Bearer realm="planengine"'})
+
     def _read_body(self) -> bytes:
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            raise BadRequest(HTTPStatus.BAD_REQUEST, "Content-Length is not a number") from None
-        if length > MAX_BODY_BYTES:
-            raise BadRequest(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY_BYTES} bytes")
-        return self.rfile.read(length) if length > 0 else b""
+        if self.headers.get("Transfer-Encoding"):
+            raise BadRequest(HTTPStatus.BAD_REQUEST, "chunked bodies are not accepted; send a Content-Length")
+        lengths = self.headers.get_all("Content-Length") or []
+        if len(lengths) > 1:
+            raise BadRequest(HTTPStatus.BAD_REQUEST, "more than one Content-Length header")
+        text = lengths[0].strip() if lengths else "0"
+        if not text.isdigit() or not text.isascii():
+            raise BadRequest(HTTPStatus.BAD_REQUEST, f"Content-Length must be a whole number of bytes from 0 to "
+                             f"{MAX_BODY_BYTES}, got {text[:40]!r}")
+        length = int(text)
+        if length > MAX_BODY_BYTES:  # 413, as before: the one 4xx that says exactly this
+            raise BadRequest(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"Content-Length {length} is over the limit of "
+                             f"{MAX_BODY_BYTES} bytes")
+        body = self.rfile.read(length) if length > 0 else b""
+        if len(body) < length:
+            raise BadRequest(HTTPStatus.BAD_REQUEST, f"the body ended after {len(body)} of {length} bytes")
+        return body
 
     def _send_json(self, status: HTTPStatus, body: Any, headers: dict[str, str] | None = None) -> None:
         data = (json.dumps(body, default=str) + "\n").encode("utf-8")

@@ -13,6 +13,7 @@ from planengine.sql.convert import Origin, convert
 from planengine.sql.dialect import Flink
 from planengine.sql.errors import sql_error
 from planengine.sql.parser import FlinkParseError, FlinkParser
+from planengine.sql.refusals import refuse_unsupported_clauses
 from planengine.sql.splitter import StatementSource, split_statements, split_tokens
 from planengine.sql.statements import Query, Statement
 from planengine.sql.tokenizer import FlinkTokenError
@@ -49,6 +50,7 @@ def _parse_with(
 
 
 def _parse_statement(source_stmt: StatementSource, text: str, source: str | None) -> exp.Expression:
+    refuse_unsupported_clauses(source_stmt.tokens, text, source_stmt.index, source)
     results = _parse_with(FlinkParser.parse, source_stmt.tokens, text, source_stmt.index, source)
     return results[0]
 

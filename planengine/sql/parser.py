@@ -19,6 +19,7 @@ from sqlglot.parsers.base import BaseParser
 from sqlglot.tokens import Token, TokenType
 
 from planengine.sql import ast
+from planengine.sql.positions import line_and_column
 from planengine.sql.splitter import split_tokens
 
 # Statement keywords a script may start with; anything else gets a "did you mean" error.
@@ -147,6 +148,8 @@ class FlinkParser(BaseParser):
         """Reword sqlglot's generic messages as "what was expected" for Flink users."""
         found = _found(token)
         if message == "Invalid expression / Unexpected token":
+            if self._starts_statement(token):
+                return self._missing_semicolon(token)
             return f"missing ';' or unexpected {found}"
         if message == "Expecting )":
             where = f" after {self._paren_context[-1]}" if self._paren_context else ""
@@ -158,6 +161,28 @@ class FlinkParser(BaseParser):
         if message.startswith("Expecting "):
             return f"expected {message[len('Expecting ') :]}, found {found}"
         return message
+
+    @staticmethod
+    def _starts_statement(token: Token | None) -> bool:
+        return token is not None and token.token_type != TokenType.STRING and token.text.upper() in STATEMENT_KEYWORDS
+
+    def _missing_semicolon(self, token: Token) -> str:
+        line, column = line_and_column(self.sql, token.start)
+        return (f"missing ';' before line {line} column {column}: the statement before "
+                f"'{token.text.upper()}' does not end with ';'")
+
+    def _parse_as_command(self, start: Token) -> exp.Command:
+        """sqlglot gives up on a statement it cannot finish and keeps its text as an opaque command, logging
+        a warning. In a Flink script that stop at a statement keyword is almost always a missing ';' (the
+        next statement ran into this one), so say exactly that; anything else becomes "unsupported
+        statement" in ``_parse_statement``."""
+        if self._curr is not start and self._starts_statement(self._curr):
+            self.raise_error(self._missing_semicolon(self._curr), self._curr)
+        return super()._parse_as_command(start)
+
+    def _warn_unsupported(self) -> None:
+        """No raw library warning on the terminal: every command this parser keeps becomes an error with a
+        position (``_parse_statement``)."""
 
     def _match_r_paren(self, expression: exp.Expression | None = None) -> None:
         if not self._match(TokenType.R_PAREN, expression=expression):

@@ -155,6 +155,7 @@ def test_default_render_has_exactly_the_expected_resources(render):
         "ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment",
         "Service", "ServiceAccount",
         "Role", "RoleBinding", "ServiceAccount",  # the Spark drivers' (driverRbac)
+        "NetworkPolicy",  # who may reach the drivers (networkPolicy)
     ])
 
 
@@ -477,6 +478,31 @@ def test_the_operator_may_do_what_its_kubernetes_launcher_does(render):
     for permission in [("", "pods", "patch"), ("", "pods", "list"), ("", "pods/log", "get"),
                        ("", "services", "patch"), ("", "configmaps", "delete")]:
         assert allows(rules, *permission), permission
+
+
+def test_only_the_operator_reaches_the_drivers_status_port_and_only_executors_their_rpc_ports(render):
+    """Stop and start are on the status port: no pod but the operator's (and listed scrapers) may connect."""
+    manifests = render({"networkPolicy": {"statusFrom": [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]}})
+    policy = one(manifests, "NetworkPolicy")
+    assert policy["metadata"]["namespace"] == NAMESPACE
+    assert policy["spec"]["podSelector"]["matchLabels"] == {"app.kubernetes.io/component": "driver"}
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    status, rpc = policy["spec"]["ingress"]
+    assert [p["port"] for p in status["ports"]] == [4041] and [p["port"] for p in rpc["ports"]] == [7078, 7079]
+    operator_pods = one(manifests, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    first = status["from"][0]
+    assert first["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": NAMESPACE}
+    assert first["podSelector"]["matchLabels"].items() <= operator_pods.items()
+    assert status["from"][1]["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "monitoring"}
+    assert rpc["from"] == [{"podSelector": {"matchLabels": {"app.kubernetes.io/component": "executor"}}}]
+    assert find(render({"networkPolicy": {"enabled": False}}), "NetworkPolicy") == []
+
+
+def test_the_operator_may_read_and_create_the_jobs_control_token_secrets(render):
+    rules = one(render(), "ClusterRole")["rules"]
+    assert allows(rules, "", "secrets", "get") and allows(rules, "", "secrets", "create")
+    assert not allows(rules, "", "secrets", "list")  # it knows each Secret's name; it never lists others
 
 
 # --- webhook and metrics ------------------------------------------------------------------------------

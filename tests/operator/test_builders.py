@@ -244,3 +244,32 @@ def test_manifests_validate_against_kubernetes_schemas():
 def test_service_names_are_dns_labels_even_for_jobs_named_with_a_digit_first():
     assert builders.build_service("7eleven")["metadata"]["name"] == "j-7eleven-driver"
     assert builders.driver_pod_name("7eleven", "r1")[0].isalpha()
+
+
+@pytest.mark.parametrize("instances,authenticated", [(3, True), (0, False)])
+def test_spark_rpc_is_authenticated_whenever_executors_connect(instances, authenticated):
+    """Executors reach the driver's published RPC ports: Spark must authenticate them (it generates the secret
+    and hands it to the executor pods itself); a user's sparkConf cannot switch that off."""
+    spec = {**SPEC, "executor": {"instances": instances}, "sparkConf": {"spark.authenticate": "false"}}
+    _, conf = parse_engine_args(pod(spec)["spec"]["containers"][0]["args"])
+    assert (conf.get("spark.authenticate") == "true") is authenticated
+
+
+def test_driver_and_standby_pods_read_the_control_token_from_the_jobs_secret():
+    for role in (builders.ROLE_ACTIVE, builders.ROLE_STANDBY):
+        manifest = pod(role=role)
+        container = manifest["spec"]["containers"][0]
+        env = {e["name"]: e for e in container["env"]}
+        path = env["PLANENGINE_CONTROL_TOKEN_FILE"]["value"]
+        mount = next(m for m in container["volumeMounts"] if m["name"] == "control-token")
+        volume = next(v for v in manifest["spec"]["volumes"] if v["name"] == "control-token")
+        assert path == f"{mount['mountPath']}/{builders.CONTROL_TOKEN_KEY}" and mount["readOnly"]
+        assert volume["secret"]["secretName"] == builders.control_token_secret_name("clicks") == "clicks-control-token"
+        assert volume["secret"]["defaultMode"] == 0o440  # the image's group (fsGroup) reads it, nobody else
+
+
+def test_the_token_secret_holds_the_token_and_nothing_else_shows_it():
+    secret = builders.build_control_token_secret("clicks", "s3cr3t-token-value-123456")
+    assert builders.secret_token(secret) == "s3cr3t-token-value-123456"
+    assert builders.secret_token(None) is None and builders.secret_token({"data": {}}) is None
+    assert "s3cr3t-token-value-123456" not in yaml.safe_dump(pod())

@@ -467,6 +467,51 @@ def test_gate_times_out_without_enough_batches():
     assert written(decision)["phase"] == "RollingBack" and "1 of 3 batches" in written(decision)["upgrade"]["message"]
 
 
+def test_an_idle_target_passes_the_gate_at_the_end_of_its_window():
+    """A source quiet during the window (a topic at night) commits nothing; every query active and caught up is
+    healthy, and the message says the gate saw an idle job, not enough batches."""
+    status = upgrade_until("Stabilize")
+    observed = DriverObservation(running=True, run_id=status["runId"], healthy=True, batches=10, idle=True)
+    assert decide(view(status, UPGRADE_SPEC, now=NOW + timedelta(seconds=30)), observed).status is None  # waits
+    decision = decide(view(status, UPGRADE_SPEC, now=NOW + timedelta(seconds=61)), observed)
+    apply(status, decision)
+    assert status["phase"] == "Running" and status["upgrade"]["step"] == "Succeeded"
+    assert "idle: every query caught up, no input arrived in 60s" in status["upgrade"]["message"]
+    assert "0 of 3 batches committed" in status["upgrade"]["message"]
+
+
+def test_enough_batches_pass_the_gate_before_the_window_ends():
+    status = upgrade_until("Stabilize")
+    observed = DriverObservation(running=True, run_id=status["runId"], healthy=True, batches=13, idle=True)
+    apply(status, decide(view(status, UPGRADE_SPEC, now=NOW + timedelta(seconds=5)), observed))
+    assert status["upgrade"]["step"] == "Succeeded"
+    assert "3 of 3 batches committed, no exception" in status["upgrade"]["message"]
+
+
+@pytest.mark.parametrize("observed,why", [
+    (DriverObservation(running=True, run_id="r2", healthy=True, batches=11, idle=False,
+                       not_idle="query q1 has input available"), "not idle: query q1 has input available"),
+    (DriverObservation(running=True, run_id="r2", healthy=True, batches=11),
+     "does not report whether its queries are caught up"),
+    (DriverObservation(running=True, run_id="r2"), "status API did not answer"),
+])
+def test_a_target_neither_committing_nor_idle_rolls_back_saying_why(observed, why):
+    status = upgrade_until("Stabilize")
+    apply(status, decide(view(status, UPGRADE_SPEC, now=NOW + timedelta(seconds=61)), observed))
+    assert status["phase"] == "RollingBack" and why in status["upgrade"]["message"]
+    assert "only 1 of 3 batches committed within 60s" in status["upgrade"]["message"] or "only 0 of 3" in \
+        status["upgrade"]["message"]
+
+
+def test_an_idle_target_with_a_migrated_plan_publishes_it():
+    status = upgrade_until("Stabilize")
+    status["operation"]["planFile"] = "runs/r2/plan.json"
+    observed = DriverObservation(running=True, run_id=status["runId"], healthy=True, batches=10, idle=True)
+    decision = decide(view(status, UPGRADE_SPEC, now=NOW + timedelta(seconds=61)), observed)
+    assert written(decision)["operation"]["step"] == "Publish"
+    assert "idle: every query caught up" in written(decision)["operation"]["message"]
+
+
 def cold_upgrade_until(step_name):
     """An upgrade to an engine without standby: Check -> Standby (unsupported) -> Stop -> Launch."""
     status, _ = begin(running(), UPGRADE_SPEC)

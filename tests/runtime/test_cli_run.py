@@ -144,6 +144,57 @@ def test_sigterm_stops_with_snapshot_and_status_api(tmp_path: Path, spark) -> No
     assert sink_rows(tmp_path) == [5]
 
 
+def test_an_idle_query_reports_caught_up_and_stop_needs_the_control_token(tmp_path: Path, spark) -> None:
+    """What the operator's stability gate reads from a real driver: after its input, the query is ``caughtUp``
+    (Spark's status: no data available; its sources read to their latest offset); new input makes it not caught
+    up until committed. And the stop of a driver started with a token file needs that token."""
+    script = tmp_path / "job.sql"
+    script.write_text(SCRIPT.replace("{dir}", str(tmp_path)))
+    add_rows(tmp_path, "one", [{"a": 5, "b": "x"}])
+    token_file = tmp_path / "token"
+    token_file.write_text("the-job-token-0123456789abcdef\n")
+    token_file.chmod(0o600)
+    root = tmp_path / "root"
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "planengine.cli", "run", "--script", str(script), "--job-root",
+                             str(root), "--status-port", str(port), "--control-token-file", str(token_file)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        def query() -> dict:
+            try:
+                return _http(url + "/v1/status")[1]["queries"][0]
+            except (OSError, IndexError, KeyError):
+                return {}
+
+        deadline = time.time() + 240
+        while time.time() < deadline and not (query().get("lastBatchId", -1) >= 0 and query().get("caughtUp")):
+            time.sleep(1)
+        idle = query()
+        assert idle.get("caughtUp") is True and idle["dataAvailable"] is False, idle
+        assert idle["state"] == "ACTIVE" and idle["lastInputRows"] in (0, 1), idle
+        add_rows(tmp_path, "two", [{"a": 7, "b": "y"}])
+        deadline = time.time() + 120
+        while time.time() < deadline and not (query().get("lastBatchId", -1) > idle["lastBatchId"]
+                                               and query().get("caughtUp")):
+            time.sleep(0.5)
+        assert query().get("caughtUp") is True and query()["lastBatchId"] > idle["lastBatchId"], query()
+
+        assert _http(url + "/v1/stop", {"snapshot": True})[0] == 401
+        request = urllib.request.Request(url + "/v1/stop", data=b'{"snapshot": true}', method="POST",
+                                         headers={"Authorization": "Bearer the-job-token-0123456789abcdef"})
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            assert answer.status == 200 and json.loads(answer.read())["snapshotId"].startswith("s-")
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    assert "the-job-token" not in out + err
+    assert sink_rows(tmp_path) == [5, 7]
+
+
 # --- warm standby (planengine run --standby, POST /v1/start) ----------------------------------------------------
 def _free_port() -> int:
     import socket

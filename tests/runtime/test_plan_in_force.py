@@ -92,3 +92,21 @@ def test_without_a_snapshot_only_the_plan_in_force_or_its_original_runs(tmp_path
     with pytest.raises(UserError, match="upgrade through a snapshot"):
         plan_to_run(old_root, plans["migrated"], None)
     assert plan_to_run(old_root, plans["migrated"], None, snapshot_pending=True) is plans["migrated"]
+
+
+def test_a_malformed_plan_in_force_or_snapshot_plan_is_refused_with_its_json_path(tmp_path: Path, plans) -> None:
+    """The job root's plan.json and a snapshot's are plans a run may restore: validated like any plan read."""
+    broken = json.loads(plans["other"].as_json())
+    broken["edges"].append({"source": broken["nodes"][-1]["id"], "target": broken["nodes"][0]["id"]})
+    broken["planId"] = serde.compute_plan_id(broken)
+    root = JobRoot(str(tmp_path / "root"))
+    root.path.mkdir(parents=True)
+    root.write_plan_text(serde.dumps(broken))
+    with pytest.raises(UserError, match=r"edges: the edges form a cycle"):
+        plan_to_run(root, plans["old"], None)
+    root.write_plan_text(plans["old"].as_json(), overwrite=True)
+    snapshot = tmp_path / "root" / "snapshots" / "s-1"
+    snapshot.mkdir(parents=True)
+    (snapshot / "plan.json").write_text(serde.dumps(broken))
+    with pytest.raises(UserError, match=r"snapshot .* has no readable plan.json: .*edges: the edges form a cycle"):
+        plan_to_run(root, plans["migrated"], str(snapshot))

@@ -26,7 +26,15 @@ MALFORMED = [
         3,
         3,
     ),
-    ("SELECT a FROM t\nSELECT b FROM u", "missing ';' or unexpected 'SELECT'", 1, 2, 1),
+    ("SELECT a FROM t\nSELECT b FROM u",
+     "missing ';' before line 2 column 1: the statement before 'SELECT' does not end with ';'", 1, 2, 1),
+    # sqlglot gives up on the CREATE TABLE and would keep it as an opaque command (with a raw warning)
+    ("CREATE TABLE t (a INT) WITH ('connector' = 'datagen')\nCREATE TABLE s (a INT) WITH ('connector' = 'print');",
+     "missing ';' before line 2 column 1: the statement before 'CREATE' does not end with ';'", 1, 2, 1),
+    ("SELECT 1;\nCREATE TABLE s (a INT) WITH ('connector' = 'print')\n  INSERT INTO s SELECT 1;",
+     "missing ';' before line 3 column 3: the statement before 'INSERT' does not end with ';'", 2, 3, 3),
+    ("SET 'table.exec.state.ttl' = '1 h'\nINSERT INTO s SELECT 1",
+     "missing ';' before line 2 column 1: the statement before 'INSERT' does not end with ';'", 1, 2, 1),
     ("SELECT 1;\nSELECT 'abc FROM t", "unterminated string literal", 2, 2, 8),
     ("SELECT `abc FROM t", "unterminated quoted identifier", 1, 1, 8),
     (
@@ -148,6 +156,29 @@ def test_malformed_input_is_reported_precisely(script, reason, statement, line, 
     excerpt, caret = rendered.split("\n")[-2:]
     assert excerpt == f"  {source_line}"
     assert caret == "  " + " " * (column - 1) + "^"
+
+
+def test_match_recognize_is_refused_by_name_where_it_stands_with_what_to_use_instead():
+    script = ("SELECT 1;\nINSERT INTO s\nSELECT * FROM t\n"
+              "  MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES A.v AS v PATTERN (A B) DEFINE A AS A.v > 1) AS m")
+    with pytest.raises(SqlParseError) as caught:
+        parse_script(script, source="job.sql")
+    error = caught.value
+    assert error.reason == "MATCH_RECOGNIZE is not supported by planengine"
+    location = error.location
+    assert (location.statement, location.line, location.column) == (2, 4, 3)
+    assert "LAG(...) OVER (PARTITION BY <key> ORDER BY <time attribute>)" in (error.hint or "")
+    assert error.exit_code == 2
+
+
+def test_a_column_quoted_as_match_recognize_is_still_a_column():
+    assert parse_script("SELECT `match_recognize` FROM t")
+
+
+def test_a_missing_semicolon_leaks_no_library_warning(caplog):
+    with caplog.at_level("DEBUG"), pytest.raises(SqlParseError, match="missing ';' before line 2 column 1"):
+        parse_script("CREATE TABLE t (a INT) WITH ('connector' = 'datagen')\nCREATE TABLE s (a INT)")
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("sqlglot")] == []
 
 
 def test_single_query_entry_points_reject_other_input():

@@ -151,6 +151,10 @@ RBAC rules on namespaced resources: granted cluster-wide (ClusterRole) or per wa
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["get", "list", "watch", "create", "delete", "patch"]
+# Each job's driver API token (<job>-control-token): created once, read to authorize stop and start.
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "create"]
 # SQL scripts, catalogs and compiled plans.
 - apiGroups: [""]
   resources: ["configmaps"]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import time
 import uuid
 from datetime import datetime
@@ -226,9 +227,24 @@ class KubernetesLauncher:
         pods = await kube.list_objects(job.namespace, "pods", selector)
         return sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "")
 
+    async def _control_token(self, job: JobRef) -> str:
+        """The job's driver API token from its Secret, created (owned by the job) on first use; kept for good,
+        so a driver started by an operator that restarted since still accepts the token."""
+        name = builders.control_token_secret_name(job.name)
+        token = builders.secret_token(await kube.get(job.namespace, "secrets", name))
+        if token is None:
+            manifest = builders.build_control_token_secret(job.name, secrets.token_urlsafe(32))
+            kopf.adopt(manifest, owner=job.body)
+            await kube.create(job.namespace, "secrets", manifest)
+            token = builders.secret_token(await kube.get(job.namespace, "secrets", name))
+            if token is None:
+                raise kopf.TemporaryError(f"secret {name} has no token yet", delay=1)
+        return token
+
     async def _create_driver(self, job: JobRef, engine: str, run_id: str, argv: list[str], role: str) -> dict[str, Any]:
         """The driver pod of ``run_id`` and its own Service (owned by the pod); the shared objects first."""
         spec = self._spec(job)
+        await self._control_token(job)
         await self._adopt_apply(job, "services", builders.build_service(job.name))
         await self._adopt_apply(job, "configmaps", builders.build_executor_configmap(job.name, spec))
         pod = builders.build_driver_pod(job_name=job.name, namespace=job.namespace, spec=spec,
@@ -288,8 +304,9 @@ class KubernetesLauncher:
         if status is None:
             return DriverObservation(running=True, run_id=run_id, standby_run_id=standby)
         batches, exception, _ = driverapi.summarize(status)
+        idle, not_idle = driverapi.idleness(status)
         return DriverObservation(running=True, run_id=run_id, healthy=True, batches=batches, exception=exception,
-                                 standby_run_id=standby)
+                                 standby_run_id=standby, idle=idle, not_idle=not_idle)
 
     async def stop(self, job: JobRef, *, snapshot: bool, timeout: float) -> dict[str, Any]:
         """Stop the active driver (with a snapshot through its status API, else SIGTERM+SIGKILL) and wait
@@ -303,7 +320,8 @@ class KubernetesLauncher:
                 try:
                     if url is None:
                         raise driverapi.DriverApiError(f"driver pod {name} has no address yet")
-                    answer = await driverapi.stop(url, snapshot=True, timeout=timeout)
+                    answer = await driverapi.stop(url, snapshot=True, timeout=timeout,
+                                                  token=await self._control_token(job))
                 except driverapi.DriverApiError:
                     current = await kube.get(job.namespace, "pods", name)
                     if current is not None and _phase(current) == "Running":
@@ -370,7 +388,8 @@ class KubernetesLauncher:
         try:
             if url is None:
                 raise driverapi.DriverApiError(f"standby pod {name} has no address")
-            await driverapi.start(url, from_snapshot=snapshot_path, timeout=timeout)
+            await driverapi.start(url, from_snapshot=snapshot_path, timeout=timeout,
+                                  token=await self._control_token(job))
         except driverapi.DriverApiError as exc:
             await self._delete_pod(job, mine, KILL_GRACE)
             raise LaunchError(str(exc), reason="StartFailed") from exc

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -28,6 +29,9 @@ from planengine_operator.statemachine import DriverObservation
 
 DRIVER_RECORD = ".operator/driver.json"
 STANDBY_RECORD = ".operator/standby.json"
+# The job's control token (docs/operator.md, "Driver API"): a 0600 file only this user reads, named to the
+# engine by PLANENGINE_CONTROL_TOKEN_FILE (an environment variable, so engines before the token still start).
+CONTROL_TOKEN = ".operator/control-token"
 WRITER_LOCK = "writer.lock"
 STANDBY_POLL = 0.5  # seconds between looks at a warming standby (before the stop: no downtime cost)
 
@@ -42,6 +46,17 @@ def engine_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
     env.update(extra)
     return env
+
+
+def control_token(root: Path) -> tuple[Path, str]:
+    """The job's control token file and token, created (0600, never widened) on first use."""
+    path = root / CONTROL_TOKEN
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_urlsafe(32) + "\n")
+    return path, path.read_text().strip()
 
 
 def _free_port() -> int:
@@ -203,7 +218,9 @@ class LocalLauncher:
                 *builders.conf_args(local_spark_conf(
                     podpolicy.admitted_spec(dict(job.body.get("spec") or {}), self.config.admission)))]
         log = open(root / ".operator" / log_name, "ab")  # noqa: SIM115 - owned by the child
-        env = engine_env(PLANENGINE_RUN_ID=run_id, PLANENGINE_WRITER_LOCK=str(root / WRITER_LOCK))
+        token_file, _ = control_token(root)
+        env = engine_env(PLANENGINE_RUN_ID=run_id, PLANENGINE_WRITER_LOCK=str(root / WRITER_LOCK),
+                         PLANENGINE_CONTROL_TOKEN_FILE=str(token_file))
         try:
             proc = subprocess.Popen(full, cwd=str(root), stdout=log, stderr=subprocess.STDOUT, env=env,
                                     start_new_session=True)
@@ -264,7 +281,8 @@ class LocalLauncher:
             await self.stop(job, snapshot=False, timeout=10)  # never two writers (the Stop step confirmed it)
         (root / WRITER_LOCK).write_text(json.dumps({"runId": run_id, "job": f"{job.namespace}/{job.name}"}))
         try:
-            await driverapi.start(record["statusUrl"], from_snapshot=snapshot_path, timeout=timeout)
+            await driverapi.start(record["statusUrl"], from_snapshot=snapshot_path, timeout=timeout,
+                                  token=control_token(root)[1])
         except driverapi.DriverApiError as exc:
             await self.discard_standby(job)
             raise LaunchError(str(exc), reason="StartFailed") from exc
@@ -313,8 +331,10 @@ class LocalLauncher:
         if status is None:
             return DriverObservation(running=True, run_id=record.get("runId"), standby_run_id=standby_run)
         batches, exception, _ = driverapi.summarize(status)
+        idle, not_idle = driverapi.idleness(status)
         return DriverObservation(running=True, run_id=record.get("runId"), healthy=True, batches=batches,
-                                 exception=exception, standby_run_id=standby_run)
+                                 exception=exception, standby_run_id=standby_run, idle=idle,
+                                 not_idle=not_idle)
 
     async def stop(self, job: JobRef, *, snapshot: bool, timeout: float) -> dict[str, Any]:
         """Stop the driver: with a snapshot through the status API, else SIGKILL; waits until it is gone."""
@@ -326,7 +346,8 @@ class LocalLauncher:
         if pid_alive(pid):
             if snapshot:
                 try:
-                    answer = await driverapi.stop(record["statusUrl"], snapshot=True, timeout=timeout)
+                    answer = await driverapi.stop(record["statusUrl"], snapshot=True, timeout=timeout,
+                                                  token=control_token(Path(job.job_root))[1])
                 except driverapi.DriverApiError:
                     if pid_alive(pid):
                         raise

@@ -32,8 +32,12 @@ def translator(name: str, *versions: int) -> Callable[[Translator], Translator]:
 
 
 def load_all() -> None:
-    """Import every translator module (registration happens on import)."""
-
+    """Import every translator module (registration happens on import), once: ``get_translator`` runs per plan
+    node, and scanning the package directory each time made ``check`` of an 8 000-node plan take 20 s."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
     for info in pkgutil.iter_modules(__path__):
         if not info.name.startswith("_"):
             try:
@@ -45,6 +49,7 @@ def load_all() -> None:
 
 
 BROKEN_MODULES: dict[str, str] = {}
+_LOADED = False
 
 
 def get_translator(name: str, version: int) -> Translator | None:

@@ -20,7 +20,12 @@ NOT the engine. It implements the *contract* the operator relies on, faithfully 
   Status API: ``GET /healthz``, ``GET /v1/status``, ``POST /v1/stop`` (stop at a batch boundary, write
   ``snapshots/<id>/{plan.json,checkpoints/,manifest.json}`` with ``queries.<uid>.lastBatchId`` in the
   manifest, answer ``{"stopped": true, "snapshotId": id}`` like the engine's status server, exit 0),
-  ``GET /metrics``. SIGTERM = stop with a snapshot.
+  ``GET /metrics``. SIGTERM = stop with a snapshot. ``POST /v1/stop`` needs ``Authorization: Bearer <token>``
+  with the token in the file ``PLANENGINE_CONTROL_TOKEN_FILE`` names (401 otherwise; without the variable it
+  is open, as the engine on loopback), and a ``Content-Length`` from 0 to 64 KiB (400 otherwise). Each query of
+  ``/v1/status`` reports ``dataAvailable`` (input files not yet committed), ``triggerActive`` (false),
+  ``lastInputRows`` (rows of the run's last batch, 0 when it found nothing) and ``caughtUp`` (active, has looked
+  at its source, and nothing pending), as the engine does.
 * ``snapshot --job-root R``: forks the newest run's checkpoint into a snapshot, prints ``{"snapshot": id}``.
 
 Every invocation appends one JSON line ``{"command", "engine", "runId", "snapshot", "at", "host", "conf"}`` to
@@ -42,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -206,6 +212,10 @@ class Driver:
         self.last_commit_at: str | None = None
         self.batches_this_run = 0
         self.state = "ACTIVE"
+        self.polled = False  # looked at the source at least once (the engine: reported progress)
+        self.last_input_rows: int | None = None
+        token_file = os.environ.get("PLANENGINE_CONTROL_TOKEN_FILE")
+        self.token = Path(token_file).read_text().strip() if token_file else None
 
     def checkpoint_dir(self) -> Path:
         return self.run_dir / "checkpoints" / UID
@@ -231,7 +241,9 @@ class Driver:
         commit = read_checkpoint(self.checkpoint_dir())
         done = set(commit["files"])
         pending = sorted(p.name for p in self.source.glob("*.txt") if p.name not in done)
+        self.polled = True
         if not pending:
+            self.last_input_rows = 0
             return False
         if self.fenced():
             print(f"fenced: writer lock is held by another run, {self.run_id} stops", file=sys.stderr)
@@ -250,16 +262,24 @@ class Driver:
         tmp.rename(self.checkpoint_dir() / "commit.json")
         self.last_commit_at = now_iso()
         self.batches_this_run += 1
+        self.last_input_rows = len(rows)
         return True
+
+    def pending_input(self) -> bool:
+        done = set(read_checkpoint(self.checkpoint_dir())["files"])
+        return any(p.name not in done for p in self.source.glob("*.txt"))
 
     def status(self) -> dict[str, Any]:
         commit = read_checkpoint(self.checkpoint_dir())
+        available = self.pending_input()
         return {
             "engineVersion": self.knobs.engine_version, "sparkVersion": "4.3.0",
             "planId": json.loads(self.plan_text).get("planId"), "runId": self.run_id,
             "queries": [{"uid": UID, "state": self.state, "lastBatchId": commit["batchId"],
                          "lastCommitAt": self.last_commit_at, "inputRowsPerSecond": 0.0,
-                         "processedRowsPerSecond": 0.0, "watermark": None, "exception": None}],
+                         "processedRowsPerSecond": 0.0, "watermark": None, "exception": None,
+                         "dataAvailable": available, "triggerActive": False, "lastInputRows": self.last_input_rows,
+                         "caughtUp": self.state == "ACTIVE" and self.polled and not available}],
         }
 
     def serve(self) -> None:
@@ -292,8 +312,17 @@ class Driver:
                 if self.path != "/v1/stop":
                     self.reply(404, {"error": "not found"})
                     return
-                length = int(self.headers.get("Content-Length") or 0)
-                request = json.loads(self.rfile.read(length) or b"{}")
+                given = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
+                if driver.token is not None and not hmac.compare_digest(given.encode(), driver.token.encode()):
+                    self.close_connection = True
+                    self.reply(401, {"error": "missing or wrong control token"})
+                    return
+                text = (self.headers.get("Content-Length") or "0").strip()
+                if not text.isdigit() or int(text) > 64 * 1024:
+                    self.close_connection = True
+                    self.reply(400, {"error": f"bad Content-Length {text!r}"})
+                    return
+                request = json.loads(self.rfile.read(int(text)) or b"{}")
                 driver.stop_request = {"snapshot": bool(request.get("snapshot", True))}
                 driver.stopped.wait(60)
                 answer: dict[str, Any] = {"stopped": True, "snapshotId": driver.snapshot_id}

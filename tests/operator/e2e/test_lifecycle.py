@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -71,6 +72,36 @@ def test_upgrade_hands_over_exactly_once(world):
     assert [s["snapshot"] for s in snapshots] == [upgrade["snapshot"]]
     new_runs = [c for c in world.calls(root, "run") if c["engine"] == "0.2"]
     assert len(new_runs) == 1 and new_runs[0]["fromSnapshot"].endswith(upgrade["snapshot"])
+
+
+def test_an_upgrade_without_input_in_its_window_is_not_rolled_back(world):
+    """A source quiet during the stability window (a topic at night): the target commits nothing, every query
+    is caught up, and that is healthy; the message says the gate saw an idle job. The stop of the old driver
+    went through its token-protected API with the job's token, which no status, event or CR shows."""
+    world.start_operator(stability={"minBatches": 3, "window": "8s"})
+    first = _running(world, "quiet")
+    committed = len(world.output("quiet"))
+    world.apply(world.job_manifest("quiet", "0.2"))  # no input from now on
+    status = world.wait_status("quiet", lambda s: (s.get("upgrade") or {}).get("step") in ("Succeeded", "RolledBack"),
+                               "upgrade finished", timeout=90)
+    upgrade = status["upgrade"]
+    assert upgrade["step"] == "Succeeded", upgrade
+    assert "idle: every query caught up, no input arrived in 8s" in upgrade["message"], upgrade["message"]
+    assert status["phase"] == "Running" and status["engineVersion"] == "0.2" and status["runId"] != first["runId"]
+    assert "RollingBack" not in world.event_reasons("quiet")
+    assert len(world.output("quiet")) == committed
+    world.add_input("quiet", 2)  # and it commits when input comes
+    wait_for(lambda: len(world.output("quiet")) >= committed + 4, 20, "quiet: the new engine commits new input")
+    world.assert_exactly_once("quiet")
+    if world.launcher == "local":
+        token_file = world.job_root("quiet") / ".operator" / "control-token"
+        assert token_file.stat().st_mode & 0o777 == 0o600
+        token = token_file.read_text().strip()
+    else:
+        secret = world.api.get("", "secrets", "default", "quiet-control-token")
+        token = base64.b64decode(secret["data"]["token"]).decode()
+    seen = json.dumps([world.job("quiet"), world.events("quiet")])
+    assert len(token) >= 32 and token not in seen
 
 
 def test_refused_target_keeps_the_old_job(world, contract_only):
@@ -277,7 +308,7 @@ def test_suspend_and_resume_from_the_snapshot(world):
 def _owned_objects(world, uid: str) -> list[str]:
     """kind/name of every object in the namespace owned by ``uid``, or by a pod it owns."""
     found, owners = [], {uid}
-    for plural in ("pods", "services", "configmaps", "leases"):
+    for plural in ("pods", "services", "configmaps", "secrets", "leases"):
         group = "coordination.k8s.io" if plural == "leases" else ""
         for obj in world.api.list(group, plural, world.ns):
             refs = {ref["uid"] for ref in obj["metadata"].get("ownerReferences") or []}
@@ -290,8 +321,9 @@ def _owned_objects(world, uid: str) -> list[str]:
 
 def test_delete_collects_everything_the_job_owns(world):
     """kubectl delete spj: the operator stops the driver (its finalizer), then owner references take the rest:
-    the plan ConfigMap and the Lease, and on Kubernetes the driver pod, its Service, the job's Service and the
-    executor template, deleted by the garbage collector after the job is gone (as on a cluster)."""
+    the plan ConfigMap and the Lease, and on Kubernetes the driver pod, its Service, the job's Service, the
+    executor template and the control-token Secret, deleted by the garbage collector after the job is gone
+    (as on a cluster)."""
     world.start_operator()
     first = _running(world, "gone")
     uid = world.job("gone")["metadata"]["uid"]
@@ -300,7 +332,8 @@ def test_delete_collects_everything_the_job_owns(world):
         "metadata"]["name"]}
     if world.launcher == "kubernetes":
         pod = first["driver"]["name"]
-        expected |= {f"pods/{pod}", f"services/{pod}", "services/gone-driver", "configmaps/gone-executor"}
+        expected |= {f"pods/{pod}", f"services/{pod}", "services/gone-driver", "configmaps/gone-executor",
+                     "secrets/gone-control-token"}
     assert expected <= set(owned), owned
     world.kubectl("delete", "sparkplanjob", "gone", "--wait=false")
     wait_for(lambda: world.api.get("planengine.io", "sparkplanjobs", world.ns, "gone") is None, 90,

@@ -263,3 +263,22 @@ def test_target_crashing_after_its_first_commit_rolls_back(real_world: World, tm
     world.assert_windows_exactly_once("l")
     print(f"\nreal engine: target committed batches {past} past {upgrade_snapshot}, rolled back from the fork "
           f"{used}; {len(world.input_rows('l'))} rows exactly once")
+
+
+def test_an_upgrade_without_input_in_its_window_is_not_rolled_back(real_world: World, tmp_path: Path) -> None:
+    """The real engine's ``caughtUp`` (Spark's query status and source offsets) as the stability gate reads it:
+    no input arrives during the window, the target commits nothing, every query is caught up, and the upgrade
+    succeeds saying so; input that comes later is committed exactly once by the new engine."""
+    world = real_world
+    world.start_operator(stability={"minBatches": 2, "window": "60s"})
+    root = tmp_path / "idle-root"
+    first = _start(world, "idle", root)
+    world.apply(world.job_manifest("idle", REAL_TARGET, storage=root))  # and no input from now on
+    status = world.wait_status("idle", lambda s: (s.get("upgrade") or {}).get("step") in ("Succeeded", "RolledBack"),
+                               "upgrade finished", timeout=JVM)
+    upgrade = status["upgrade"]
+    assert upgrade["step"] == "Succeeded", (upgrade, world.diagnosis("idle"))
+    assert "idle: every query caught up, no input arrived in 60s" in upgrade["message"], upgrade["message"]
+    assert status["engineVersion"] == REAL_TARGET and status["runId"] != first["runId"]
+    world.add_input("idle", 2)
+    world.assert_exactly_once("idle", timeout=JVM)

@@ -46,6 +46,7 @@ BUILTIN = [  # (group, version, plural, kind, namespaced, short names)
     ("", "v1", "pods", "Pod", True, ["po"]),
     ("", "v1", "services", "Service", True, ["svc"]),
     ("", "v1", "configmaps", "ConfigMap", True, ["cm"]),
+    ("", "v1", "secrets", "Secret", True, []),  # a job's driver API token (<job>-control-token)
     ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ["pvc"]),  # the test kubelet: bound at once
     ("", "v1", "events", "Event", True, ["ev"]),
     ("coordination.k8s.io", "v1", "leases", "Lease", True, []),

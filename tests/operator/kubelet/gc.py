@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 
 # Namespaced kinds whose objects the operator creates with owner references (plural, API prefix).
-DEPENDENTS = (("pods", "/api/v1"), ("services", "/api/v1"), ("configmaps", "/api/v1"),
+DEPENDENTS = (("pods", "/api/v1"), ("services", "/api/v1"), ("configmaps", "/api/v1"), ("secrets", "/api/v1"),
               ("leases", "/apis/coordination.k8s.io/v1"))
 OWNER_PATHS = {
     ("planengine.io/v1alpha1", "SparkPlanJob"): "/apis/planengine.io/v1alpha1/namespaces/{ns}/sparkplanjobs/{name}",

@@ -284,7 +284,8 @@ def test_a_driver_asking_for_executor_pods_runs_them_in_process_once_its_setting
     driver = _driver(SPEC)
     driver["spec"]["containers"][0].pop("readinessProbe")
     driver["spec"]["containers"][0].pop("livenessProbe")
-    node.apply(builders.build_executor_configmap("j", SPEC), builders.build_plan_configmap("j", "{}", "p"), driver,
+    node.apply(builders.build_executor_configmap("j", SPEC), builders.build_plan_configmap("j", "{}", "p"),
+               builders.build_control_token_secret("j", "a-token-for-the-test-0123456789"), driver,
                builders.build_run_service("j", "r1"))
     done = node.finished(driver["metadata"]["name"])
     log = node.kubectl("logs", driver["metadata"]["name"]).stdout
@@ -302,7 +303,8 @@ def test_a_driver_asking_for_executor_pods_runs_them_in_process_once_its_setting
 def test_kubernetes_settings_that_would_fail_on_a_cluster_fail_the_container(node: Node, change, complaint) -> None:
     driver = _driver(SPEC)
     change(driver)
-    node.apply(builders.build_executor_configmap("j", SPEC), builders.build_plan_configmap("j", "{}", "p"), driver,
+    node.apply(builders.build_executor_configmap("j", SPEC), builders.build_plan_configmap("j", "{}", "p"),
+               builders.build_control_token_secret("j", "a-token-for-the-test-0123456789"), driver,
                builders.build_run_service("j", "r1"))
     done = node.finished(driver["metadata"]["name"])
     log = node.kubectl("logs", driver["metadata"]["name"]).stdout

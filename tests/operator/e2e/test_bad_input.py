@@ -51,7 +51,7 @@ def apply_fails(world, manifest) -> str:
      ["spec.storage.pvc.claimName", "spec.storage.pvc.subPath: Invalid value", "no '..' segment"]),
     ({"sparkConf": {"--master": "local", "spark.a": "x\ny"}, "executor": {"instances": 9223372036854775807,
                                                                          "memory": "0"}},
-     ["sparkConf keys are spark.", "spec.sparkConf[spark.a]", "spec.executor.instances", "spec.executor.memory"]),
+     ["sparkConf keys are spark.", "spec.sparkConf.spark.a", "spec.executor.instances", "spec.executor.memory"]),
     ({"planOptions": {"table.plan.x'; DROP": "1"}, "catalog": {"configMapRef": {"name": "a/b", "key": "c d"}}},
      ["planOptions keys are table.plan.", "spec.catalog.configMapRef.name", "spec.catalog.configMapRef.key"]),
 ])

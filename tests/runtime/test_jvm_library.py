@@ -31,6 +31,7 @@ def private_jar_dirs(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.usefixtures("jvm_process")  # javac
 def test_build_once_then_reuse_and_rebuild_on_a_source_change(private_jar_dirs):
     real = build.current_target()
     target = build.Target("0.0-test", real.jars_dir)
@@ -76,7 +77,6 @@ def test_the_wheel_ships_the_built_jar():
 
 
 # --- in the engine's session ---------------------------------------------------------------------------------
-@pytest.mark.spark
 def test_the_session_loads_the_jar_built_for_its_spark(spark):
     from planengine.runtime.jvm import build_info
 
@@ -86,8 +86,6 @@ def test_the_session_loads_the_jar_built_for_its_spark(spark):
     assert info["sourceDigest"] == build.source_digest(target)
 
 
-@pytest.mark.spark
-@pytest.mark.slow
 def test_a_processor_keeps_state_across_batches_and_a_restart(spark, tmp_path):
     from planengine.runtime.jvm import run_operator
 
@@ -115,7 +113,6 @@ def test_a_processor_keeps_state_across_batches_and_a_restart(spark, tmp_path):
     assert collected == [("a", 3, "+U")]
 
 
-@pytest.mark.spark
 def test_a_bad_spec_fails_on_the_driver_with_its_path(spark):
     from planengine.runtime.jvm import run_operator
 

@@ -27,7 +27,7 @@ import pytest
 from planengine.api import TableEnvironment
 from planengine.client.shell import Shell
 
-pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.usefixtures("engine_process")
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")

@@ -10,8 +10,6 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
-
 from planengine.exec import nodes as X
 from planengine.ir import types as T
 from planengine.ir.aggregates import AggregateCall
@@ -19,8 +17,6 @@ from planengine.ir.changelog import ALL
 from planengine.ir.types import parse_type
 from planengine.runtime.context import TranslationContext
 from planengine.runtime.operators.group_aggregate import group_aggregate
-
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 # --- helpers shared by the changelog operator tests ---------------------------------------------------------

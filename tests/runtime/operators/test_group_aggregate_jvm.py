@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pytest
-
 from planengine.exec import nodes as X
 from planengine.ir import types as T
 from planengine.ir.aggregates import AggregateCall
@@ -19,8 +17,6 @@ from planengine.ir.expressions import Literal
 from planengine.ir.types import parse_type
 from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
 from tests.runtime.operators.test_aggregate import BIGINT_NN, agg, batches, flink, input_node, node_ctx
-
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def _node(in_type: str, out_type: str, grouping, aggregates, *, retraction=False, ub=True) -> X.GroupAggregate:

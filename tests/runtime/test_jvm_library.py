@@ -54,6 +54,39 @@ def test_build_once_then_reuse_and_rebuild_on_a_source_change(private_jar_dirs):
     assert build.find_jar(target) is None
 
 
+@pytest.mark.usefixtures("jvm_process")  # javac
+def test_a_warning_fails_the_build_and_is_shown(private_jar_dirs):
+    """-Xlint:all -Werror, as Spark's build: a raw type fails the build where it is written."""
+    (private_jar_dirs / "java" / "io" / "planengine" / "jvm" / "RawUse.java").write_text(
+        "package io.planengine.jvm;\n\nfinal class RawUse {\n"
+        "  java.util.List names = new java.util.ArrayList<String>();\n}\n")
+    target = build.Target("0.0-lint", build.current_target().jars_dir)
+    with pytest.raises(build.JvmLibraryUnavailable) as raised:
+        build.ensure_jar(target)
+    assert "RawUse.java:4: warning: [rawtypes]" in str(raised.value) and "-Werror" in str(raised.value)
+    assert build.find_jar(target) is None
+
+
+def test_the_compile_class_path_leaves_out_jars_whose_manifest_names_missing_jars(tmp_path):
+    """-Xlint:path warns about every Class-Path entry that does not exist (PySpark ships Derby's jars without
+    the locale jars their manifests name); such jars are not compiled against."""
+    import zipfile
+
+    def jar(name: str, class_path: str | None) -> None:
+        with zipfile.ZipFile(tmp_path / name, "w") as z:
+            manifest = "Manifest-Version: 1.0\n" + (f"Class-Path: {class_path}\n" if class_path else "")
+            z.writestr("META-INF/MANIFEST.MF", manifest)
+
+    jar("spark-sql.jar", None)
+    jar("derby.jar", "derbyshared.jar derbyLocale_cs.jar der\n byLocale_de.jar")  # a continued manifest line
+    jar("uses-a-shipped-one.jar", "spark-sql.jar")
+    (tmp_path / "connect-repl").mkdir()
+    assert build.compile_classpath(tmp_path).split(os.pathsep) == [
+        str(tmp_path / "spark-sql.jar"), str(tmp_path / "uses-a-shipped-one.jar")]
+    assert build._manifest_class_path(tmp_path / "derby.jar") == ["derbyshared.jar", "derbyLocale_cs.jar",
+                                                                  "derbyLocale_de.jar"]
+
+
 def test_a_missing_jdk_names_the_remedy(private_jar_dirs, monkeypatch):
     monkeypatch.setenv("JAVA_HOME", str(private_jar_dirs / "no-jdk"))
     monkeypatch.setenv("PATH", str(private_jar_dirs / "empty-bin"))

@@ -72,8 +72,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def engine_process() -> None:
-    """Declares that the test runs the ``planengine`` CLI in a subprocess (tier ``e2e``): a fresh interpreter
-    importing the whole engine, and Spark for ``run`` (``tests/tiers/guard.py`` fails a fast test that does)."""
+    """Declares that the test runs the engine in a subprocess (tier ``e2e``): the ``planengine`` CLI (Spark for
+    ``run``; ``tests/tiers/guard.py`` fails a fast or spark test that starts one undeclared) or another fresh
+    interpreter importing the whole engine, seconds each on a loaded machine."""
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,7 @@ FIXTURE_NEEDS = {
     "spark": "spark",  # the shared SparkSession (tests/fixtures/spark.py; tests/runtime/operators overrides it)
     "jvm_process": "spark",  # declared: the test runs a JVM of its own (javac, java), not through Spark
     "postgres": "postgres",  # the PostgreSQL server (tests/fixtures/postgres.py)
-    "engine_process": "e2e",  # declared: the test runs the planengine CLI in a subprocess (`run` starts Spark)
+    "engine_process": "e2e",  # declared: the engine in a subprocess (the planengine CLI; `run` starts Spark)
     "world": "e2e",  # the operator with the contract engine double (tests/operator/e2e/conftest.py)
     "real_world": "e2e",  # the operator with the real engine
 }

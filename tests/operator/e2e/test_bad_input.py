@@ -17,7 +17,7 @@ import yaml
 
 from tests.operator.e2e.harness import GROUP, KUBECTL, LAUNCHER_INDEPENDENT, NS, ON_KUBERNETES, PLURAL, wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 
 def apply_fails(world, manifest) -> str:

@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv jvm run test lint conformance benchmarks clean
+.PHONY: venv jvm run test test-fast test-jvm test-spark test-e2e lint conformance benchmarks clean
 
 venv: $(STAMP) jvm
 
@@ -28,9 +28,27 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
+# The tiers in order, each only if the one before passed: fast -> jvm -> spark -> e2e (docs/testing.md). The last
+# line of the output sums them: `N passed, N failed, N skipped`.
 test: venv lint
 	bash tests/setup/prepare.sh
-	$(BIN)/python -m pytest
+	$(BIN)/python -m tests.tiers.run
+
+# The quick verdict: no Spark, no PostgreSQL, no CLI processes, no JVM (a few minutes on a loaded 2-core machine).
+test-fast: venv
+	$(BIN)/python -m tests.tiers.run fast
+
+# The JVM operator library's Java unit tests (one JVM, no SparkSession).
+test-jvm: venv
+	$(BIN)/python -m tests.tiers.run jvm
+
+test-spark: venv
+	bash tests/setup/prepare.sh
+	$(BIN)/python -m tests.tiers.run spark
+
+test-e2e: venv
+	bash tests/setup/prepare.sh
+	$(BIN)/python -m tests.tiers.run e2e
 
 conformance: venv
 	$(BIN)/python -m pytest tests/conformance -q

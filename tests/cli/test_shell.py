@@ -7,6 +7,8 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
+import pytest
+
 from planengine.api import TableEnvironment
 from planengine.client.shell import CONTINUATION, PROMPT, Shell
 from planengine.sql import ends_statement
@@ -77,6 +79,7 @@ def test_ctrl_d_leaves_the_prompt() -> None:
     assert "default_catalog" in out.getvalue() and prompts == [PROMPT, PROMPT]
 
 
+@pytest.mark.usefixtures("engine_process")
 def test_a_script_on_standard_input_runs_statement_by_statement() -> None:
     script = ("CREATE TABLE t (a INT, b STRING) WITH ('connector' = 'datagen');\n"
               "SHOW COLUMNS FROM t LIKE 'b';\n"

@@ -18,7 +18,7 @@ from tests.cluster.controlplane import K8S_VERSION, ControlPlane
 REPO = Path(__file__).resolve().parents[2]
 KUBECTL = REPO / ".tools" / "bin" / "kubectl"
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.timeout(300)]
 
 
 def wait(predicate: Any, timeout: float, what: str) -> Any:

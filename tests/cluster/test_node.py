@@ -19,7 +19,7 @@ from tests.operator.kubelet.node import start_node, stop_node
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = "test.local/shell:1"
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.timeout(300)]
 
 
 @pytest.fixture

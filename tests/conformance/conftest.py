@@ -1,4 +1,4 @@
-"""Conformance fixtures and reporting: the shared SparkSession (``tests/runtime/conftest.py``), the per-family
+"""Conformance reporting (the tests use the suite's SparkSession, ``tests/fixtures/spark.py``): the per-family
 pass table at the end of the run, and the baseline rewrite (``CONFORMANCE_WRITE_BASELINE=1``, set by
 ``python -m tests.conformance.update_baseline``)."""
 
@@ -9,7 +9,6 @@ from collections import Counter
 
 from tests.conformance.baseline import load_baseline, write_baseline
 from tests.conformance.harness import RESULTS, family_table
-from tests.runtime.conftest import spark  # noqa: F401  (the one session-scoped SparkSession)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # type: ignore[no-untyped-def]

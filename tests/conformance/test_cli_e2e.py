@@ -32,7 +32,7 @@ if not (CONFORMANCE_DIR / "flink-programs").is_dir():
 
 BY_ID = {p.id: p for p in load_programs(CONFORMANCE_DIR)}
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.usefixtures("engine_process")
 
 
 def _planengine(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

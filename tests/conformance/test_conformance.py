@@ -30,7 +30,6 @@ if not (CONFORMANCE_DIR / "flink-programs").is_dir():
 PROGRAMS = load_programs(CONFORMANCE_DIR)
 BASELINE = load_baseline()
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 @pytest.mark.timeout(420)

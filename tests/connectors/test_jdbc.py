@@ -154,7 +154,6 @@ def test_conninfo_from_jdbc_url():
     assert postgres_conninfo("jdbc:postgresql://h:5432/db?sslmode=require") == "postgresql://h:5432/db?sslmode=require"
 
 
-@pytest.mark.postgres
 def test_rendered_statements_run_on_postgres(postgres_db):
     psycopg = pytest.importorskip("psycopg")
     with psycopg.connect(postgres_db.dsn, autocommit=True) as conn:

@@ -10,16 +10,12 @@ Spark line: their expected rows use the same ``'SQL'`` text for both engines' fi
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
 from planengine.api import TableEnvironment
 from tests.cross_version.families import committed_records
-
-pytestmark = [pytest.mark.spark]
 
 ROWS = [{"k": "a", "ts": "2024-01-01 00:00:03.500", "t6": "2024-01-01 00:00:03.123456", "d": "2024-01-02",
          "lt": "2024-01-01T00:00:04.250Z"}]
@@ -43,8 +39,7 @@ END;"""
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory) -> Path:
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # as tests/runtime/conftest.py: workers use this interpreter
+def written(spark, tmp_path_factory) -> Path:
     data = tmp_path_factory.mktemp("json_text")
     (data / "in").mkdir()
     (data / "in" / "rows.json").write_text("".join(json.dumps(r) + "\n" for r in ROWS))

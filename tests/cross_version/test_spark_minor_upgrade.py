@@ -41,7 +41,7 @@ from tests.cross_version.families import (
     write_inputs,
 )
 
-pytestmark = [pytest.mark.spark, pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.usefixtures("engine_process")
 
 UPGRADE = "4.2 → 4.3"
 DOWNGRADE = "4.3 → 4.2"

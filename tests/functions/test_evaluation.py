@@ -21,8 +21,6 @@ from planengine.ir.expressions import Call, Expr
 from planengine.runtime.expressions import render_spark_sql, render_spark_type
 from tests.functions.helpers import COLUMNS, RowScope, convert
 
-pytestmark = pytest.mark.spark
-
 ROW: dict[str, Any] = {
     "s": "ab",
     "s2": " Hello World ",

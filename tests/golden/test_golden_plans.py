@@ -60,6 +60,7 @@ def test_every_consumed_option_key_exists() -> None:
     assert unknown == []
 
 
+@pytest.mark.usefixtures("engine_process")  # two fresh interpreters running the engine's compiler
 def test_plans_are_byte_identical_across_processes() -> None:
     """Compile everything in two fresh interpreters with different hash seeds; the bytes must agree."""
     digests = []

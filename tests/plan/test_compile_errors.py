@@ -124,6 +124,7 @@ def test_compile_error(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert f"statement {statement_no}, line {error.location.line}, column {error.location.column}" in err
 
 
+@pytest.mark.usefixtures("engine_process")
 def test_primary_key_must_be_not_enforced(tmp_path: Path) -> None:
     text = BASE + "CREATE TABLE t (a INT,\n  PRIMARY KEY (a)) WITH ('connector' = 'print');\n"
     with pytest.raises(UserError) as info:

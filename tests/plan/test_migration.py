@@ -190,6 +190,7 @@ def run_engine(tmp_path: Path, *args: str, with_migration: bool = True):
     return cli(*args, env=env)
 
 
+@pytest.mark.usefixtures("engine_process")
 def test_cli_migrate(tmp_path: Path) -> None:
     old = write(tmp_path, T.plan_with_tag_node(1))
     new = tmp_path / "new.json"
@@ -206,6 +207,7 @@ def test_cli_migrate(tmp_path: Path) -> None:
     assert again.returncode == 2 and "already exists" in again.stderr
 
 
+@pytest.mark.usefixtures("engine_process")
 def test_cli_migrate_without_migration_exits_4(tmp_path: Path) -> None:
     old = write(tmp_path, T.plan_with_tag_node(1))
     done = run_engine(tmp_path, "migrate", "--plan", str(old), "-o", str(tmp_path / "new.json"),

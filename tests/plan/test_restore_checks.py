@@ -94,6 +94,7 @@ def test_check_verdicts(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert reasons[0].get("node") == node
 
 
+@pytest.mark.usefixtures("engine_process")
 def test_check_in_a_fresh_process(tmp_path: Path) -> None:
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     good.write_text(dumps(good_plan()))
@@ -103,6 +104,7 @@ def test_check_in_a_fresh_process(tmp_path: Path) -> None:
     assert out.returncode == 4 and json.loads(out.stdout)["reasons"][0]["node"] == 2
 
 
+@pytest.mark.usefixtures("engine_process")
 def test_malformed_json_is_a_user_error_with_line_and_column(tmp_path: Path) -> None:
     path = tmp_path / "plan.json"
     text = dumps(good_plan())

@@ -1,3 +1,1 @@
-"""Restore-corpus fixtures: the one session-scoped SparkSession of ``tests/runtime/conftest.py``."""
-
-from tests.runtime.conftest import spark  # noqa: F401  (one JVM for the whole module)
+"""Restore-corpus tests use the suite's one SparkSession: the ``spark`` fixture of ``tests/fixtures/spark.py``."""

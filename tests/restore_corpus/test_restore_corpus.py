@@ -26,8 +26,6 @@ CASES = corpus_cases()
 EXEMPT: dict[tuple[str, int], str] = {}
 
 
-@pytest.mark.spark
-@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_case_restores_with_todays_engine(case: CorpusCase, tmp_path: Path, spark) -> None:
     from planengine.api import TableEnvironment

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.spark, pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.usefixtures("engine_process")
 
 SCRIPT = """
 CREATE TABLE src (a INT, b STRING) WITH ('connector' = 'filesystem', 'path' = '{dir}/src', 'format' = 'json',

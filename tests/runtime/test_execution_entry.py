@@ -11,13 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from planengine.api import TableEnvironment
 from planengine.cli import main as cli_main
 from planengine.runtime.storage import ID_PATTERN, JobRoot, parse_run_id
-
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 DDL = """
 CREATE TABLE src (a INT, b STRING) WITH ('connector' = 'filesystem', 'path' = '{dir}/src', 'format' = 'json');

@@ -23,7 +23,6 @@ from planengine.runtime.connectors.print_sink import flink_row
 
 CASES = sorted((Path(__file__).parent.parent / "e2e_cases").glob("*/*.yaml"))
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def write_rows(directory: Path, name: str, rows: list[dict]) -> None:

@@ -95,8 +95,6 @@ def write(tmp_path: Path, name: str, rows: list[dict[str, Any]]) -> None:
     (tmp_path / "src" / f"{name}.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-@pytest.mark.spark
-@pytest.mark.slow
 def test_jvm_strategy_end_to_end_across_a_snapshot_with_a_compatible_state_check(tmp_path: Path, spark: Any) -> None:
     from planengine.runtime.state_check import check_snapshot_state
 
@@ -120,8 +118,6 @@ def test_jvm_strategy_end_to_end_across_a_snapshot_with_a_compatible_state_check
          "-U[a, 2, 4]", "+U[a, 3, 9]", "+I[c, 1, null]"])
 
 
-@pytest.mark.spark
-@pytest.mark.slow
 def test_the_native_strategy_passes_the_state_check_too(tmp_path: Path, spark: Any) -> None:
     """The probe behind ``check --snapshot`` must translate version 3 as the run did (native here)."""
     from planengine.runtime.state_check import check_snapshot_state
@@ -144,8 +140,6 @@ def executed(env: Any, plan: Any, root: Path) -> str:
         job.stop(snapshot=False)
 
 
-@pytest.mark.spark
-@pytest.mark.slow
 def test_version_3_runs_the_jvm_processor_and_version_2_keeps_python(tmp_path: Path, spark: Any) -> None:
     env, plan = compile_plan(tmp_path, "INSERT INTO keyed SELECT k, COUNT(DISTINCT v), SUM(v) FROM src GROUP BY k")
     write(tmp_path, "1", [{"k": "a", "v": 1}])
@@ -160,8 +154,6 @@ def test_version_3_runs_the_jvm_processor_and_version_2_keeps_python(tmp_path: P
     assert "TransformWithStateInP" in python, python
 
 
-@pytest.mark.spark
-@pytest.mark.slow
 def test_a_plan_recording_jvm_for_state_the_jvm_cannot_hold_runs_the_python_operator(tmp_path: Path, spark: Any
                                                                                      ) -> None:
     """Plans compiled before the state-type rule recorded ``JVM`` for a LAST_VALUE of a ``MAP<INT, _>``; Spark
@@ -175,8 +167,6 @@ def test_a_plan_recording_jvm_for_state_the_jvm_cannot_hold_runs_the_python_oper
     assert "TransformWithStateInP" in python, python
 
 
-@pytest.mark.spark
-@pytest.mark.slow
 def test_bigint_sums_wrap_like_java_on_both_strategies(tmp_path: Path, spark: Any) -> None:
     """Flink's BIGINT SUM/AVG wrap like Java's long; Spark's ANSI sum fails the query instead. Version 3's
     native form and the JVM processor both wrap, batch by batch, and agree."""

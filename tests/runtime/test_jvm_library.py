@@ -31,6 +31,7 @@ def private_jar_dirs(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.usefixtures("jvm_process")  # javac
 def test_build_once_then_reuse_and_rebuild_on_a_source_change(private_jar_dirs):
     real = build.current_target()
     target = build.Target("0.0-test", real.jars_dir)
@@ -51,6 +52,39 @@ def test_build_once_then_reuse_and_rebuild_on_a_source_change(private_jar_dirs):
     operators = private_jar_dirs / "java" / "io" / "planengine" / "jvm" / "Operators.java"
     operators.write_text(operators.read_text() + "\n// changed\n")
     assert build.find_jar(target) is None
+
+
+@pytest.mark.usefixtures("jvm_process")  # javac
+def test_a_warning_fails_the_build_and_is_shown(private_jar_dirs):
+    """-Xlint:all -Werror, as Spark's build: a raw type fails the build where it is written."""
+    (private_jar_dirs / "java" / "io" / "planengine" / "jvm" / "RawUse.java").write_text(
+        "package io.planengine.jvm;\n\nfinal class RawUse {\n"
+        "  java.util.List names = new java.util.ArrayList<String>();\n}\n")
+    target = build.Target("0.0-lint", build.current_target().jars_dir)
+    with pytest.raises(build.JvmLibraryUnavailable) as raised:
+        build.ensure_jar(target)
+    assert "RawUse.java:4: warning: [rawtypes]" in str(raised.value) and "-Werror" in str(raised.value)
+    assert build.find_jar(target) is None
+
+
+def test_the_compile_class_path_leaves_out_jars_whose_manifest_names_missing_jars(tmp_path):
+    """-Xlint:path warns about every Class-Path entry that does not exist (PySpark ships Derby's jars without
+    the locale jars their manifests name); such jars are not compiled against."""
+    import zipfile
+
+    def jar(name: str, class_path: str | None) -> None:
+        with zipfile.ZipFile(tmp_path / name, "w") as z:
+            manifest = "Manifest-Version: 1.0\n" + (f"Class-Path: {class_path}\n" if class_path else "")
+            z.writestr("META-INF/MANIFEST.MF", manifest)
+
+    jar("spark-sql.jar", None)
+    jar("derby.jar", "derbyshared.jar derbyLocale_cs.jar der\n byLocale_de.jar")  # a continued manifest line
+    jar("uses-a-shipped-one.jar", "spark-sql.jar")
+    (tmp_path / "connect-repl").mkdir()
+    assert build.compile_classpath(tmp_path).split(os.pathsep) == [
+        str(tmp_path / "spark-sql.jar"), str(tmp_path / "uses-a-shipped-one.jar")]
+    assert build._manifest_class_path(tmp_path / "derby.jar") == ["derbyshared.jar", "derbyLocale_cs.jar",
+                                                                  "derbyLocale_de.jar"]
 
 
 def test_a_missing_jdk_names_the_remedy(private_jar_dirs, monkeypatch):
@@ -76,7 +110,6 @@ def test_the_wheel_ships_the_built_jar():
 
 
 # --- in the engine's session ---------------------------------------------------------------------------------
-@pytest.mark.spark
 def test_the_session_loads_the_jar_built_for_its_spark(spark):
     from planengine.runtime.jvm import build_info
 
@@ -86,8 +119,6 @@ def test_the_session_loads_the_jar_built_for_its_spark(spark):
     assert info["sourceDigest"] == build.source_digest(target)
 
 
-@pytest.mark.spark
-@pytest.mark.slow
 def test_a_processor_keeps_state_across_batches_and_a_restart(spark, tmp_path):
     from planengine.runtime.jvm import run_operator
 
@@ -115,7 +146,6 @@ def test_a_processor_keeps_state_across_batches_and_a_restart(spark, tmp_path):
     assert collected == [("a", 3, "+U")]
 
 
-@pytest.mark.spark
 def test_a_bad_spec_fails_on_the_driver_with_its_path(spark):
     from planengine.runtime.jvm import run_operator
 

@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from planengine.api import TableEnvironment
 from tests.runtime.test_executor_cases import sink_changelog
-
-pytestmark = [pytest.mark.spark]
 
 
 def test_two_inserts_over_different_partitions_and_columns_read_one_merged_scan(tmp_path: Path, spark) -> None:

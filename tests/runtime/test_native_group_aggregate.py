@@ -160,7 +160,6 @@ def write_source(tmp_path: Path, name: str, rows: list[dict[str, Any]]) -> None:
     (tmp_path / "src" / f"{name}.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-@pytest.mark.spark
 @pytest.mark.parametrize("statement,native", [
     ("INSERT INTO snk SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k", True),
     ("INSERT INTO snk SELECT k, COUNT(DISTINCT v), SUM(v) FROM src GROUP BY k", False),
@@ -173,7 +172,6 @@ def test_physical_plan(tmp_path: Path, spark: Any, statement: str, native: bool)
     assert ("TransformWithState" in executed) is not native, executed
 
 
-@pytest.mark.spark
 def test_version_1_keeps_transform_with_state(tmp_path: Path, spark: Any) -> None:
     """The strategy of a (name, version) is frozen: a version-1 plan that qualifies still runs on TWS."""
     write_source(tmp_path, "a", [{"k": "a", "v": 1}])
@@ -188,7 +186,6 @@ def test_version_1_keeps_transform_with_state(tmp_path: Path, spark: Any) -> Non
     assert "TransformWithState" in executed and "StateStoreSave" not in executed, executed
 
 
-@pytest.mark.spark
 def test_changelog_is_plus_i_then_plus_u_across_a_restart(tmp_path: Path, spark: Any) -> None:
     """Flink's kinds for an upsert stream: +I on a key's first emission, +U after, also across a restart."""
     from planengine.runtime.connectors import spark_schema_ddl

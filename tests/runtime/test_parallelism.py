@@ -16,8 +16,6 @@ from planengine.api import TableEnvironment
 from planengine.errors import UserError
 from planengine.runtime.session import SHUFFLE_PARTITIONS_KEY
 
-pytestmark = [pytest.mark.spark]
-
 DDL = """
 CREATE TABLE clicks (id BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
   WITH ('connector' = 'filesystem', 'path' = '{dir}/in', 'format' = 'json');
@@ -69,7 +67,6 @@ def session_partitions(spark):
     spark.conf.set(SHUFFLE_PARTITIONS_KEY, before)
 
 
-@pytest.mark.slow
 def test_runs_use_the_plans_partitions_whatever_the_session_says(tmp_path, session_partitions):
     spark = session_partitions
     (tmp_path / "in").mkdir()

@@ -3,8 +3,6 @@
 import psycopg
 import pytest
 
-pytestmark = pytest.mark.postgres
-
 
 def test_server_accepts_a_connection_and_a_transaction(postgres):
     assert postgres.host == "127.0.0.1" and postgres.user == "postgres"

@@ -27,8 +27,6 @@ import pytest
 from planengine.api import TableEnvironment
 from planengine.client.shell import Shell
 
-pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]
-
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 TOUR_SQL = re.search(r"```sql\n-- job\.sql\n(.*?)```", README, re.DOTALL).group(1)  # type: ignore[union-attr]
@@ -51,6 +49,7 @@ def commands() -> list[list[str]]:
     return [shlex.split(line) for line in lines if line]
 
 
+@pytest.mark.usefixtures("engine_process")
 def test_the_readme_tour_runs_as_written(tmp_path: Path, postgres_db, spark) -> None:  # type: ignore[no-untyped-def]
     import psycopg
 

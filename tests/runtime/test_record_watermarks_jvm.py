@@ -11,7 +11,6 @@ import pytest
 
 from planengine.runtime.operators.record_watermark import RECORD_WATERMARK, emitted_before, with_record_watermarks
 
-pytestmark = [pytest.mark.spark]
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 

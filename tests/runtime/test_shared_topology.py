@@ -11,8 +11,6 @@ import pytest
 from planengine.api import TableEnvironment
 from tests.runtime.test_executor_cases import materialize, sink_changelog, write_rows
 
-pytestmark = [pytest.mark.spark]
-
 TWO_SINKS = """EXECUTE STATEMENT SET BEGIN
 INSERT INTO counts SELECT k, COUNT(*) FROM src GROUP BY k;
 INSERT INTO doubled SELECT k, cnt * 2 FROM (SELECT k, COUNT(*) AS cnt FROM src GROUP BY k);

@@ -296,8 +296,6 @@ def add_input(source: Path, name: str, keys: str) -> None:
     (source / name).write_text("".join(json.dumps({"k": k}) + "\n" for k in keys))
 
 
-@pytest.mark.spark
-@pytest.mark.slow
 def test_spark_continues_on_a_fork_and_the_snapshot_stays_byte_identical(spark, tmp_path):
     source = tmp_path / "input"
     root = JobRoot(tmp_path / "job")

@@ -11,8 +11,6 @@ import pytest
 from planengine.api import TableEnvironment
 from planengine.client.shell import Shell
 
-pytestmark = pytest.mark.spark
-
 CLICKS = [
     {"user_id": 1, "page": "/home", "ts": "2024-01-01 10:00:01"},
     {"user_id": 2, "page": "/cart", "ts": "2024-01-01 10:00:30"},

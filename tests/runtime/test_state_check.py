@@ -28,12 +28,6 @@ from planengine.plan.restore import COMPATIBLE, INCOMPATIBLE, CheckReport
 from planengine.runtime.state_check import check_snapshot_state
 from planengine.runtime.state_check.layout import read_layout, read_schema_file
 
-
-def real_spark(test: Callable[..., None]) -> Callable[..., None]:
-    """Tests that run Spark (markers ``spark`` and ``slow``); the comparison rules at the end run without it."""
-    return pytest.mark.spark(pytest.mark.slow(test))
-
-
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_A = REPO / ".venv-spark42" / "bin" / "planengine"
 ENGINE_B = REPO / ".venv" / "bin" / "planengine"
@@ -115,7 +109,6 @@ def notes(report: CheckReport) -> list[str]:
 
 
 # --- reading the layout -------------------------------------------------------------------------------------
-@real_spark
 def test_layout_agrees_with_sparks_state_metadata_and_the_manifest(spark, job):
     manifest = json.loads((job["snapshot"] / "manifest.json").read_text())
     for uid in (AGG, JOIN):
@@ -136,7 +129,6 @@ def test_layout_agrees_with_sparks_state_metadata_and_the_manifest(spark, job):
 
 
 # --- judged like a restore -------------------------------------------------------------------------------------
-@real_spark
 def test_a_snapshot_of_this_engine_is_compatible(spark, job):
     report, seconds = check(job["plan"], job["snapshot"], spark)
     print(f"check of a 2-query plan (probe included): {seconds:.1f} s")
@@ -144,7 +136,6 @@ def test_a_snapshot_of_this_engine_is_compatible(spark, job):
     assert report.reasons == []
 
 
-@real_spark
 def test_a_native_aggregate_snapshot_is_compatible(spark, tmp_path):
     """The probe translates with the strategy the plan records. It used to see no plan topology (it runs no
     job), so every version-2 group aggregate looked like transformWithState to it: a snapshot of a native
@@ -209,7 +200,6 @@ def restore(job: dict[str, Any], root: Path, snapshot: Path, batch: int) -> str 
     return None
 
 
-@real_spark
 def test_a_stored_key_made_not_null_is_refused_and_a_restore_fails_too(spark, job, tmp_path):
     root, snapshot = copy_job(job, tmp_path)
 
@@ -229,7 +219,6 @@ def test_a_stored_key_made_not_null_is_refused_and_a_restore_fails_too(spark, jo
     assert error is not None and "schema" in error.lower(), error
 
 
-@real_spark
 def test_a_renamed_stored_field_is_only_a_note_and_a_restore_works(spark, job, tmp_path):
     root, snapshot = copy_job(job, tmp_path)
 
@@ -258,7 +247,7 @@ def engine(binary: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.timeout(2400)  # two engine JVMs as subprocesses plus a restore; ~15 min on a loaded 2-core machine
-@real_spark
+@pytest.mark.usefixtures("engine_process")
 def test_a_spark_42_snapshot_gets_the_verdict_a_restore_confirms(spark, tmp_path):
     if not ENGINE_A.exists():
         pytest.skip(f"{ENGINE_A} is missing: run tests/setup/prepare.d/30-second-engine.sh")
@@ -286,7 +275,6 @@ def test_a_spark_42_snapshot_gets_the_verdict_a_restore_confirms(spark, tmp_path
 
 
 # --- the probe's empty sources -----------------------------------------------------------------------------------
-@real_spark
 def test_empty_stream_keeps_types_nullability_and_metadata(spark, tmp_path):
     """File sources make every column nullable; the probe's stand-in must not (datagen and Kafka columns are
     NOT NULL, and key nullability decides whether a restore works)."""

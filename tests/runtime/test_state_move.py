@@ -28,8 +28,6 @@ from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.serde import compute_plan_id, dumps
 from tests.restore_corpus.layout import JOB_ROOT, CorpusCase, localized_copy, sink_rows
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
 CORPUS = Path(__file__).parents[1] / "restore_corpus" / "corpus"
 
 DDL = """

@@ -26,8 +26,6 @@ from planengine.runtime.jvm.migrate import started_from
 from planengine.runtime.jvm.movable import MovableOperator
 from planengine.runtime.jvm.state_move import _empty_input, _run_seed
 
-pytestmark = [pytest.mark.spark]
-
 # Sessions per f0 with COUNT(*), over (f0 STRING, f1 INT, _t_ms BIGINT): the session spec of runtime/jvm/session.py.
 SPEC = {"width": 2, "timeField": 2, "recordWatermarkField": None, "partitionKeys": [0], "grouping": [0],
         "gapMs": 5000, "aggCalls": [call_spec(AggregateCall("COUNT", None, (), T.BIGINT.with_nullable(False), "n"))],

@@ -19,7 +19,7 @@ from tests.cluster.client import ApiError
 from tests.fixtures.cluster import install_driver_rbac
 from tests.operator.e2e.harness import GROUP, KUBECTL, LAUNCHER_INDEPENDENT, ON_KUBERNETES, PLURAL, wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 
 def _created(world, manifest) -> bool:

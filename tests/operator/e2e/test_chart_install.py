@@ -22,7 +22,7 @@ import yaml
 
 from tests.operator.e2e.harness import ON_KUBERNETES, World, engine_command, engine_image, wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.timeout(420)]
 
 REPO = Path(__file__).resolve().parents[3]
 HELM = REPO / ".tools" / "bin" / "helm"

@@ -9,7 +9,7 @@ import pytest
 
 from tests.operator.e2e.harness import ON_KUBERNETES, World
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.timeout(300)]
 
 
 @ON_KUBERNETES

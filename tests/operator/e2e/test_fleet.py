@@ -17,7 +17,7 @@ import pytest
 from planengine_operator import metrics
 from tests.operator.e2e.harness import LAUNCHER_INDEPENDENT, World, wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.timeout(180)
 
 
 def _history(world: World) -> list[tuple[str, dict[str, Any]]]:

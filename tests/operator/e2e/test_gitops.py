@@ -22,7 +22,7 @@ import yaml
 from tests.operator.e2e.harness import KUBECTL, LAUNCHER_INDEPENDENT, World, wait_for
 from tests.operator.e2e.test_lifecycle import _running
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.timeout(150)
 
 
 def _table(world: World, *args: str) -> list[dict[str, str]]:

@@ -9,7 +9,7 @@ import pytest
 
 from tests.operator.e2e.harness import LAUNCHER_INDEPENDENT, engine_command, wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 
 def test_create_runs_and_commits(world):

@@ -15,7 +15,7 @@ import pytest
 from tests.operator.e2e.harness import engine_command, wait_for
 from tests.operator.e2e.test_lifecycle import _running
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 # kill point -> (action kind, park before (False) or after (True) the side effect ran)
 KILL_POINTS = {

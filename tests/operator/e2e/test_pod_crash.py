@@ -20,7 +20,7 @@ import pytest
 from tests.operator.e2e.harness import World, sink_uid, wait_for
 from tests.operator.e2e.test_real_engine import FEED_EVERY, JVM, _still_committing
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = pytest.mark.timeout(1200)
 
 
 def _start_in_order(world: World, name: str, root: Path) -> dict:

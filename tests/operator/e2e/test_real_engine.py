@@ -39,7 +39,7 @@ from tests.operator.e2e.harness import (
     wait_for,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = pytest.mark.timeout(1200)
 
 FEED_EVERY = 0.5  # seconds between input files while a handover runs
 JVM = 600  # generous bound for anything that waits on a JVM start on a loaded machine

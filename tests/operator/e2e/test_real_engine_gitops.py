@@ -29,7 +29,7 @@ from tests.operator.e2e.harness import (
     wait_for,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1500)]
+pytestmark = pytest.mark.timeout(1500)
 JVM = 600  # a JVM start on a loaded machine
 FEED_EVERY = 0.5  # seconds between input files
 

@@ -33,7 +33,7 @@ import pytest
 from tests.operator.e2e.harness import REAL_TARGET, World, wait_for
 from tests.operator.e2e.test_real_engine import FEED_EVERY, JVM, _exactly_once_or_known_engine_loss, _runs, _start
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = pytest.mark.timeout(1200)
 
 
 def parking_hook(kinds: set[str], parked: threading.Event):

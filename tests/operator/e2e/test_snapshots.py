@@ -19,7 +19,7 @@ from planengine_operator.statemachine import parse_iso
 from tests.operator.e2e.harness import World, wait_for
 from tests.operator.e2e.test_lifecycle import _running
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.timeout(180)
 
 
 def _statuses(world: World, name: str) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ ECHO = "test.local/echo:1"  # an image whose entrypoint prints its arguments
 NS = "default"
 CLAIMS = ("shared", "c", "probe", "data")  # the claims the pods below mount
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 
 class Node:

@@ -32,7 +32,7 @@ import pytest
 
 from .pg import jdbc_options, pg_execute, pg_rows, write_json
 
-pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.usefixtures("engine_process")
 
 SCRIPT = """
 CREATE TABLE src (id INT, k INT, v STRING)

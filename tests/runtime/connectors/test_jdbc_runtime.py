@@ -5,14 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from planengine.api import TableEnvironment
 
 from .pg import changelog, jdbc_options, pg_execute, pg_rows, write_json
-
-pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.slow]
-
 
 OUT_ITEMS = "id INT, name STRING, price DECIMAL(10, 2), added TIMESTAMP_NTZ"
 OUT_LOOKUP = "id INT, name STRING, tier INT"

@@ -22,8 +22,6 @@ from planengine.runtime.connectors.lookup_cache import reset_caches
 
 from .pg import pg_execute, pg_rows
 
-pytestmark = [pytest.mark.postgres]
-
 
 def endpoint(db) -> JdbcEndpoint:
     return JdbcEndpoint(postgres_conninfo(db.jdbc_url), db.user, None, 5000)

@@ -20,8 +20,6 @@ from planengine.runtime.connectors import kafka as K
 from planengine.runtime.stream import Stream
 from tests.connectors.builders import build_ctx
 
-pytestmark = [pytest.mark.spark]
-
 COLUMNS = [("id", "BIGINT"), ("name", "STRING"), ("ts", "TIMESTAMP(3)")]
 KAFKA_SCHEMA = ("key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, timestamp TIMESTAMP, "
                 "timestampType INT, headers ARRAY<STRUCT<key: STRING, value: BINARY>>")

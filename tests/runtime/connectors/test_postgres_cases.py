@@ -22,7 +22,6 @@ from .pg import changelog, jdbc_options, pg_execute, pg_rows, write_json
 
 CASES = sorted((Path(__file__).parents[2] / "e2e_cases").glob("*/postgres/*.yaml"))
 
-pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.slow]
 
 
 def sink_ddl(env: TableEnvironment, table: str) -> str:

@@ -19,8 +19,6 @@ from planengine.connectors import discovery
 from planengine.errors import ValidationError
 from planengine.runtime import connectors as runtime_connectors
 
-pytestmark = [pytest.mark.spark]
-
 PLANNER = '''
 from planengine.connectors.base import (DynamicTableSink, ScanRuntimeProvider, ScanTableSource,
                                         SinkRuntimeProvider)

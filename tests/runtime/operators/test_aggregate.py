@@ -1,4 +1,7 @@
-"""Group aggregate on transformWithState: Flink's changelogs, retraction, distinct, restore.
+"""Group aggregate on transformWithState: Flink's changelogs, retraction, distinct, restore, on both
+implementations: the Python operator (which conformance proves against Flink) and the JVM processor
+(``stream-exec-group-aggregate_3``), with the same expected changelogs. What only the JVM path has to get right
+on its own is in ``test_group_aggregate_jvm.py``.
 
 Also the shared helpers of the changelog-operator tests (``node_ctx``, ``flink``, ``materialized``), which
 the other ``test_{normalize,dedup,rank,sortlimit,join,materializer}`` modules import.
@@ -7,7 +10,9 @@ the other ``test_{normalize,dedup,rank,sortlimit,join,materializer}`` modules im
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,11 +21,11 @@ from planengine.exec import nodes as X
 from planengine.ir import types as T
 from planengine.ir.aggregates import AggregateCall
 from planengine.ir.changelog import ALL
+from planengine.ir.expressions import Literal
 from planengine.ir.types import parse_type
 from planengine.runtime.context import TranslationContext
+from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
 from planengine.runtime.operators.group_aggregate import group_aggregate
-
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 # --- helpers shared by the changelog operator tests ---------------------------------------------------------
@@ -77,20 +82,56 @@ def agg(function: str, args: tuple[int, ...], t: T.DataType, *, distinct: bool =
 BIGINT_NN = T.BIGINT.with_nullable(False)
 
 
-def _node(in_type: str, out_type: str, grouping, aggregates, *, retraction=False, ub=True) -> X.GroupAggregate:
+def group_node(in_type: str, out_type: str, grouping, aggregates, *, retraction=False,
+               ub=True) -> X.GroupAggregate:
     return X.GroupAggregate(inputs=(input_node(in_type),), output_type=parse_type(out_type), changelog_mode=ALL,
                             grouping=grouping, aggregates=aggregates, need_retraction=retraction,
                             generate_update_before=ub)
 
 
-def test_simple_group_aggregate_changelog(spark, feed, runner):
+def _python_state(spark: Any, checkpoint: Path) -> None:
+    """The Python operator's named state variables exist (their values are its own encoding)."""
+    state = spark.read.format("statestore").option("stateVarName", "accumulators").load(str(checkpoint))
+    assert state.count() == 3
+    distinct = spark.read.format("statestore").option("stateVarName", "distinctValues").load(str(checkpoint))
+    assert distinct.count() > 0
+
+
+def _jvm_state(spark: Any, checkpoint: Path) -> None:
+    """The JVM processor's state is typed rows: records, each accumulator's fields, the DISTINCT values."""
+    state = spark.read.format("statestore").option("stateVarName", "accumulators").load(str(checkpoint))
+    rows = {r["key"][0]: r["value"] for r in state.collect()}
+    assert rows[3]["records"] == 3 and rows[3]["a4"]["count"] == 3 and rows[3]["a4"]["sum"] == 31
+    distinct = spark.read.format("statestore").option("stateVarName", "distinctValues").load(str(checkpoint))
+    keys = {(r["key"][0], r["user_map_key"]["agg"], r["user_map_key"]["v5"]) for r in distinct.collect()}
+    assert (1, 5, "Hello") in keys  # COUNT(DISTINCT d) of group e=1 holds 'Hello' in its typed column
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """One implementation of the node: its translation and what its state must look like after a batch."""
+
+    translate: Callable[..., Any]
+    check_state: Callable[[Any, Path], None]
+
+
+IMPLEMENTATIONS = {"python": Implementation(group_aggregate, _python_state),
+                   "jvm": Implementation(jvm_group_aggregate, _jvm_state)}
+
+
+@pytest.fixture(params=sorted(IMPLEMENTATIONS))
+def implementation(request: pytest.FixtureRequest) -> Implementation:
+    return IMPLEMENTATIONS[request.param]
+
+
+def test_simple_group_aggregate_changelog(spark, feed, runner, implementation):
     """group-aggregate-simple: COUNT(*), AVG FILTER, MIN(string) per b; per-record updates like Flink."""
     f = feed("a INT, b BIGINT, c STRING, flt BOOLEAN")
-    node = _node("ROW<a INT, b BIGINT, c STRING, flt BOOLEAN>",
-                 "ROW<b BIGINT, cnt BIGINT NOT NULL, avg_a INT, min_c STRING>", (1,),
-                 (agg("COUNT", (), BIGINT_NN), agg("AVG", (0,), T.INT, filter_arg=3), agg("MIN", (2,), T.STRING)),
-                 ub=False)
-    out = group_aggregate(f.stream(), node, node_ctx(spark, node))
+    node = group_node("ROW<a INT, b BIGINT, c STRING, flt BOOLEAN>",
+                      "ROW<b BIGINT, cnt BIGINT NOT NULL, avg_a INT, min_c STRING>", (1,),
+                      (agg("COUNT", (), BIGINT_NN), agg("AVG", (0,), T.INT, filter_arg=3), agg("MIN", (2,), T.STRING)),
+                      ub=False)
+    out = implementation.translate(f.stream(), node, node_ctx(spark, node))
     assert out.updating and out.fields == ("b", "cnt", "avg_a", "min_c")
     got = batches(runner, f, out.df, [
         [(1, 1, "Hi", False), (2, 2, "Hello", True), (2, 2, "Hello World", True)],
@@ -99,16 +140,16 @@ def test_simple_group_aggregate_changelog(spark, feed, runner):
     assert Counter(flink(got[1])) == Counter(["+U[1, 2, null, Hi]", "+U[2, 3, 2, Hello]", "+U[2, 4, 2, Hello]"])
 
 
-def test_retraction_min_max_distinct_and_delete(spark, feed, runner):
+def test_retraction_min_max_distinct_and_delete(spark, feed, runner, implementation):
     """Updating input: MIN/MAX retract through the value multiset, COUNT/SUM DISTINCT retract, the group's last
     row retracted emits -D; -U/+U pairs when generateUpdateBefore."""
     f = feed("k STRING, v INT, _rowkind STRING", changelog=True)
-    node = _node("ROW<k STRING, v INT>",
-                 "ROW<k STRING, mn INT, mx INT, cd BIGINT NOT NULL, sd INT, s INT, c BIGINT NOT NULL>", (0,),
-                 (agg("MIN", (1,), T.INT), agg("MAX", (1,), T.INT), agg("COUNT", (1,), BIGINT_NN, distinct=True),
-                  agg("SUM", (1,), T.INT, distinct=True), agg("SUM", (1,), T.INT), agg("COUNT", (), BIGINT_NN)),
-                 retraction=True)
-    out = group_aggregate(f.stream(), node, node_ctx(spark, node))
+    node = group_node("ROW<k STRING, v INT>",
+                      "ROW<k STRING, mn INT, mx INT, cd BIGINT NOT NULL, sd INT, s INT, c BIGINT NOT NULL>", (0,),
+                      (agg("MIN", (1,), T.INT), agg("MAX", (1,), T.INT), agg("COUNT", (1,), BIGINT_NN, distinct=True),
+                       agg("SUM", (1,), T.INT, distinct=True), agg("SUM", (1,), T.INT), agg("COUNT", (), BIGINT_NN)),
+                      retraction=True)
+    out = implementation.translate(f.stream(), node, node_ctx(spark, node))
     got = batches(runner, f, out.df, [
         [("a", 1, "+I"), ("a", 5, "+I"), ("a", 5, "+I"), ("a", 3, "+I")],
         [("a", 5, "-D")],
@@ -126,18 +167,18 @@ def test_retraction_min_max_distinct_and_delete(spark, feed, runner):
     assert got[4] == []
 
 
-def test_distinct_filter_avg_mini_batch_and_restore(spark, feed, runner, tmp_path):
-    """group-aggregate-distinct-mini-batch: folded per micro-batch, state survives a stop/restart, named state
-    variables are readable through the state data source."""
+def test_distinct_filter_avg_mini_batch_and_restore(spark, feed, runner, tmp_path, implementation):
+    """group-aggregate-distinct-mini-batch: folded per micro-batch, state survives a stop/restart, the named
+    state variables are readable through the state data source."""
     schema = "a INT, b BIGINT, c INT, d STRING, e BIGINT, bf BOOLEAN"
     f = feed(schema)
     in_type = "ROW<a INT, b BIGINT, c INT, d STRING, e BIGINT, bf BOOLEAN>"
-    node = _node(in_type, "ROW<e BIGINT, c1 BIGINT NOT NULL, c2 BIGINT NOT NULL, sa INT, sb BIGINT, ab BIGINT, "
-                          "cd BIGINT NOT NULL>", (4,),
-                 (agg("COUNT", (0,), BIGINT_NN, distinct=True, filter_arg=5),
-                  agg("COUNT", (0,), BIGINT_NN, distinct=True), agg("SUM", (0,), T.INT, distinct=True),
-                  agg("SUM", (1,), T.BIGINT, distinct=True), agg("AVG", (1,), T.BIGINT),
-                  agg("COUNT", (3,), BIGINT_NN, distinct=True)))
+    node = group_node(in_type, "ROW<e BIGINT, c1 BIGINT NOT NULL, c2 BIGINT NOT NULL, sa INT, sb BIGINT, ab BIGINT, "
+                               "cd BIGINT NOT NULL>", (4,),
+                      (agg("COUNT", (0,), BIGINT_NN, distinct=True, filter_arg=5),
+                       agg("COUNT", (0,), BIGINT_NN, distinct=True), agg("SUM", (0,), T.INT, distinct=True),
+                       agg("SUM", (1,), T.BIGINT, distinct=True), agg("AVG", (1,), T.BIGINT),
+                       agg("COUNT", (3,), BIGINT_NN, distinct=True)))
     ctx = node_ctx(spark, node, **{"table.exec.mini-batch.enabled": "true"})
     rows1 = [(2, 3, 2, "Hello World Like", 1), (3, 4, 3, "Hello World Its nice", 2), (2, 2, 1, "Hello World", 2),
              (1, 1, 0, "Hello", 1), (5, 11, 10, "GHI", 1), (3, 5, 4, "ABC", 2), (4, 10, 9, "FGH", 2),
@@ -149,19 +190,16 @@ def test_distinct_filter_avg_mini_batch_and_restore(spark, feed, runner, tmp_pat
     def with_filter(rows):
         return [(*r, r[1] > 10) for r in rows]
 
-    r = runner(group_aggregate(f.stream(), node, ctx).df, name="ck")
+    r = runner(implementation.translate(f.stream(), node, ctx).df, name="ck")
     f.put(with_filter(rows1))
     first = r.take()
     r.stop()
     assert flink(first) and all(k in ("+I",) for *_, k in first)
     assert Counter(flink(first)) == Counter(["+I[3, 1, 2, 8, 31, 10, 3]", "+I[2, 1, 4, 14, 57, 8, 7]",
                                              "+I[1, 1, 4, 12, 32, 6, 5]"])
-    state = spark.read.format("statestore").option("stateVarName", "accumulators").load(str(tmp_path / "ck"))
-    assert state.count() == 3
-    distinct = spark.read.format("statestore").option("stateVarName", "distinctValues").load(str(tmp_path / "ck"))
-    assert distinct.count() > 0
+    implementation.check_state(spark, tmp_path / "ck")
 
-    r2 = runner(group_aggregate(f.stream(), node, ctx).df, name="ck")  # same checkpoint: restore
+    r2 = runner(implementation.translate(f.stream(), node, ctx).df, name="ck")  # same checkpoint: restore
     f.put(with_filter(rows2))
     second = r2.take()
     final = {x[0]: x for x in first}
@@ -172,15 +210,15 @@ def test_distinct_filter_avg_mini_batch_and_restore(spark, feed, runner, tmp_pat
          "+I[7, 0, 1, 7, 7, 7, 2]"])
 
 
-def test_global_aggregate_listagg_first_last(spark, feed, runner):
+def test_global_aggregate_listagg_first_last(spark, feed, runner, implementation):
     """No grouping keys (one global group); LISTAGG with a separator, FIRST/LAST_VALUE, SUM0, STDDEV."""
     f = feed("s STRING, v INT")
-    sep = AggregateCall("LISTAGG", 1, (0,), T.STRING, "l", constants=(
-        __import__("planengine.ir.expressions", fromlist=["Literal"]).Literal("|", T.STRING),))
-    node = _node("ROW<s STRING, v INT>",
-                 "ROW<l STRING, fv STRING, lv STRING, s0 INT NOT NULL, sd DOUBLE>", (),
-                 (sep, agg("FIRST_VALUE", (0,), T.STRING), agg("LAST_VALUE", (0,), T.STRING),
-                  agg("SUM0", (1,), T.INT.with_nullable(False)), agg("STDDEV_POP", (1,), T.DOUBLE)))
-    out = group_aggregate(f.stream(), node, node_ctx(spark, node, **{"table.exec.mini-batch.enabled": "true"}))
+    sep = AggregateCall("LISTAGG", 1, (0,), T.STRING, "l", constants=(Literal("|", T.STRING),))
+    node = group_node("ROW<s STRING, v INT>",
+                      "ROW<l STRING, fv STRING, lv STRING, s0 INT NOT NULL, sd DOUBLE>", (),
+                      (sep, agg("FIRST_VALUE", (0,), T.STRING), agg("LAST_VALUE", (0,), T.STRING),
+                       agg("SUM0", (1,), T.INT.with_nullable(False)), agg("STDDEV_POP", (1,), T.DOUBLE)))
+    ctx = node_ctx(spark, node, **{"table.exec.mini-batch.enabled": "true"})
+    out = implementation.translate(f.stream(), node, ctx)
     got = batches(runner, f, out.df, [[("x", None), (None, 2), ("y", 4)]])
     assert flink(got[0]) == ["+I[x|y, x, y, 6, 1.0]"]

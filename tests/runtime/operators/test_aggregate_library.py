@@ -15,8 +15,6 @@ import dataclasses
 import datetime as dt
 from typing import Any
 
-import pytest
-
 from planengine.exec import nodes as X
 from planengine.functions.defaults import default_registry
 from planengine.functions.registry import FunctionKind
@@ -133,8 +131,6 @@ def _feed_rows() -> list[tuple[Any, ...]]:
     return [(*r, "2020-10-10 00:00:01") for r in ROWS]
 
 
-@pytest.mark.spark
-@pytest.mark.slow
 def test_every_path_gives_flinks_results_on_the_same_rows(spark, feed, runner) -> None:
     from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
     from planengine.runtime.operators.group_aggregate import group_aggregate

@@ -4,15 +4,11 @@
 
 from __future__ import annotations
 
-import pytest
-
 from planengine.exec import nodes as X
 from planengine.ir.changelog import ALL
 from planengine.ir.types import parse_type
 from planengine.runtime.jvm.changelog import jvm_changelog_normalize
 from tests.runtime.operators.test_aggregate import flink, input_node, node_ctx
-
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 NORM_ROW = "ROW<a STRING, b INT, c STRING>"
 

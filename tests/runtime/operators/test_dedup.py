@@ -17,8 +17,6 @@ from planengine.runtime.jvm.changelog import jvm_deduplicate
 from planengine.runtime.operators.deduplicate import deduplicate as python_deduplicate
 from tests.runtime.operators.test_aggregate import batches, flink, input_node, node_ctx
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
 
 @pytest.fixture(params=["python", "jvm"])
 def deduplicate(request):

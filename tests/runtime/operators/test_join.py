@@ -21,8 +21,6 @@ from planengine.runtime.jvm.join import jvm_join
 from planengine.runtime.operators.join import join
 from tests.runtime.operators.test_aggregate import flink, input_node, materialized, node_ctx
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
 
 @pytest.fixture(params=["python", "jvm"])
 def strategy(request):

@@ -7,8 +7,6 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 
-import pytest
-
 from planengine.exec import nodes as X
 from planengine.ir import types as T
 from planengine.ir.changelog import ALL, INSERT_ONLY
@@ -17,8 +15,6 @@ from planengine.ir.types import parse_type
 from planengine.runtime.jvm.join import jvm_join, refusal, refusal_v3
 from tests.runtime.operators.test_aggregate import input_node, node_ctx
 from tests.runtime.operators.test_join import GT, OUT, L, R
-
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def _node(join_type: str, out: str, mode=ALL) -> X.Join:

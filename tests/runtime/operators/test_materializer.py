@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 from planengine.exec import nodes as X
 from planengine.ir.types import parse_type
 from planengine.runtime.operators.upsert_materializer import materialize
 from tests.runtime.operators.test_aggregate import batches, flink, input_node, node_ctx
-
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def test_materializer_keeps_rows_per_sink_key(spark, feed, runner, tmp_path):

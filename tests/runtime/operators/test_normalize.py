@@ -15,8 +15,6 @@ from planengine.runtime.jvm.changelog import jvm_changelog_normalize
 from planengine.runtime.operators.changelog_normalize import changelog_normalize as python_changelog_normalize
 from tests.runtime.operators.test_aggregate import batches, flink, input_node, node_ctx
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
 
 @pytest.fixture(params=["python", "jvm"])
 def changelog_normalize(request):

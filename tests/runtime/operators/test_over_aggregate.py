@@ -18,8 +18,6 @@ from planengine.ir.windows import OverFrame
 from planengine.runtime.jvm.over_aggregate import jvm_over_aggregate
 from planengine.runtime.operators.over_aggregate import over_aggregate as python_over_aggregate
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
 
 @pytest.fixture(params=["python", "jvm"])
 def over_aggregate(request):

@@ -16,8 +16,6 @@ from planengine.runtime.jvm.rank import jvm_rank
 from planengine.runtime.operators.rank import rank as python_rank
 from tests.runtime.operators.test_aggregate import batches, flink, input_node, materialized, node_ctx
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
 
 @pytest.fixture(params=["python", "jvm"])
 def rank(request):

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
 from planengine.exec import nodes as X
 from planengine.ir.changelog import ALL, INSERT_ONLY
 from planengine.ir.sorting import SortKey
 from planengine.ir.types import parse_type
 from planengine.runtime.operators.rank import UNBOUNDED_FETCH, full_sort, limit, sort_limit
 from tests.runtime.operators.test_aggregate import flink, input_node, node_ctx
-
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 ROW = "ROW<a INT, b STRING, c INT>"
 ROWS = [(2, "a", 6), (4, "b", 8), (6, "c", 10), (1, "a", 5), (3, "b", 7), (5, "c", 9)]

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pytest
-
 from planengine.exec import nodes as X
 from planengine.ir import types as T
 from planengine.ir.changelog import ALL
@@ -20,8 +18,6 @@ from planengine.ir.types import parse_type
 from planengine.runtime.jvm.migrate import group_aggregate_with_initial_state, initial_state
 from planengine.runtime.operators.group_aggregate import group_aggregate
 from tests.runtime.operators.test_aggregate import BIGINT_NN, agg, flink, input_node, node_ctx
-
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SCHEMA = "k STRING, v INT, tag STRING, _rowkind STRING"
 IN_TYPE = "ROW<k STRING, v INT, tag STRING>"

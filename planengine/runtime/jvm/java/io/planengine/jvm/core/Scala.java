@@ -1,5 +1,6 @@
 package io.planengine.jvm.core;
 
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import scala.jdk.javaapi.CollectionConverters;
@@ -8,15 +9,15 @@ import scala.jdk.javaapi.CollectionConverters;
 public final class Scala {
   private Scala() {}
 
+  /** A copy as an immutable Scala sequence (the read-only view types the elements as Object without a cast). */
   public static scala.collection.immutable.Seq<Object> seq(List<?> list) {
-    @SuppressWarnings("unchecked")
-    List<Object> objects = (List<Object>) list;
+    List<Object> objects = Collections.unmodifiableList(list);
     return CollectionConverters.asScala(objects).toSeq();
   }
 
+  /** A read-only Scala view of {@code map}, typed {@code Object → Object} without a cast. */
   public static scala.collection.Map<Object, Object> map(Map<?, ?> map) {
-    @SuppressWarnings("unchecked")
-    Map<Object, Object> objects = (Map<Object, Object>) map;
+    Map<Object, Object> objects = Collections.unmodifiableMap(map);
     return CollectionConverters.asScala(objects);
   }
 }

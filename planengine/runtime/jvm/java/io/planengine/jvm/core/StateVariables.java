@@ -123,6 +123,9 @@ public final class StateVariables {
   }
 
   /** Write one key's initial {@code state} row (see {@link #initialStateType}) into the opened variables. */
+  // Unchecked: a Variable keeps its handle's state object untyped (variables of several kinds and element types
+  // share one list); its kind and encoders, recorded when it was opened, say the type the casts below restore,
+  // and the encoders are row encoders, so the element type is always Row.
   @SuppressWarnings("unchecked")
   public void load(Row state, long now) {
     for (Variable v : variables) {

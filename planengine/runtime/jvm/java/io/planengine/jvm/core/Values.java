@@ -17,6 +17,9 @@ public final class Values {
 
   public static final Comparator<Object> ORDER = Values::compare;
 
+  // Raw and unchecked: the last case compares two values of one column (Long, Integer, LocalDate, …), whose
+  // Comparable type argument is erased and cannot be named here; a pair of different types throws
+  // ClassCastException, as a sort over them would.
   @SuppressWarnings({"unchecked", "rawtypes"})
   public static int compare(Object a, Object b) {
     if (a instanceof String && b instanceof String) {

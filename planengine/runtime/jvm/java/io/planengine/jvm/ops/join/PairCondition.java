@@ -1,7 +1,9 @@
 package io.planengine.jvm.ops.join;
 
 import java.io.Serializable;
+import java.util.ArrayList;
 import java.util.Collections;
+import java.util.List;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -45,7 +47,8 @@ final class PairCondition implements Serializable {
   private final scala.collection.immutable.Seq<Attribute> attributes;
   private final StructType[] sides;
   private transient BasePredicate predicate;
-  private transient Function1<Object, Object>[][] converters;
+  /** Per side, per field: external value → Catalyst value (lists: Java has no arrays of a generic type). */
+  private transient List<List<Function1<Object, Object>>> converters;
   private transient JoinedRow pair;
 
   private PairCondition(Expression expression, scala.collection.immutable.Seq<Attribute> attributes,
@@ -96,27 +99,27 @@ final class PairCondition implements Serializable {
   }
 
   /** Builds the predicate and the converters; once per processor instance (executor side). */
-  @SuppressWarnings("unchecked")
   void open() {
     predicate = Predicate$.MODULE$.create(expression, attributes);
     TaskContext task = TaskContext.get();
     predicate.initialize(task == null ? 0 : task.partitionId());
-    converters = new Function1[2][];
-    for (int s = 0; s < 2; s++) {
-      converters[s] = new Function1[sides[s].length()];
-      for (int i = 0; i < sides[s].length(); i++) {
-        converters[s][i] = CatalystTypeConverters$.MODULE$.createToCatalystConverter(sides[s].fields()[i].dataType());
+    converters = new ArrayList<>(sides.length);
+    for (StructType side : sides) {
+      List<Function1<Object, Object>> fields = new ArrayList<>(side.length());
+      for (int i = 0; i < side.length(); i++) {
+        fields.add(CatalystTypeConverters$.MODULE$.createToCatalystConverter(side.fields()[i].dataType()));
       }
+      converters.add(fields);
     }
     pair = new JoinedRow();
   }
 
   /** Side {@code side}'s row (external values, the side's fields in order) as an {@link InternalRow}. */
   InternalRow internal(Object[] fields, int side) {
-    Function1<Object, Object>[] convert = converters[side];
+    List<Function1<Object, Object>> convert = converters.get(side);
     Object[] values = new Object[fields.length];
     for (int i = 0; i < fields.length; i++) {
-      values[i] = fields[i] == null ? null : convert[i].apply(fields[i]);
+      values[i] = fields[i] == null ? null : convert.get(i).apply(fields[i]);
     }
     return new GenericInternalRow(values);
   }

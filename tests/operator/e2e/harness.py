@@ -101,6 +101,7 @@ def engine_command(version: str, kind: str = "contract") -> list[str]:
 # CLI) is that image's ENTRYPOINT, run by the image's Python.
 IMAGE_PYTHON = "/opt/planengine/bin/python"
 TEST_FILES = "/opt/planengine-test"  # where a test image has the engine doubles its ENTRYPOINT runs
+SCENARIO_NODE = {"cpu": "64", "memory": "256Gi", "pods": "110", "ephemeral-storage": "100Gi"}
 CLAIM = "jobs"  # the PersistentVolumeClaim every job root of the Kubernetes worlds lives on (one subPath each)
 POD_DATA = Path("/data")  # where pods see the world's data directory (a hostPath volume of the podTemplate)
 
@@ -390,7 +391,10 @@ class World:
         self.kubelet: Kubelet | None = None
         self.history = Recorder(plane.admin, GROUP, PLURAL, namespace).start()
         if launcher == "kubernetes":  # a node of its own runs the pods; the scheduler places them there
-            self.kubelet = start_node(plane, tmp / "node", {})
+            # A node the size of a cluster's worker, so the scenarios' pods fit at once (two drivers, a standby
+            # and a tool pod at 1 CPU each would not fit this 2-core machine's own size); the scheduler still
+            # places by requests (tests/cluster/test_node.py runs a small node).
+            self.kubelet = start_node(plane, tmp / "node", {}, capacity=SCENARIO_NODE)
             create_bound_claim(plane.admin, namespace, CLAIM, self.kubelet.root / "pvc" / namespace / CLAIM)
 
     # -------------------------------------------------------------------- operator

@@ -98,7 +98,7 @@ def test_an_upgrade_without_input_in_its_window_is_not_rolled_back(world):
         assert token_file.stat().st_mode & 0o777 == 0o600
         token = token_file.read_text().strip()
     else:
-        secret = world.api.get("", "secrets", "default", "quiet-control-token")
+        secret = world.api.get("", "secrets", world.ns, "quiet-control-token")
         token = base64.b64decode(secret["data"]["token"]).decode()
     seen = json.dumps([world.job("quiet"), world.events("quiet")])
     assert len(token) >= 32 and token not in seen

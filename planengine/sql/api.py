@@ -8,11 +8,13 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.tokens import Token, TokenType
 
-from planengine.errors import SqlParseError
+from planengine.errors import SourceLocation, SqlParseError
 from planengine.sql.convert import Origin, convert
+from planengine.sql.deep_stack import too_deep
 from planengine.sql.dialect import Flink
 from planengine.sql.errors import sql_error
 from planengine.sql.parser import FlinkParseError, FlinkParser
+from planengine.sql.positions import line_and_column
 from planengine.sql.splitter import StatementSource, split_statements, split_tokens
 from planengine.sql.statements import Query, Statement
 from planengine.sql.tokenizer import FlinkTokenError
@@ -61,10 +63,33 @@ def parse_script(text: str, source: str | None = None) -> list[Statement]:
     """
     statements = []
     for statement in split_statements(text, _tokenize(text, source), source) if text.strip() else []:
-        node = _parse_statement(statement, text, source)
-        origin = Origin(text, statement.index, statement.start, statement.text, source)
-        statements.append(convert(node, origin))
+        try:
+            node = _parse_statement(statement, text, source)
+            origin = Origin(text, statement.index, statement.start, statement.text, source)
+            statements.append(convert(node, origin))
+        except RecursionError:
+            raise too_deep(deepest_point(statement, text, source)) from None
     return statements
+
+
+def deepest_point(statement: StatementSource, text: str, source: str | None) -> SourceLocation:
+    """Where ``statement`` is nested deepest: its first innermost parenthesis, else its start.
+
+    >>> from planengine.sql.splitter import split_statements
+    >>> [s] = split_statements("SELECT ((1)) + (2)", _tokenize("SELECT ((1)) + (2)", None))
+    >>> deepest_point(s, "SELECT ((1)) + (2)", None).column
+    9
+    """
+    depth, deepest, offset = 0, 0, statement.start
+    for token in statement.tokens:
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+            if depth > deepest:
+                deepest, offset = depth, token.start
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+    line, column = line_and_column(text, offset)
+    return SourceLocation(statement=statement.index, line=line, column=column, source=source)
 
 
 def ends_statement(text: str) -> bool:

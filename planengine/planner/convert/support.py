@@ -102,6 +102,30 @@ def _norm(node: exp.Expression) -> str:
     return node.sql(normalize=False, comments=False).lower().replace("`", "").replace('"', "")
 
 
+class SqlLengthBound:
+    """A lower bound of ``len(_norm(node))``: the number of leaves under ``node`` (each prints at least one
+    character). Lets a caller skip printing a subtree that cannot equal a short key: printing every node of a
+    deep tree to compare it with GROUP BY keys is quadratic (a 5000-term sum took minutes)."""
+
+    def __init__(self) -> None:
+        self._leaves: dict[int, int] = {}
+
+    def __call__(self, node: exp.Expression) -> int:
+        memo = self._leaves
+        stack: list[tuple[exp.Expression, bool]] = [(node, False)]
+        while stack:  # iterative post-order: the trees this guards against are thousands of levels deep
+            current, children_done = stack.pop()
+            if id(current) in memo:
+                continue
+            children = list(current.iter_expressions())
+            if children_done:
+                memo[id(current)] = sum(memo[id(c)] for c in children) if children else 1
+            else:
+                stack.append((current, True))
+                stack.extend((c, False) for c in children if id(c) not in memo)
+        return memo[id(node)]
+
+
 def _window_key(w: exp.Window) -> str:
     parts = [w.args.get("partition_by") or [], w.args.get("order"), w.args.get("spec")]
     return repr([(_norm(p) if isinstance(p, exp.Expression) else [_norm(x) for x in p]) if p is not None else None

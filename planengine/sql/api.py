@@ -45,9 +45,24 @@ def _parse_with(
         token = error.token
         offset = 0 if token is None else (token.end + 1 if error.at_end else token.start)
         raise sql_error(error.reason, text, offset, statement=statement, source=source) from error
+    except FlinkTokenError as error:  # the parser tokenizes hint bodies (/*+ ... */) itself
+        offset = _failing_hint(tokens)
+        raise sql_error(f"invalid hint: {error.reason}", text, offset, statement=statement, source=source) from error
     except ParseError as error:  # a sqlglot error raised outside raise_error: keep its words
         first = tokens[0].start if tokens else 0
         raise sql_error(str(error).split("\n")[0], text, first, statement=statement, source=source) from error
+
+
+def _failing_hint(tokens: Sequence[Token]) -> int:
+    """Offset of the first hint whose body does not tokenize (else of the statement)."""
+    for token in tokens:
+        if token.token_type == TokenType.HINT:
+            body = token.text.removeprefix("/*+").removesuffix("*/")
+            try:
+                _DIALECT.tokenize(body)
+            except FlinkTokenError:
+                return token.start
+    return tokens[0].start if tokens else 0
 
 
 def _parse_statement(source_stmt: StatementSource, text: str, source: str | None) -> exp.Expression:
@@ -69,6 +84,10 @@ def parse_script(text: str, source: str | None = None) -> list[Statement]:
             statements.append(convert(node, origin))
         except RecursionError:
             raise too_deep(deepest_point(statement, text, source)) from None
+        except SqlParseError as error:
+            if error.location is not None:
+                raise
+            raise sql_error(error.message, text, statement.start, statement=statement.index, source=source) from None
     return statements
 
 

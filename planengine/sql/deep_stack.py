@@ -14,12 +14,13 @@ being compiled.
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from planengine.errors import SourceLocation, SqlParseError
+from planengine.errors import PlanEngineError, SourceLocation, SqlParseError
 
 T = TypeVar("T")
 
@@ -67,20 +68,26 @@ def run_deep(work: Callable[[], T], *, location: Callable[[], SourceLocation | N
             result.append(work())
         except RecursionError:
             failure.append(too_deep(location()))
-        except BaseException as error:
+        except PlanEngineError as error:
+            # Its traceback and context hold the frames, and through them the deep trees: release them here,
+            # where the stack is deep enough to free them, not on the caller's 8 MB stack.
+            error.__context__ = error.__cause__ = None
+            failure.append(error.with_traceback(None))
+        except BaseException as error:  # a bug: handed over with its traceback
             failure.append(error)
+        finally:
+            gc.collect()  # deep garbage with cycles (sqlglot nodes point to their parents) is freed here too
 
     with _lock:
         previous_limit = sys.getrecursionlimit()
-        previous_stack = threading.stack_size()
-        try:
-            threading.stack_size(STACK_BYTES)
-            worker = threading.Thread(target=target, name="planengine-compile", daemon=True)
-        finally:
-            threading.stack_size(previous_stack)
         sys.setrecursionlimit(max(previous_limit, RECURSION_LIMIT))
         try:
-            worker.start()
+            worker = threading.Thread(target=target, name="planengine-compile", daemon=True)
+            previous_stack = threading.stack_size(STACK_BYTES)  # read when the thread starts, so start it here
+            try:
+                worker.start()
+            finally:
+                threading.stack_size(previous_stack)
             worker.join()
         finally:
             sys.setrecursionlimit(previous_limit)

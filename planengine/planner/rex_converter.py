@@ -178,7 +178,10 @@ def _number_literal(text: str) -> Literal:
         hint=f"exact numbers have at most {_MAX_DECIMAL_DIGITS} digits and DOUBLE reaches about 1.8E308; "
              "write a smaller number or a DOUBLE with an exponent such as 1.5E40")
     if "e" in text.lower():
-        value: Any = float(text)
+        try:
+            value: Any = float(text)
+        except ValueError:  # e.g. "1e" left by an edit
+            raise ValidationError(f"invalid numeric literal {text[:40]}", hint="write e.g. 1.5E3") from None
         if math.isinf(value):
             raise out_of_range
         return Literal(value, literal_type(value))

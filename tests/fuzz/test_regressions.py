@@ -101,3 +101,21 @@ def test_compile_cli_refuses_a_bare_select_with_exit_2(tmp_path: Path, capsys: p
 def test_sink_path_empty_is_an_option_error():
     with pytest.raises(OptionError):
         compile_bytes((REGRESSIONS / "sink_path_empty.sql").read_bytes())
+
+
+# Inputs the long campaign (benchmarks/fuzz/sql_campaign.py) found: a traceback, or minutes of quadratic
+# GROUP BY key matching over deeply nested expressions. Each must now end quickly in a plan or a located error.
+CAMPAIGN = sorted((REGRESSIONS / "campaign").glob("*.sql"))
+
+
+@pytest.mark.parametrize("path", CAMPAIGN, ids=[p.stem for p in CAMPAIGN])
+def test_campaign_finding_compiles_or_fails_cleanly_and_quickly(path: Path):
+    import time
+
+    from tests.fuzz.harness import CLEAN_ERROR, COMPILED, run_one
+
+    started = time.process_time()
+    with no_spark():
+        outcome = run_one(path.read_bytes(), path.name)
+    assert outcome.kind in (COMPILED, CLEAN_ERROR), outcome.message
+    assert time.process_time() - started < 5.0

@@ -158,11 +158,18 @@ def _inside_window(node: exp.Expression) -> bool:
 
 
 def _split_and(predicate: exp.Expression) -> list[exp.Expression]:
-    if isinstance(predicate, exp.Paren):
-        return _split_and(predicate.this)
-    if isinstance(predicate, exp.And):
-        return _split_and(predicate.this) + _split_and(predicate.expression)
-    return [predicate]
+    """The conjuncts, left to right; iterative, since a generated WHERE may chain thousands of ANDs."""
+    conjuncts: list[exp.Expression] = []
+    pending = [predicate]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, exp.Paren):
+            pending.append(node.this)
+        elif isinstance(node, exp.And):
+            pending.extend((node.expression, node.this))
+        else:
+            conjuncts.append(node)
+    return conjuncts
 
 
 def _is_subquery_predicate(pred: exp.Expression) -> bool:

@@ -119,3 +119,22 @@ def test_campaign_finding_compiles_or_fails_cleanly_and_quickly(path: Path):
         outcome = run_one(path.read_bytes(), path.name)
     assert outcome.kind in (COMPILED, CLEAN_ERROR), outcome.message
     assert time.process_time() - started < 5.0
+
+
+@pytest.mark.parametrize("path, refused", [
+    ("{root}/runs/r1/out", True), ("{root}/snapshots", True), ("file://{root}/checkpoints/x", True),
+    ("{root}", True), ("{root}/checkpoints/../runs/a", True),
+    ("{root}/out", False), ("{root}-other/runs", False), ("s3a://bucket{root}/runs", False),
+])
+def test_a_sink_inside_the_job_roots_own_storage_is_refused_when_the_job_starts(tmp_path: Path, path: str,
+                                                                                 refused: bool):
+    from planengine.runtime.storage import JobRoot, refuse_sinks_inside
+
+    root = tmp_path / "job"
+    sink = {"type": "stream-exec-sink_2", "table": {"identifier": "`s`", "resolvedTable": {
+        "options": {"connector": "filesystem", "format": "json", "path": path.format(root=root)}}}}
+    if refused:
+        with pytest.raises(UserError, match="the engine keeps its checkpoints, runs and snapshots there"):
+            refuse_sinks_inside(JobRoot(root), {"nodes": [sink]})
+    else:
+        refuse_sinks_inside(JobRoot(root), {"nodes": [sink]})

@@ -67,6 +67,8 @@ def _failing_hint(tokens: Sequence[Token]) -> int:
 
 def _parse_statement(source_stmt: StatementSource, text: str, source: str | None) -> exp.Expression:
     results = _parse_with(FlinkParser.parse, source_stmt.tokens, text, source_stmt.index, source)
+    if not results or results[0] is None:
+        raise sql_error("expected a statement", text, source_stmt.start, statement=source_stmt.index, source=source)
     return results[0]
 
 

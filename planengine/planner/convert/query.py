@@ -62,6 +62,8 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
     def convert_query(self, node: exp.Expression) -> L.LogicalNode:
         if isinstance(node, exp.Subquery):
             return self.convert_query(node.this)
+        if node is None:  # e.g. a CREATE VIEW cut off after AS
+            raise ValidationError("expected a query (SELECT, VALUES, WITH or UNION)")
         with_ = node.args.get("with") or node.args.get("with_")
         pushed = False
         if with_ is not None:

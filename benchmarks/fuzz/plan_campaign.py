@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/fuzz/plan_campaign.py --mode http --count-http 1000 --seed 20261128
     .venv/bin/python benchmarks/fuzz/plan_campaign.py --mode both          # both, default counts
 
-``plans``: each mutated plan (``tests/fuzz/generators.py``, the generator the bounded tests use) is written to a
+``plans``: each mutated plan (``tests/fuzz/plan_mutants.py``, the generator the bounded tests use) is written to a
 file and given to ``planengine check --plan P --json`` and ``planengine explain --plan P`` in worker
 processes (``planengine.cli.main`` in a long-lived subprocess per worker, so Spark's imports are paid once);
 a run counts as a *traceback* when the command raises anything outside ``planengine.errors`` or exits with a
@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.fuzz.generators import http_request, mutated_plan, seed_plans  # noqa: E402
+from tests.fuzz.plan_mutants import http_request, mutated_plan, seed_plans  # noqa: E402
 
 CHECK_EXITS = {0, 2, 3, 4}
 EXPLAIN_EXITS = {0, 2}

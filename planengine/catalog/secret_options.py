@@ -1,13 +1,14 @@
 """Secret options and ``${env:NAME}`` references.
 
-DESIGN §3: options whose key matches ``password|secret|token|credential`` never reach a plan, a log or a
+DESIGN §3: options whose key matches ``password|secret|token|credential`` (and, as in Flink,
+``jaas.config``; ``planengine.config.secrets``) never reach a plan, a log or a
 catalog file in plain text. A persistent catalog therefore stores only references such as
 ``'password' = '${env:PG_PASSWORD}'``, resolved from the process environment when the table is read (on
 Kubernetes the variable comes from a Secret). References may appear in any option value
 (``jdbc:postgresql://${env:PG_HOST}/shop``); for secret keys the whole value must be one reference.
 
 >>> is_secret_key("properties.sasl.jaas.config"), is_secret_key("Password"), is_secret_key("url")
-(False, True, False)
+(True, True, False)
 >>> resolve_value("${env:HOME_DIR}/x", {"HOME_DIR": "/h"}, on_missing=lambda var: None)
 '/h/x'
 """
@@ -17,13 +18,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-SECRET_KEY = re.compile(r"password|secret|token|credential", re.IGNORECASE)
+from planengine.config.secrets import MASK, is_secret_key
+
 ENV_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
-MASK = "******"
-
-
-def is_secret_key(key: str) -> bool:
-    return SECRET_KEY.search(key) is not None
 
 
 def is_reference(value: str) -> bool:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from planengine.api import TableEnvironment
 from planengine.errors import UserError
 from planengine.runtime.session import FIXED_CONF, set_cli_conf
+from planengine.sql.source_text import decode_source as decode_text
+from planengine.sql.source_text import read_source
 
 
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,7 +60,10 @@ def session(args: argparse.Namespace) -> TableEnvironment:
 
 
 def read_text(path: str) -> str:
-    p = Path(path)
-    if not p.exists():
-        raise UserError(f"file {path} does not exist")
-    return p.read_text(encoding="utf-8")
+    """A script or plan file the user named, as text (a non-UTF-8 byte is a located user error)."""
+    return read_source(path)
+
+
+def decode_source(data: bytes, source: str) -> str:
+    """Raw file bytes as text, exactly as :func:`read_text` decodes a file (for in-process callers)."""
+    return decode_text(data, source)

@@ -98,6 +98,21 @@ def _parse_bool(text: str) -> bool:
 
 
 STRING: OptionType[str] = OptionType("String", lambda s: s)
+
+
+def _parse_path(text: str) -> str:
+    """A file-system path or URI: not empty or blank, no NUL byte, no surrounding blanks (files would land
+    somewhere other than where the user looks)."""
+    if not text.strip():
+        raise ValueError("a non-empty path or URI")
+    if "\x00" in text:
+        raise ValueError("a path without NUL bytes")
+    if text != text.strip():
+        raise ValueError("a path without leading or trailing blanks")
+    return text
+
+
+PATH: OptionType[str] = OptionType("Path", _parse_path)
 INT: OptionType[int] = OptionType("Integer", _parse_int)
 FLOAT: OptionType[float] = OptionType("Double", _parse_float)
 BOOL: OptionType[bool] = OptionType("Boolean", _parse_bool)

@@ -42,7 +42,7 @@ against the tables below, and all problems (unknown keys with a suggestion, miss
 reported together. Format options are namespaced by the format: `'format' = 'json'` with
 `'json.ignore-parse-errors' = 'true'`; Kafka's key and value formats use `key.<format>.…` and
 `value.<format>.…`. Durations are written like `'100 ms'`, `'10 s'`, `'5 min'`, `'1 h'`; memory sizes like
-`'64 mb'`. Option keys matching `password|secret|token|credential` are masked (`******`) in plans and logs.
+`'64 mb'`. Option keys matching `password|secret|token|credential|jaas.config` are masked (`******`) in plans and logs.
 
 **Changelog modes** are written with the letters `I` (insert), `UB` (update before), `UA` (update after)
 and `D` (delete), e.g. `I,UB,UA,D`; `PD` marks key-only deletes. A source whose format carries row kinds

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from planengine.config.values import PATH as PATH_TYPE
 from planengine.connectors.abilities import (
     FilterResult,
     SupportsFilterPushDown,
@@ -46,6 +47,7 @@ from planengine.connectors.options import (
     duration_option,
     int_option,
     memory_option,
+    option,
     string_option,
 )
 from planengine.connectors.projection import ProducedRow, TopLevelProjection
@@ -55,7 +57,9 @@ from planengine.ir.changelog import ChangelogMode
 from planengine.ir.expressions import Expr, input_refs, remap_inputs
 from planengine.ir.schema import ResolvedSchema
 
-PATH = string_option("path", description="Directory (or file) to read or write: a local path or a URI.")
+PATH = option("path", PATH_TYPE, description="Directory (or file) to read or write: a local path or a URI; not "
+              "empty, no NUL bytes or surrounding blanks, and a sink's path not inside the job root's runs/, "
+              "snapshots/ or checkpoints/ (checked when the job starts).")
 FORMAT = string_option("format", description="File format: json, csv, parquet, debezium-json or changelog-json.")
 MONITOR_INTERVAL = duration_option(
     "source.monitor-interval",

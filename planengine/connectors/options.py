@@ -17,11 +17,11 @@ per run.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from planengine.config.secrets import MASK, SECRET_KEY, is_secret_key
 from planengine.config.values import (  # noqa: F401 - the value types are part of this module's API
     BOOL,
     DURATION,
@@ -42,13 +42,12 @@ from planengine.errors import OptionError
 
 T = TypeVar("T")
 
-#: DESIGN §3: option keys matching this are never written into a plan or a log.
-SENSITIVE_KEY_PATTERN = re.compile(r"password|secret|token|credential", re.IGNORECASE)
-MASK = "******"
+#: DESIGN §3: option keys matching this are never written into a plan or a log (one rule: config.secrets).
+SENSITIVE_KEY_PATTERN = SECRET_KEY
 
 
 def is_sensitive_key(key: str) -> bool:
-    return SENSITIVE_KEY_PATTERN.search(key) is not None
+    return is_secret_key(key)
 
 
 def mask_secrets(options: Mapping[str, str], extra_sensitive_keys: Iterable[str] = ()) -> dict[str, str]:

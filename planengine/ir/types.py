@@ -343,6 +343,9 @@ class _TypeParser:
         if kind != "number":
             self.i -= 1
             self.fail("expected a number")
+        if len(value) > 10:  # a length or precision beyond INT (and beyond what int() converts, at 4300 digits)
+            self.i -= 1
+            self.fail("expected a number of at most 10 digits")
         return int(value)
 
     def parens(self, count: int) -> list[int]:

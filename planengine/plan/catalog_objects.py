@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from planengine.catalog.objects import CatalogFunction, CatalogTable, ObjectIdentifier, TableRef
 from planengine.catalog.secret_options import is_reference
+from planengine.config.secrets import MASK, is_secret_key
 from planengine.errors import PlanIncompatible, ValidationError
 from planengine.exec.nodes import TableSpec
 from planengine.ir.schema import ResolvedSchema
@@ -38,12 +38,6 @@ ENRICH_TABLE_OPTIONS = "table.plan.restore.enrich-table-options"
 FORCE_RECOMPILE = "table.plan.force-recompile"
 COMPILE_STRATEGIES = ("ALL", "SCHEMA", "IDENTIFIER")
 RESTORE_STRATEGIES = ("ALL", "ALL_ENFORCED", "IDENTIFIER")
-MASK = "******"
-_SECRET = re.compile(r"password|secret|token|credential", re.IGNORECASE)
-
-
-def is_secret_key(key: str) -> bool:
-    return bool(_SECRET.search(key))
 
 
 def mask_options(options: dict[str, str]) -> dict[str, str]:

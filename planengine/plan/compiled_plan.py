@@ -25,6 +25,7 @@ from planengine.plan.explain import explain_plan_json
 from planengine.plan.restore import INCOMPATIBLE, NEEDS_MIGRATION, CheckReport, check_plan
 from planengine.plan.strategies import record_strategies
 from planengine.plan.validate import validate_plan
+from planengine.sql.source_text import read_source
 
 log = logging.getLogger("planengine.plan")
 
@@ -73,7 +74,7 @@ class CompiledPlan:
             plan = if_absent()
             plan.write_to_file(p, ignore_if_exists=True)
             return plan
-        return CompiledPlan.from_json(p.read_text(encoding="utf-8"), session)
+        return CompiledPlan.from_json(read_source(p, error=PlanError), session)
 
     # --- properties ----------------------------------------------------------------------------------
     @property

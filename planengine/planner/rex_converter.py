@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import difflib
+import math
 import re
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -105,6 +106,9 @@ _TIMESTAMP_TYPES = {
 }
 
 
+_MAX_INTERVAL_MONTHS = 2**31 - 1  # Flink's INTERVAL YEAR TO MONTH is an INT of months
+
+
 def _interval_literal(node: exp.Interval) -> Literal:
     text = node.this.name if node.this is not None else ""
     unit = node.args.get("unit")
@@ -126,6 +130,8 @@ def _interval_literal(node: exp.Interval) -> Literal:
                 total = int(years) * 12 + int(months)
             else:
                 total = int(text) * (12 if first == "YEAR" else 1)
+            if abs(total) > _MAX_INTERVAL_MONTHS:
+                raise ValueError(text)
             return Literal(-total if negative else total, INTERVAL_YEAR_MONTH.with_nullable(False))
         units = [u for u in ("DAY", "HOUR", "MINUTE", "SECOND")
                  if _INTERVAL_UNITS.index(first) <= _INTERVAL_UNITS.index(u) <= _INTERVAL_UNITS.index(last)]
@@ -133,9 +139,13 @@ def _interval_literal(node: exp.Interval) -> Literal:
         if len(parts) != len(units):
             raise ValueError(text)
         seconds = sum(decimal.Decimal(p) * _SECONDS[u] for p, u in zip(parts, units))
-    except ValueError:
-        raise ValidationError(f"invalid interval literal {node.sql()}") from None
-    delta = dt.timedelta(milliseconds=int(seconds * 1000))
+        if not seconds.is_finite():
+            raise ValueError(text)
+        delta = dt.timedelta(milliseconds=int(seconds * 1000))
+    except (ValueError, ArithmeticError):  # ArithmeticError: decimal.InvalidOperation ('abc'), OverflowError
+        raise ValidationError(f"invalid interval literal {node.sql()}",
+                              hint="write a number of the unit within ±999999999 days, e.g. INTERVAL '5' SECOND or "
+                                   "INTERVAL '1 02:03:04.5' DAY TO SECOND") from None
     return Literal(-delta if negative else delta, INTERVAL_DAY_TIME.with_nullable(False))
 
 
@@ -158,13 +168,30 @@ def _typed_literal(kind: str, text: str) -> Literal:
     return Literal(value, t.with_nullable(False))
 
 
+_MAX_DECIMAL_DIGITS = 38
+
+
 def _number_literal(text: str) -> Literal:
-    if re.fullmatch(r"[0-9]+", text):
-        value: Any = int(text)
-    elif "e" in text.lower():
-        value = float(text)
-    else:
-        value = decimal.Decimal(text)
+    """``1`` INT, ``1.5`` DECIMAL, ``1e3`` DOUBLE; like Flink, a literal beyond DECIMAL(38) or DOUBLE is an error."""
+    out_of_range = ValidationError(
+        f"numeric literal {text[:40]}{'…' if len(text) > 40 else ''} is out of range",
+        hint=f"exact numbers have at most {_MAX_DECIMAL_DIGITS} digits and DOUBLE reaches about 1.8E308; "
+             "write a smaller number or a DOUBLE with an exponent such as 1.5E40")
+    if "e" in text.lower():
+        try:
+            value: Any = float(text)
+        except ValueError:  # e.g. "1e" left by an edit
+            raise ValidationError(f"invalid numeric literal {text[:40]}", hint="write e.g. 1.5E3") from None
+        if math.isinf(value):
+            raise out_of_range
+        return Literal(value, literal_type(value))
+    if len(text.split(".")[0].lstrip("0")) > _MAX_DECIMAL_DIGITS:  # before int(): 5000 digits exceed its limit
+        raise out_of_range
+    value = int(text) if re.fullmatch(r"[0-9]+", text) else decimal.Decimal(text)
+    if isinstance(value, decimal.Decimal):
+        _, digits, exponent = value.as_tuple()
+        if max(len(digits), -int(exponent)) > _MAX_DECIMAL_DIGITS:
+            raise out_of_range
     return Literal(value, literal_type(value))
 
 

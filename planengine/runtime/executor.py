@@ -45,7 +45,7 @@ from planengine.runtime.python_functions import register_user_functions
 from planengine.runtime.session import get_spark, use_plan_partitions
 from planengine.runtime.snapshots import last_committed_batch_id, take_snapshot
 from planengine.runtime.status_server import CAPABILITIES, StatusServer
-from planengine.runtime.storage import JobRoot, Run, atomic_write_text, resolve_job_root
+from planengine.runtime.storage import JobRoot, Run, atomic_write_text, refuse_sinks_inside, resolve_job_root
 from planengine.runtime.stream import Stream
 from planengine.runtime.topology import translate_plan
 from planengine.runtime.translators import get_translator
@@ -470,6 +470,7 @@ def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str
     at the plan's ``pipeline.trigger-interval``."""
 
     root = resolve_job_root(plan.plan_id, job_root, jobs_dir=plan.session.config.get("planengine.job-root"))
+    refuse_sinks_inside(root, plan.data)
     plan = _install_plan(root, plan, from_snapshot)
     spark = get_spark()
     job = start_job(plan, root, spark, from_snapshot, paced=not until_idle if paced is None else paced)

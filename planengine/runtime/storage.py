@@ -371,3 +371,36 @@ def _id_dirs(parent: Path, prefix: str) -> list[Path]:
         return []
     found = [p for p in parent.iterdir() if p.is_dir() and (m := ID_PATTERN.match(p.name)) and m["prefix"] == prefix]
     return sorted(found, key=lambda p: p.name)
+
+
+def refuse_sinks_inside(root: JobRoot, plan_data: dict) -> None:
+    """A file sink must not write into the job root's own storage (``runs/``, ``snapshots/``, ``checkpoints/``,
+    or the root itself): its files would be copied into snapshots, deleted with old runs, or mistaken for
+    checkpoint state. Only the run knows the root, so this is checked here rather than at compile time."""
+    base = Path(os.path.normpath(root.path))
+    reserved = [base, base / "runs", base / "snapshots", base / "checkpoints"]
+    for node in plan_data.get("nodes") or []:
+        if not str(node.get("type", "")).startswith("stream-exec-sink"):
+            continue
+        table = node.get("table") or {}
+        options = (table.get("resolvedTable") or {}).get("options") or {}
+        path = options.get("path")
+        if options.get("connector") != "filesystem" or not isinstance(path, str):
+            continue
+        local = _local_path(path)
+        if local is None:
+            continue
+        for directory in reserved:
+            if local == directory or (directory != base and directory in local.parents):
+                where = "is the job root itself" if directory == base else f"is inside {directory}"
+                raise UserError(f"sink {table.get('identifier', '?')} writes to {path}, which {where}: the engine "
+                                "keeps its checkpoints, runs and snapshots there",
+                                hint="give the sink a 'path' outside the job root, or run with another --job-root")
+
+
+def _local_path(path: str) -> Path | None:
+    """``path`` as an absolute local path (``file:`` URIs included); None for other schemes (s3a://, …)."""
+    if "://" in path and not path.startswith("file://"):
+        return None
+    local = path.removeprefix("file://") if path.startswith("file://") else path.removeprefix("file:")
+    return Path(os.path.normpath(Path(local).absolute()))

@@ -8,11 +8,13 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.tokens import Token, TokenType
 
-from planengine.errors import SqlParseError
+from planengine.errors import SourceLocation, SqlParseError
 from planengine.sql.convert import Origin, convert
+from planengine.sql.deep_stack import too_deep
 from planengine.sql.dialect import Flink
 from planengine.sql.errors import sql_error
 from planengine.sql.parser import FlinkParseError, FlinkParser
+from planengine.sql.positions import line_and_column
 from planengine.sql.refusals import refuse_unsupported_clauses
 from planengine.sql.splitter import StatementSource, split_statements, split_tokens
 from planengine.sql.statements import Query, Statement
@@ -44,14 +46,31 @@ def _parse_with(
         token = error.token
         offset = 0 if token is None else (token.end + 1 if error.at_end else token.start)
         raise sql_error(error.reason, text, offset, statement=statement, source=source) from error
+    except FlinkTokenError as error:  # the parser tokenizes hint bodies (/*+ ... */) itself
+        offset = _failing_hint(tokens)
+        raise sql_error(f"invalid hint: {error.reason}", text, offset, statement=statement, source=source) from error
     except ParseError as error:  # a sqlglot error raised outside raise_error: keep its words
         first = tokens[0].start if tokens else 0
         raise sql_error(str(error).split("\n")[0], text, first, statement=statement, source=source) from error
 
 
+def _failing_hint(tokens: Sequence[Token]) -> int:
+    """Offset of the first hint whose body does not tokenize (else of the statement)."""
+    for token in tokens:
+        if token.token_type == TokenType.HINT:
+            body = token.text.removeprefix("/*+").removesuffix("*/")
+            try:
+                _DIALECT.tokenize(body)
+            except FlinkTokenError:
+                return token.start
+    return tokens[0].start if tokens else 0
+
+
 def _parse_statement(source_stmt: StatementSource, text: str, source: str | None) -> exp.Expression:
     refuse_unsupported_clauses(source_stmt.tokens, text, source_stmt.index, source)
     results = _parse_with(FlinkParser.parse, source_stmt.tokens, text, source_stmt.index, source)
+    if not results or results[0] is None:
+        raise sql_error("expected a statement", text, source_stmt.start, statement=source_stmt.index, source=source)
     return results[0]
 
 
@@ -63,10 +82,37 @@ def parse_script(text: str, source: str | None = None) -> list[Statement]:
     """
     statements = []
     for statement in split_statements(text, _tokenize(text, source), source) if text.strip() else []:
-        node = _parse_statement(statement, text, source)
-        origin = Origin(text, statement.index, statement.start, statement.text, source)
-        statements.append(convert(node, origin))
+        try:
+            node = _parse_statement(statement, text, source)
+            origin = Origin(text, statement.index, statement.start, statement.text, source)
+            statements.append(convert(node, origin))
+        except RecursionError:
+            raise too_deep(deepest_point(statement, text, source)) from None
+        except SqlParseError as error:
+            if error.location is not None:
+                raise
+            raise sql_error(error.message, text, statement.start, statement=statement.index, source=source) from None
     return statements
+
+
+def deepest_point(statement: StatementSource, text: str, source: str | None) -> SourceLocation:
+    """Where ``statement`` is nested deepest: its first innermost parenthesis, else its start.
+
+    >>> from planengine.sql.splitter import split_statements
+    >>> [s] = split_statements("SELECT ((1)) + (2)", _tokenize("SELECT ((1)) + (2)", None))
+    >>> deepest_point(s, "SELECT ((1)) + (2)", None).column
+    9
+    """
+    depth, deepest, offset = 0, 0, statement.start
+    for token in statement.tokens:
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+            if depth > deepest:
+                deepest, offset = depth, token.start
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+    line, column = line_and_column(text, offset)
+    return SourceLocation(statement=statement.index, line=line, column=column, source=source)
 
 
 def ends_statement(text: str) -> bool:

@@ -201,13 +201,16 @@ def _schema_elements(
     primary_key: tuple[str, ...] | None = None
     for element in elements:
         if isinstance(element, exp.ColumnDef):
-            column, is_key = _column(element)
+            column, is_key = _column(element, origin)
             columns.append(column)
             if is_key:
                 primary_key = (column.name,)
         elif isinstance(element, exp.WatermarkColumnConstraint):
             if watermark is not None:
                 raise origin.error("a table can declare only one WATERMARK")
+            if element.this is None or element.expression is None:
+                raise origin.error("WATERMARK needs a column and a strategy: WATERMARK FOR ts AS ts - INTERVAL '5' "
+                                   "SECOND", _offset(element))
             watermark = st.WatermarkDef(column=element.this.name, expression=element.expression)
         elif isinstance(element, exp.PrimaryKey | exp.Constraint):
             key = element if isinstance(element, exp.PrimaryKey) else element.find(exp.PrimaryKey)
@@ -254,7 +257,16 @@ def _convert_create_table(node: exp.Create, origin: Origin, temporary: bool, exi
     )
 
 
-def _column(node: exp.ColumnDef) -> tuple[st.ColumnDef, bool]:
+def _offset(node: exp.Expression) -> int | None:
+    """Where ``node`` starts in the script, when the parser recorded it."""
+    for candidate in (node, *node.find_all(exp.Identifier, exp.Literal)):
+        start = (getattr(candidate, "meta", None) or {}).get("start")
+        if start is not None:
+            return int(start)
+    return None
+
+
+def _column(node: exp.ColumnDef, origin: Origin) -> tuple[st.ColumnDef, bool]:
     """A column definition, and whether it carries a column-level PRIMARY KEY."""
     kinds = [constraint.kind for constraint in node.constraints]
     computed = next((k for k in kinds if isinstance(k, exp.ComputedColumnConstraint)), None)
@@ -264,8 +276,16 @@ def _column(node: exp.ColumnDef) -> tuple[st.ColumnDef, bool]:
     is_key = any(isinstance(k, exp.PrimaryKeyColumnConstraint) for k in kinds)
     type_text = None
     kind = node.args.get("kind")
+    if computed is None and kind is None:
+        raise origin.error(f"column '{node.name}' has no type", _offset(node))
+    if computed is not None and computed.this is None:
+        raise origin.error(f"computed column '{node.name}' has no expression; write {node.name} AS <expression>",
+                           _offset(node))
     if computed is None and kind is not None:
-        type_text = render_type(kind)
+        try:
+            type_text = render_type(kind)
+        except SqlParseError as error:
+            raise origin.error(f"column '{node.name}': {error.message}", _offset(node)) from None
         if not_null and not type_text.endswith(" NOT NULL"):
             type_text += " NOT NULL"
     written = node.args.get("position")  # ALTER TABLE ... ADD c INT FIRST | AFTER b

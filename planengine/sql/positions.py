@@ -6,6 +6,8 @@ sees is computed here from the same source text.
 
 from __future__ import annotations
 
+from planengine.config.secrets import mask_secret_literals
+
 
 def line_and_column(text: str, offset: int) -> tuple[int, int]:
     """1-based (line, column) of character ``offset`` in ``text``.
@@ -20,7 +22,8 @@ def line_and_column(text: str, offset: int) -> tuple[int, int]:
 
 
 def caret_excerpt(text: str, line: int, column: int, width: int = 100) -> str:
-    """The source line at ``line`` with a caret under ``column``, trimmed to ``width`` characters.
+    """The source line at ``line`` with a caret under ``column``, trimmed to ``width`` characters; values of
+    secret options (``'password' = '…'``) are masked.
 
     >>> print(caret_excerpt("SELECT a\\nFRM t", 2, 1))
       FRM t
@@ -28,6 +31,7 @@ def caret_excerpt(text: str, line: int, column: int, width: int = 100) -> str:
     """
     lines = text.split("\n")
     source = lines[line - 1] if 0 < line <= len(lines) else ""
+    source, column = mask_secret_literals(source, column)  # an excerpt must not print a password in clear
     start = 0 if len(source) <= width else max(0, column - 1 - width // 2)
     snippet = source[start : start + width].rstrip("\r")
     return f"  {snippet}\n  {' ' * (column - 1 - start)}^"

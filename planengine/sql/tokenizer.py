@@ -53,10 +53,10 @@ class FlinkTokenizer(tokens.Tokenizer):
         try:
             return super().tokenize(sql)
         except TokenError as error:
-            raise _describe(error, self) from error
+            raise _describe(error, self, sql) from error
 
 
-def _describe(error: TokenError, tokenizer: FlinkTokenizer) -> FlinkTokenError:
+def _describe(error: TokenError, tokenizer: FlinkTokenizer, sql: str) -> FlinkTokenError:
     """Turn sqlglot's generic "Error tokenizing '...'" into a reason and the offset where it starts."""
     cause = str(error.__cause__ or "")
     core = tokenizer._core
@@ -67,6 +67,10 @@ def _describe(error: TokenError, tokenizer: FlinkTokenizer) -> FlinkTokenError:
     if cause.startswith("Missing "):
         delimiter = cause.split()[1]
         reason = _UNTERMINATED.get(delimiter, f"missing closing {delimiter}")
+    elif sql[offset : offset + 2] == "/*":
+        reason = "unterminated comment or hint: /* has no closing */"
+    elif "'" in sql[offset : offset + 3]:  # a string, maybe with a prefix (N'…', X'…'), reaching the end
+        reason = _UNTERMINATED["'"]
     elif cause:
         reason = f"cannot tokenize the input: {cause}"
     return FlinkTokenError(reason, offset, error)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from planengine.errors import SqlParseError
+
 MAX_LENGTH = 2147483647  # Flink's STRING is VARCHAR(2147483647), BYTES is VARBINARY(2147483647)
 
 D = exp.DType
@@ -56,17 +58,35 @@ def _render(dt: exp.DataType) -> str:
         name, default = _PRECISION_DEFAULTS[kind]
         return f"{name}({params[0] if params else default})"
     if kind == D.ARRAY:
-        return f"ARRAY<{render_type(dt.expressions[0])}>"
+        (element,) = _type_arguments(dt, "ARRAY<element type>", 1)
+        return f"ARRAY<{render_type(element)}>"
     if kind == D.MAP:
-        key, value = dt.expressions
+        key, value = _type_arguments(dt, "MAP<key type, value type>", 2)
         return f"MAP<{render_type(key)}, {render_type(value)}>"
     if kind == D.STRUCT:
         return f"ROW<{', '.join(_render_field(field) for field in dt.expressions)}>"
     if kind == D.USERDEFINED and str(dt.args.get("kind", "")).upper() == "MULTISET":
-        return f"MULTISET<{render_type(dt.expressions[0])}>"
+        (element,) = _type_arguments(dt, "MULTISET<element type>", 1)
+        return f"MULTISET<{render_type(element)}>"
     if kind == D.USERDEFINED:
         return str(dt.args.get("kind"))
     return dt.sql()  # best effort for types Flink has no special spelling for (INTERVAL, ...)
+
+
+def _type_arguments(dt: exp.DataType, spelling: str, count: int) -> list[exp.Expression]:
+    """The type arguments of a collection type, which must number ``count`` (``MAP<STRING>`` is an error).
+
+    >>> from planengine.sql import parse_type
+    >>> render_type(parse_type("MAP<STRING>"))
+    Traceback (most recent call last):
+    ...
+    planengine.errors.SqlParseError: MAP has 1 type argument; write MAP<key type, value type>
+    """
+    arguments = list(dt.expressions)
+    if len(arguments) != count:
+        raise SqlParseError(f"{spelling.split('<')[0]} has {len(arguments)} type argument"
+                            f"{'s' if len(arguments) != 1 else ''}; write {spelling}")
+    return arguments
 
 
 def _render_field(field: exp.Expression) -> str:

@@ -19,7 +19,7 @@ import pytest
 
 from planengine.runtime import status_server as S
 from planengine.runtime.status_server import StatusServer
-from tests.fuzz.generators import http_request
+from tests.fuzz.plan_mutants import http_request
 
 SEED = 20261128
 REQUESTS = 400

@@ -20,7 +20,7 @@ import pytest
 
 from planengine.cli import main as cli_main
 from planengine.plan.serde import dumps
-from tests.fuzz.generators import chain_plan, mutated_plan, reseal, seed_plans
+from tests.fuzz.plan_mutants import chain_plan, mutated_plan, reseal, seed_plans
 
 SEED = 20261128
 INPUTS = 100

@@ -22,6 +22,7 @@ from planengine.planner.convert.support import (
     _AGGREGATES,
     _GROUP_WINDOW_PROPERTIES,
     _GROUP_WINDOWS,
+    SqlLengthBound,
     _dedupe,
     _inside_window,
     _norm,
@@ -120,8 +121,10 @@ class AggregateConversion:
         property_sql: dict[str, int] = {}
 
         def collect(node: exp.Expression) -> None:
-            for n in node.walk():
-                if _inside_window(n) or isinstance(n, exp.Window):
+            # Pruned at windows (OVER aggregates are planned apart); not a parent walk per node, which is
+            # quadratic in a deep expression.
+            for n in node.walk(prune=lambda m: isinstance(m, exp.Window)):
+                if isinstance(n, exp.Window):
                     continue
                 target = n
                 filter_expr = None
@@ -173,6 +176,9 @@ class AggregateConversion:
         agg_relation = Relation.of(agg_node, None)
         agg_types = agg_node.field_types
 
+        longest_key = max(map(len, [*group_sql, *agg_sql, *property_sql]), default=0)
+        length_bound = SqlLengthBound()
+
         def special(node: exp.Expression, convert: Callable[[exp.Expression], Expr]) -> Expr | None:
             if isinstance(node, exp.Grouping | exp.GroupingId):
                 return self._grouping(node, group_sql, len(group_keys), sets, agg_types)
@@ -180,7 +186,7 @@ class AggregateConversion:
                 raise UnsupportedQueryError("GROUP_ID() is not supported: planengine refuses duplicate grouping sets",
                                             location=self.location(node), hint="list each grouping set once and "
                                             "drop GROUP_ID()")
-            key = _norm(node)
+            key = _norm(node) if length_bound(node) <= longest_key else None
             if key in group_sql:
                 i = group_sql[key]
                 return InputRef(i, agg_types[i])

@@ -62,6 +62,8 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
     def convert_query(self, node: exp.Expression) -> L.LogicalNode:
         if isinstance(node, exp.Subquery):
             return self.convert_query(node.this)
+        if node is None:  # e.g. a CREATE VIEW cut off after AS
+            raise ValidationError("expected a query (SELECT, VALUES, WITH or UNION)")
         with_ = node.args.get("with") or node.args.get("with_")
         pushed = False
         if with_ is not None:
@@ -292,9 +294,17 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
                 desc = bool(ordered.args.get("desc"))
                 nulls_first = ordered.args.get("nulls_first")
                 keys.append(SortKey(idx, not desc, nulls_first))
-        fetch = int(limit.expression.this) if limit is not None else None
-        skip = int(offset.expression.this) if offset is not None else 0
+        fetch = self._row_count(limit.expression, "LIMIT") if limit is not None else None
+        skip = self._row_count(offset.expression, "OFFSET") if offset is not None else 0
         return L.LogicalSort(node, tuple(keys), skip, fetch)
+
+    def _row_count(self, node: exp.Expression, clause: str) -> int:
+        """The number of a LIMIT / OFFSET: a non-negative integer literal, as in Flink."""
+        text = node.name if isinstance(node, exp.Literal) and not node.is_string else ""
+        if not text.isdigit() or len(text) > 18:
+            raise ValidationError(f"{clause} takes a non-negative integer literal, not {node.sql('flink')[:40]}",
+                                  location=self.location(node), hint=f"e.g. {clause} 10")
+        return int(text)
 
     def _expand_stars(self, projections: list[exp.Expression], relation: Relation) -> list[exp.Expression]:
         out: list[exp.Expression] = []
@@ -327,7 +337,7 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
     def _from_item(self, item: exp.Expression) -> Relation:
         if isinstance(item, exp.Table):
             if isinstance(item.this, exp.Anonymous | exp.Func) and not isinstance(item.this, exp.Identifier):
-                raise UnsupportedQueryError(f"table function {item.this.sql()} is not supported",
+                raise UnsupportedQueryError(f"table function {item.this.sql('flink')} is not supported",
                                             location=self.location(item))
             alias = item.alias or item.name
             node = self._table(item)

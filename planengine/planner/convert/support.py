@@ -7,6 +7,7 @@ import decimal
 from typing import Any
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 
 from planengine.errors import SourceLocation, ValidationError
 from planengine.functions.registry import FunctionRegistry
@@ -97,9 +98,48 @@ def _dedupe(names: list[str]) -> list[str]:
     return out
 
 
+# One generator for leaves (literals, columns): nothing in them for the generator to rewrite, so neither a copy
+# of the node nor a new generator per call is needed (the conversion asks for thousands in a long expression).
+_LEAF_GENERATOR = Dialect().generator(normalize=False, comments=False)
+
+
 def _norm(node: exp.Expression) -> str:
     """A comparable form of an expression (case-insensitive identifiers, no aliases)."""
-    return node.sql(normalize=False, comments=False).lower().replace("`", "").replace('"', "")
+    if isinstance(node, exp.Column | exp.Literal | exp.Identifier):
+        text = _LEAF_GENERATOR.generate(node, copy=False)
+    else:
+        text = node.sql(normalize=False, comments=False)
+    return text.lower().replace("`", "").replace('"', "")
+
+
+class SqlLengthBound:
+    """A lower bound of ``len(_norm(node))``, so a caller can skip printing a subtree that cannot equal a short
+    key: printing every node of a deep tree to compare it with GROUP BY keys is quadratic (a 5000-term sum, or
+    1500 nested ABS calls, took minutes). Every leaf prints at least one character, and so does at least every
+    second level of nesting (wrappers such as a column around its identifier print nothing of their own), so
+    the bound is ``max(leaves, height // 2)``. Computed once per node, iteratively (the trees are deep)."""
+
+    def __init__(self) -> None:
+        self._sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (leaves, height)
+
+    def __call__(self, node: exp.Expression) -> int:
+        memo = self._sizes
+        stack: list[tuple[exp.Expression, bool]] = [(node, False)]
+        while stack:
+            current, children_done = stack.pop()
+            if id(current) in memo:
+                continue
+            children = list(current.iter_expressions())
+            if not children:
+                memo[id(current)] = (1, 1)
+            elif children_done:
+                sizes = [memo[id(c)] for c in children]
+                memo[id(current)] = (sum(s[0] for s in sizes), 1 + max(s[1] for s in sizes))
+            else:
+                stack.append((current, True))
+                stack.extend((c, False) for c in children if id(c) not in memo)
+        leaves, height = memo[id(node)]
+        return max(leaves, height // 2)
 
 
 def _window_key(w: exp.Window) -> str:
@@ -118,11 +158,18 @@ def _inside_window(node: exp.Expression) -> bool:
 
 
 def _split_and(predicate: exp.Expression) -> list[exp.Expression]:
-    if isinstance(predicate, exp.Paren):
-        return _split_and(predicate.this)
-    if isinstance(predicate, exp.And):
-        return _split_and(predicate.this) + _split_and(predicate.expression)
-    return [predicate]
+    """The conjuncts, left to right; iterative, since a generated WHERE may chain thousands of ANDs."""
+    conjuncts: list[exp.Expression] = []
+    pending = [predicate]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, exp.Paren):
+            pending.append(node.this)
+        elif isinstance(node, exp.And):
+            pending.extend((node.expression, node.this))
+        else:
+            conjuncts.append(node)
+    return conjuncts
 
 
 def _is_subquery_predicate(pred: exp.Expression) -> bool:

@@ -1,0 +1,4 @@
+CREATE TABLE src (a BIGINT, b STRING, ts TIMESTAMP(3)) WITH ('connector' = 'datagen');
+CREATE TABLE snk (a BIGINT) WITH ('connector' = 'blackhole');
+SELECT a FROM src;
+INSERT INTO snk SELECT a FROM src;

@@ -1,0 +1,4 @@
+CREATE TABLE src (a BIGINT, b STRING, ts TIMESTAMP(3)) WITH ('connector' = 'datagen');
+CREATE TABLE snk (a BIGINT) WITH ('connector' = 'blackhole');
+COMPILE PLAN 'PLACEHOLDER_NEW' FROM 'PLACEHOLDER_OLD';
+INSERT INTO snk SELECT a FROM src;

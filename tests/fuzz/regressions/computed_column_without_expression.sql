@@ -1,0 +1,1 @@
+CREATE TABLE e (a INT, b AS) WITH ('connector' = 'blackhole');

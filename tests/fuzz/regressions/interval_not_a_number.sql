@@ -1,0 +1,3 @@
+CREATE TABLE src (a BIGINT, b STRING, ts TIMESTAMP(3)) WITH ('connector' = 'datagen');
+CREATE TABLE snk (a BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO snk SELECT a FROM src WHERE ts > ts - INTERVAL 'abc' SECOND;

@@ -1,0 +1,1 @@
+CREATE TABLE m (a MAP<STRING>) WITH ('connector' = 'blackhole');

@@ -3,6 +3,7 @@
 
 pytest_plugins = [
     "tests.fixtures.postgres",
+    "tests.fixtures.cluster",
     "tests.fixtures.spark",
     "tests.tiers.plugin",
     "tests.tiers.guard",

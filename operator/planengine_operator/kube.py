@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json as json_module
 import os
 import ssl
 import tempfile
@@ -27,6 +28,24 @@ _session_loop: asyncio.AbstractEventLoop | None = None
 
 class Conflict(Exception):
     """The object changed or exists already (HTTP 409)."""
+
+
+class Refused(kopf.PermanentError):
+    """The API server refused a request (403 by its authorizer or admission, 400/422 as invalid): ``message`` is
+    the server's own ``Status.message``, which is what the job's status must show its user."""
+
+    def __init__(self, method: str, path: str, code: int, message: str) -> None:
+        super().__init__(f"{method} {path}: HTTP {code}: {message}")
+        self.code = code
+        self.message = message
+
+
+def _status_message(text: str) -> str:
+    try:
+        found = json_module.loads(text)
+    except ValueError:
+        return text[:500]
+    return str(found.get("message") or text)[:1000] if isinstance(found, dict) else text[:500]
 
 
 def configure(connection: Any) -> None:
@@ -109,7 +128,7 @@ async def _request(method: str, path: str, *, json: Any = None, content_type: st
             if rsp.status >= 500 or rsp.status == 429:
                 raise kopf.TemporaryError(f"{method} {path}: HTTP {rsp.status}", delay=2)
             if rsp.status >= 400:
-                raise kopf.PermanentError(f"{method} {path}: HTTP {rsp.status}: {(await rsp.text())[:300]}")
+                raise Refused(method, path, rsp.status, _status_message(await rsp.text()))
             if text:
                 return await rsp.text()
             return await rsp.json(content_type=None)

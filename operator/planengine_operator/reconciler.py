@@ -127,6 +127,9 @@ class Reconciler:
             return await executor(job, view, action.params)
         except LaunchError as exc:
             return Result(False, {"permanent": exc.permanent}, str(exc), exc.reason)
+        except kube.Refused as exc:  # e.g. a driver pod whose ServiceAccount is missing: the server says which
+            return Result(False, {"permanent": False}, f"the Kubernetes API refused {action.kind}: {exc.message}",
+                          "APIRefused")
         except ToolPending as exc:
             raise kopf.TemporaryError(str(exc), delay=exc.delay) from exc
 

@@ -34,6 +34,7 @@ FIXTURE_NEEDS = {
     "engine_process": "e2e",  # declared: the engine in a subprocess (the planengine CLI; `run` starts Spark)
     "world": "e2e",  # the operator with the contract engine double (tests/operator/e2e/conftest.py)
     "real_world": "e2e",  # the operator with the real engine
+    "control_plane": "e2e",  # the real Kubernetes control plane (tests/fixtures/cluster.py)
 }
 
 # A folder under tests/ → the need of everything in it: folders whose tests drive real processes that no
@@ -41,6 +42,7 @@ FIXTURE_NEEDS = {
 FOLDER_NEEDS = {
     ("operator", "e2e"): "e2e",
     ("operator", "kubelet"): "e2e",
+    ("cluster",): "e2e",  # the control plane's own tests (processes of etcd, kube-apiserver, ...)
 }
 
 

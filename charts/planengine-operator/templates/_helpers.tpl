@@ -101,7 +101,9 @@ watched namespaces, else (cluster-wide operator) the release namespace; other na
 {{/* Mount points inside the operator container. */}}
 {{- define "planengine-operator.configDir" -}}/etc/planengine-operator{{- end }}
 {{- define "planengine-operator.configPath" -}}/etc/planengine-operator/config.yaml{{- end }}
-{{- define "planengine-operator.webhookCertDir" -}}/etc/planengine-operator/webhook-tls{{- end }}
+{{- /* Not under the config mount: a volume nested in a read-only one needs a mount point the read-only volume
+     cannot get (the helm-install test on the real control plane found it). */}}
+{{- define "planengine-operator.webhookCertDir" -}}/etc/planengine-webhook-tls{{- end }}
 
 {{/*
 The operator configuration (shared contract with planengine_operator.config): exactly these keys.

@@ -1,4 +1,5 @@
-"""Fixtures of the operator's end-to-end tests: an emulated cluster (``kapi``) and a ``world`` around it."""
+"""Fixtures of the operator's end-to-end tests: the real control plane (one per session, ``tests/cluster``) with
+the SparkPlanJob CRD installed, and a ``world`` around one namespace of it."""
 
 from __future__ import annotations
 
@@ -21,16 +22,11 @@ from tests.operator.kubelet import sandbox  # noqa: E402
 
 # PLANENGINE_E2E_LAUNCHER=local|kubernetes|both (default both) selects the launchers the scenarios run on.
 LAUNCHERS = os.environ.get("PLANENGINE_E2E_LAUNCHER", "both")
-from tests.operator.kapi.server import run_in_thread  # noqa: E402
-
-CRD = _REPO / "crds" / "sparkplanjobs.planengine.io.yaml"
-
-
 @pytest.fixture
-def kapi() -> Iterator:
-    api = run_in_thread([CRD])
-    yield api
-    api.stop()
+def kapi(control_plane, operator_identity, cluster_namespace):
+    """The test's namespace of the real control plane (named for the API emulator it replaced) and the identity
+    the operator logs in with (the chart's ServiceAccount)."""
+    return control_plane, cluster_namespace, operator_identity
 
 
 def _world(kind: str, launcher: str, kapi, tmp_path, monkeypatch) -> Iterator[World]:
@@ -46,8 +42,9 @@ def _world(kind: str, launcher: str, kapi, tmp_path, monkeypatch) -> Iterator[Wo
             pytest.skip(why)
         # The operator reaches drivers at the pod address their Service selects (the test kubelet's pod IPs).
         monkeypatch.setenv(DRIVER_URL_ENV, "http://{endpoint}:{port}")
-    built = World(tmp_path, kapi, kind, launcher)
-    monkeypatch.setenv("KUBECONFIG", str(built.kubeconfig))
+    plane, namespace, identity = kapi
+    built = World(tmp_path, plane, namespace, kind, launcher, operator_identity=identity)
+    monkeypatch.setenv("KUBECONFIG", str(built.operator_kubeconfig))  # kopf logs in as the chart's operator
     yield built
     built.close()
 

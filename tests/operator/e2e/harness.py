@@ -1,4 +1,5 @@
-"""Drive the real operator (kopf + ``planengine_operator.main``) against the API emulator and local engines.
+"""Drive the real operator (kopf + ``planengine_operator.main``) against a real Kubernetes control plane
+(``tests/cluster``: kube-apiserver, etcd, controller-manager, scheduler) and local engines.
 
 The operator runs in-process on a thread with its own event loop (kopf's embedding API), so a test can
 stop it gracefully or *kill* it: cancelling its loop's tasks at an exact protocol step is the in-process
@@ -30,16 +31,18 @@ import yaml
 
 from planengine_operator.cli import build_launcher
 from planengine_operator.config import OperatorConfig
-from tests.operator.kapi.server import RunningApi
-from tests.operator.kubelet.gc import GarbageCollector
-from tests.operator.kubelet.kubelet import ImageSpec, Kubelet, create_claim
+from tests.cluster.client import ApiClient, ApiError
+from tests.cluster.controlplane import ControlPlane
+from tests.cluster.watch import Recorder
+from tests.fixtures.cluster import install_driver_rbac
+from tests.operator.kubelet.kubelet import ImageSpec, Kubelet
+from tests.operator.kubelet.node import create_bound_claim, start_node, stop_node
 
 REPO = Path(__file__).resolve().parents[3]
 CONTRACT_ENGINE = Path(__file__).with_name("contract_engine.py")
 ENGINE_WRAPPER = Path(__file__).with_name("engine_wrapper.py")
 KUBECTL = REPO / ".tools" / "bin" / "kubectl"
 GROUP, PLURAL = "planengine.io", "sparkplanjobs"
-NS = "default"
 ENGINE_KIND = os.environ.get("PLANENGINE_E2E_ENGINE", "both")
 
 # Engine versions of the operator's catalog; knobs make the contract double refuse or crash.
@@ -98,6 +101,7 @@ def engine_command(version: str, kind: str = "contract") -> list[str]:
 # CLI) is that image's ENTRYPOINT, run by the image's Python.
 IMAGE_PYTHON = "/opt/planengine/bin/python"
 TEST_FILES = "/opt/planengine-test"  # where a test image has the engine doubles its ENTRYPOINT runs
+SCENARIO_NODE = {"cpu": "64", "memory": "256Gi", "pods": "110", "ephemeral-storage": "100Gi"}
 CLAIM = "jobs"  # the PersistentVolumeClaim every job root of the Kubernetes worlds lives on (one subPath each)
 POD_DATA = Path("/data")  # where pods see the world's data directory (a hostPath volume of the podTemplate)
 
@@ -296,9 +300,10 @@ _DEAD_LOOPS: list[asyncio.AbstractEventLoop] = []
 class OperatorThread:
     """kopf.operator(...) with the operator's own handlers on a thread; ``kill`` at any moment."""
 
-    def __init__(self, config: OperatorConfig,
+    def __init__(self, config: OperatorConfig, namespace: str,
                  execute_hook: Callable[..., Any] | None = None) -> None:
         self.config = config
+        self.namespace = namespace  # the test's own namespace: other tests' jobs are not this operator's
         self.execute_hook = execute_hook
         self.ready = threading.Event()
         self.stop_flag = threading.Event()
@@ -336,8 +341,8 @@ class OperatorThread:
                 return await hook(original, reconciler, job, view, action)
 
             main.Runtime.reconciler._execute = execute.__get__(main.Runtime.reconciler)  # type: ignore[union-attr]
-        await kopf.operator(standalone=True, clusterwide=True, ready_flag=self.ready, stop_flag=self.stop_flag,
-                            liveness_endpoint=None)
+        await kopf.operator(standalone=True, namespaces=[self.namespace], ready_flag=self.ready,
+                            stop_flag=self.stop_flag, liveness_endpoint=None)
 
     def start(self) -> OperatorThread:
         self.thread.start()
@@ -364,24 +369,33 @@ class OperatorThread:
 
 # ------------------------------------------------------------------------------------------ world
 class World:
-    """One emulated cluster, one operator, job roots and input/output directories under ``tmp``."""
+    """One namespace of the real control plane, one operator watching it, job roots and input/output directories
+    under ``tmp``; on the Kubernetes launcher a node of its own (the test kubelet) runs the pods."""
 
-    def __init__(self, tmp: Path, api: RunningApi, kind: str = "contract", launcher: str = "local") -> None:
+    def __init__(self, tmp: Path, plane: ControlPlane, namespace: str, kind: str = "contract",
+                 launcher: str = "local", *, operator_identity: ApiClient | None = None) -> None:
         self.tmp = tmp
-        self.api = api
+        self.plane = plane
+        self.api: ApiClient = plane.admin
+        self.ns = namespace
         self.kind = kind
         self.launcher = launcher
-        self.kubeconfig = api.write_kubeconfig(tmp / "kubeconfig")
+        self.kubeconfig = plane.admin.write_kubeconfig(tmp / "kubeconfig", namespace=namespace)  # kubectl
+        # The operator under test logs in as the chart's ServiceAccount (admin only where no identity is given).
+        self.operator_kubeconfig = (operator_identity or plane.admin).write_kubeconfig(
+            tmp / "operator.kubeconfig", namespace=namespace)
+        install_driver_rbac(plane, namespace, tmp)  # the chart's driver ServiceAccount and Role in this namespace
         self.jobs_root = tmp / "jobs"
         self.operator: OperatorThread | None = None
         self._feeders: list[threading.Event] = []
         self.kubelet: Kubelet | None = None
-        self.gc: GarbageCollector | None = None
-        if launcher == "kubernetes":  # a node runs the pods; the collector, not the API, deletes dependents
-            api.api.garbage_collection = False
-            self.kubelet = Kubelet(api, tmp / "node", {}).start()
-            create_claim(api.url, NS, CLAIM)
-            self.gc = GarbageCollector(api.url).start()
+        self.history = Recorder(plane.admin, GROUP, PLURAL, namespace).start()
+        if launcher == "kubernetes":  # a node of its own runs the pods; the scheduler places them there
+            # A node the size of a cluster's worker, so the scenarios' pods fit at once (two drivers, a standby
+            # and a tool pod at 1 CPU each would not fit this 2-core machine's own size); the scheduler still
+            # places by requests (tests/cluster/test_node.py runs a small node).
+            self.kubelet = start_node(plane, tmp / "node", {}, capacity=SCENARIO_NODE)
+            create_bound_claim(plane.admin, namespace, CLAIM, self.kubelet.root / "pvc" / namespace / CLAIM)
 
     # -------------------------------------------------------------------- operator
     def start_operator(self, execute_hook: Callable[..., Any] | None = None, **config: Any) -> OperatorThread:
@@ -390,7 +404,7 @@ class World:
             for version, entry in settings.engines.items():
                 name, image = engine_image(version, entry.localCommand)
                 self.kubelet.images[name] = image
-        self.operator = OperatorThread(settings, execute_hook).start()
+        self.operator = OperatorThread(settings, self.ns, execute_hook).start()
         return self.operator
 
     def close(self) -> None:
@@ -398,16 +412,34 @@ class World:
             stop.set()
         if self.operator is not None and self.operator.thread.is_alive():
             self.operator.stop()
-        if self.kubelet is not None:  # kills every container it runs
-            self.kubelet.stop()
-        if self.gc is not None:
-            self.gc.stop()
+        if self.kubelet is not None:  # kills every container it runs, and its Node goes
+            stop_node(self.plane, self.kubelet)
+        self.history.stop()
+        self._release_namespace()
         # Drivers and warm standbys outlive the operator (any job root): a test that failed mid-upgrade must not
         # leave a standby JVM behind.
         for pattern in ("**/.operator/driver.json", "**/.operator/standby.json"):
             for record in self.tmp.glob(pattern):
                 with contextlib.suppress(OSError, ValueError, KeyError, ProcessLookupError):
                     os.killpg(int(json.loads(record.read_text())["pid"]), 9)
+
+    def _release_namespace(self) -> None:
+        """What no operator is left to do: release the jobs' finalizers and end the pods of the gone node, so
+        the namespace controller can empty the namespace (the ``cluster_namespace`` fixture deletes it). The
+        node's claim volume is cluster-scoped: it goes here too."""
+        with contextlib.suppress(ApiError, OSError):
+            for job in self.api.list(GROUP, PLURAL, self.ns):
+                if job["metadata"].get("finalizers"):
+                    self.api.patch(GROUP, PLURAL, self.ns, job["metadata"]["name"],
+                                   {"metadata": {"finalizers": None}})
+            for pod in self.api.list("", "pods", self.ns):
+                self.api.delete("", "pods", self.ns, pod["metadata"]["name"], grace=0)
+            if self.kubelet is not None:
+                self.api.delete("", "persistentvolumes", None, f"{self.ns}-{CLAIM}")
+
+    def writes(self, name: str | None = None) -> list[dict[str, Any]]:
+        """Every version of the namespace's SparkPlanJobs (or of one) the API server stored, oldest first."""
+        return self.history.objects(name)
 
     # -------------------------------------------------------------------- kubectl
     def kubectl(self, *args: str) -> str:
@@ -440,7 +472,7 @@ class World:
         elif storage is not None:
             body["storage"] = {"uri": f"file://{storage}"}
         return {"apiVersion": f"{GROUP}/v1alpha1", "kind": "SparkPlanJob",
-                "metadata": {"name": name, "namespace": NS}, "spec": body}
+                "metadata": {"name": name, "namespace": self.ns}, "spec": body}
 
     def sql(self, source: Path, sink: Path) -> str:
         """The job's SQL over ``source`` and ``sink`` as its engine processes (or pods) see them."""
@@ -459,14 +491,14 @@ class World:
         if self.launcher != "kubernetes":
             return path
         assert self.kubelet is not None
-        claim = self.kubelet.root / "pvc" / NS / CLAIM
+        claim = self.kubelet.root / "pvc" / self.ns / CLAIM
         if path.is_relative_to(claim):
             return Path(f"/var/lib/planengine/jobs/{CLAIM}") / path.relative_to(claim)
         return POD_DATA / path.relative_to(self.tmp / "data")
 
     def driver_pods(self, name: str) -> list[tuple[str, str, str]]:
         """(run id, role, phase) of the job's driver pods that are not terminating, oldest first."""
-        pods = [p for p in self.api.list("", "pods", NS)
+        pods = [p for p in self.api.list("", "pods", self.ns)
                 if (p["metadata"].get("labels") or {}).get("planengine.io/job") == name
                 and (p["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == "driver"
                 and not p["metadata"].get("deletionTimestamp")]
@@ -486,11 +518,11 @@ class World:
         if self.launcher != "kubernetes":
             return storage
         assert self.kubelet is not None
-        return self.kubelet.root / "pvc" / NS / CLAIM / storage.name
+        return self.kubelet.root / "pvc" / self.ns / CLAIM / storage.name
 
     # -------------------------------------------------------------------- reading the cluster
     def job(self, name: str) -> dict[str, Any]:
-        found = self.api.get(GROUP, PLURAL, NS, name)
+        found = self.api.get(GROUP, PLURAL, self.ns, name)
         assert found is not None, f"SparkPlanJob {name} does not exist"
         return found
 
@@ -501,7 +533,7 @@ class World:
         return next((c for c in self.status(name).get("conditions") or [] if c["type"] == type_), {})
 
     def events(self, name: str) -> list[dict[str, Any]]:
-        return [e for e in self.api.list("", "events", NS) if (e.get("involvedObject") or {}).get("name") == name]
+        return [e for e in self.api.list("", "events", self.ns) if (e.get("involvedObject") or {}).get("name") == name]
 
     def event_reasons(self, name: str) -> list[str]:
         return [e.get("reason") for e in self.events(name)]
@@ -522,7 +554,7 @@ class World:
     def job_root(self, name: str) -> Path:
         if self.launcher == "kubernetes":
             return self.storage_root(Path(name))
-        return self.jobs_root / NS / name
+        return self.jobs_root / self.ns / name
 
     def source(self, name: str) -> Path:
         return self.tmp / "data" / name / "in"

@@ -1,13 +1,13 @@
-"""Bad input: the emulated API server refuses what a cluster refuses, and the operator explains the rest.
+"""Bad input: the API server refuses what the CRD forbids, and the operator explains the rest.
 
 A spec that breaks the CRD's schema or CEL rules never reaches the operator (``kubectl apply`` fails with
-the API server's message). A spec that got in anyway (stored before the CRD had the rule: written here
-straight into the emulator's store) is reported on the job: ``status.error``, a Degraded condition with the
-rule's reason, a Warning event, and nothing is started.
+the API server's message). A spec that got in anyway (stored before the CRD had the rule) is reported on the
+job: ``status.error``, a Degraded condition with the rule's reason, a Warning event, and nothing is started.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import subprocess
@@ -15,9 +15,20 @@ import subprocess
 import pytest
 import yaml
 
-from tests.operator.e2e.harness import GROUP, KUBECTL, LAUNCHER_INDEPENDENT, NS, ON_KUBERNETES, PLURAL, wait_for
+from tests.cluster.client import ApiError
+from tests.fixtures.cluster import install_driver_rbac
+from tests.operator.e2e.harness import GROUP, KUBECTL, LAUNCHER_INDEPENDENT, ON_KUBERNETES, PLURAL, wait_for
 
 pytestmark = pytest.mark.timeout(120)
+
+
+def _created(world, manifest) -> bool:
+    try:
+        world.api.create(GROUP, PLURAL, world.ns, manifest)
+        return True
+    except ApiError as error:  # the API server's schema cache follows the CRD update a moment later
+        assert error.code == 422, error
+        return False
 
 
 def apply_fails(world, manifest) -> str:
@@ -40,13 +51,13 @@ def apply_fails(world, manifest) -> str:
      ["spec.storage.pvc.claimName", "spec.storage.pvc.subPath: Invalid value", "no '..' segment"]),
     ({"sparkConf": {"--master": "local", "spark.a": "x\ny"}, "executor": {"instances": 9223372036854775807,
                                                                          "memory": "0"}},
-     ["sparkConf keys are spark.", "spec.sparkConf[spark.a]", "spec.executor.instances", "spec.executor.memory"]),
+     ["sparkConf keys are spark.", "spec.sparkConf.spark.a", "spec.executor.instances", "spec.executor.memory"]),
     ({"planOptions": {"table.plan.x'; DROP": "1"}, "catalog": {"configMapRef": {"name": "a/b", "key": "c d"}}},
      ["planOptions keys are table.plan.", "spec.catalog.configMapRef.name", "spec.catalog.configMapRef.key"]),
 ])
 @LAUNCHER_INDEPENDENT
 def test_the_api_server_refuses_what_the_crd_forbids(world, spec, words):
-    """Launcher-independent, so it runs once (local launcher): the emulated API server refuses the spec at admission;
+    """Launcher-independent, so it runs once (local launcher): the API server refuses the spec at admission;
     no launcher acts."""
     world.start_operator()
     manifest = world.job_manifest("b1", "0.1")
@@ -55,32 +66,42 @@ def test_the_api_server_refuses_what_the_crd_forbids(world, spec, words):
     assert 'The SparkPlanJob "b1" is invalid' in message, message
     for word in words:
         assert word in message, message
-    assert world.api.get(GROUP, PLURAL, NS, "b1") is None
+    assert world.api.get(GROUP, PLURAL, world.ns, "b1") is None
 
 
 @LAUNCHER_INDEPENDENT
 def test_a_spec_that_got_in_anyway_is_reported_not_run(world):
     """An object-store URI stored before the CRD refused it: the operator shows why and starts nothing.
 
-    Launcher-independent, so it runs once (local launcher): the spec check runs before any launcher call.
+    As it happens on a cluster: the CRD is installed without the ``storage.uri`` rule, the job is created, and the
+    CRD with the rule is applied again (the stored object stays as it was). Launcher-independent, so it runs once
+    (local launcher): the spec check runs before any launcher call.
     """
     world.start_operator()
     manifest = world.job_manifest("b2", "0.1")
     manifest["spec"]["storage"] = {"uri": "s3a://bucket/jobs/b2"}
-    manifest["metadata"].update(uid="u-b2", resourceVersion="1", generation=1, creationTimestamp="2026-01-01T00:00:00Z")
-
-    def store(api):
-        api.objects[(GROUP, PLURAL, NS, "b2")] = manifest
-        api._emit(api.resources[(GROUP, PLURAL)], "ADDED", manifest)
-
-    world.api.call(store)
+    crds = "apiextensions.k8s.io", "customresourcedefinitions", None, "sparkplanjobs.planengine.io"
+    strict = world.api.get(*crds)
+    loose = copy.deepcopy(strict)
+    uri = loose["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["storage"][
+        "properties"]["uri"]
+    del uri["x-kubernetes-validations"]
+    world.api.request("PUT", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/sparkplanjobs.planengine.io",
+                      loose)
+    try:
+        wait_for(lambda: _created(world, manifest), 30, "the job stored under the CRD without the rule")
+    finally:
+        current = world.api.get(*crds)
+        strict["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        world.api.request("PUT", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+                                 "sparkplanjobs.planengine.io", strict)
     status = world.wait_status("b2", lambda s: s.get("error"), "an error on the job")
     assert "object-store job roots" in status["error"] and "storage.pvc" in status["error"], status["error"]
     degraded = world.condition("b2", "Degraded")
     assert (degraded["status"], degraded["reason"]) == ("True", "StorageUnsupported")
     wait_for(lambda: "StorageUnsupported" in world.event_reasons("b2"), 10, "a StorageUnsupported event")
     assert status.get("phase") == "Pending" and "operation" not in status and not status.get("runId")
-    assert not (world.jobs_root / NS / "b2").exists() and world.calls(world.job_root("b2")) == []
+    assert not (world.jobs_root / world.ns / "b2").exists() and world.calls(world.job_root("b2")) == []
 
 
 # ------------------------------------------------------------------------- pods that cannot start (Kubernetes)
@@ -105,8 +126,8 @@ def test_an_image_that_cannot_be_pulled_fails_the_start_with_the_kubelets_reason
     world.apply(manifest)
     status = _failed_with(world, "b3", "ErrImagePull")
     assert "test.local/planengine/engine:gone" in status["error"] and "cannot start" in status["error"], status
-    wait_for(lambda: world.api.list("", "pods", NS) == [], 10, "the tool pod deleted", lambda: world.api.list(
-        "", "pods", NS))
+    wait_for(lambda: world.api.list("", "pods", world.ns) == [], 10, "the tool pod deleted", lambda: world.api.list(
+        "", "pods", world.ns))
 
 
 @ON_KUBERNETES
@@ -133,7 +154,7 @@ def test_a_driver_pod_that_cannot_start_is_reported_and_the_job_recovers_once_it
     assert world.kubelet is not None
     image = next(name for name in world.kubelet.images if ":0.1-" in name)
     kept = world.kubelet.images.pop(image)
-    pid = world.kubelet.process(NS, running["driver"]["name"])
+    pid = world.kubelet.process(world.ns, running["driver"]["name"])
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: "ErrImagePull" in world.condition("b5", "Degraded").get("message", ""), 30,
@@ -149,3 +170,20 @@ def test_a_driver_pod_that_cannot_start_is_reported_and_the_job_recovers_once_it
     world.assert_exactly_once("b5")
     wait_for(lambda: world.condition("b5", "Degraded").get("status") != "True", 30, "Degraded cleared",
              lambda: world.condition("b5", "Degraded"))
+
+
+@ON_KUBERNETES
+def test_a_pod_the_api_server_refuses_is_reported_with_its_message_and_started_once_it_can(world):
+    """A job namespace without the chart's driver ServiceAccount: the ServiceAccount admission plugin refuses the
+    tool and driver pods. The job shows the API server's own message (not a stuck "Start requested"), and starts
+    when an administrator adds the chart's driver RBAC to the namespace."""
+    world.api.delete("", "serviceaccounts", world.ns, "planengine-driver")
+    world.start_operator()
+    world.add_input("b6", 2)
+    world.apply(world.job_manifest("b6", "0.1"))
+    wait_for(lambda: 'serviceaccount "planengine-driver" not found' in world.condition("b6", "Degraded").get(
+        "message", ""), 60, "the API server's refusal on the job", lambda: world.status("b6"))
+    assert world.condition("b6", "Degraded")["reason"] == "APIRefused"
+    install_driver_rbac(world.plane, world.ns, world.tmp)
+    world.wait_status("b6", lambda s: s.get("phase") == "Running", "Running once the account exists", timeout=90)
+    world.assert_exactly_once("b6")

@@ -15,17 +15,14 @@ from typing import Any
 import pytest
 
 from planengine_operator import metrics
-from tests.operator.e2e.harness import GROUP, LAUNCHER_INDEPENDENT, PLURAL, World, wait_for
+from tests.operator.e2e.harness import LAUNCHER_INDEPENDENT, World, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
 
 def _history(world: World) -> list[tuple[str, dict[str, Any]]]:
     """(job name, status) of every SparkPlanJob write, in the API server's order."""
-    def collect(api: Any) -> list[tuple[str, dict[str, Any]]]:
-        return [(obj["metadata"]["name"], obj.get("status") or {}) for _, resource, _, obj in api.log
-                if resource == (GROUP, PLURAL)]
-    return world.api.call(collect)
+    return [(obj["metadata"]["name"], obj.get("status") or {}) for obj in world.writes()]
 
 
 def _max_in_flight(world: World, names: list[str]) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.operator.e2e.harness import GROUP, KUBECTL, LAUNCHER_INDEPENDENT, NS, PLURAL, World, wait_for
+from tests.operator.e2e.harness import KUBECTL, LAUNCHER_INDEPENDENT, World, wait_for
 from tests.operator.e2e.test_lifecycle import _running
 
 pytestmark = pytest.mark.timeout(150)
@@ -68,15 +68,14 @@ def test_kubectl_get_shows_desired_and_running_engine_and_the_upgrade_step(world
     assert (row["DESIRED"], row["RUNNING"], row["UPGRADE"]) == ("0.2", "0.2", "Succeeded"), row
     assert row["LAST SNAPSHOT"] == world.status("g1")["lastSnapshot"]["id"]
     # Every upgrade step the operator stored was visible in the column, in protocol order.
-    steps = [obj["status"]["upgrade"]["step"] for _, res, _, obj in world.api.call(lambda api: list(api.log))
-             if res == (GROUP, PLURAL) and (obj.get("status") or {}).get("upgrade")]
+    steps = [obj["status"]["upgrade"]["step"] for obj in world.writes() if (obj.get("status") or {}).get("upgrade")]
     seen = list(dict.fromkeys(steps))
     assert seen[:2] == ["Check", "Refused"] and seen[-1] == "Succeeded" and "Stabilize" in seen, seen
 
 
 # ---------------------------------------------------------------------------------------------- script ConfigMaps
 def _script_configmap(world: World, name: str, script: str) -> None:
-    world.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": NS},
+    world.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": world.ns},
                  "data": {"script.sql": script}})
 
 
@@ -250,7 +249,7 @@ def _helm_apply(world: World, values: dict[str, Any]) -> None:
     """``helm template`` the jobs chart and ``kubectl apply`` the result, as a GitOps tool syncs it."""
     values_file = world.tmp / "jobs-values.yaml"
     values_file.write_text(yaml.safe_dump(values))
-    rendered = subprocess.run([str(HELM), "template", "gitops", str(JOBS_CHART), "--namespace", NS, "--values",
+    rendered = subprocess.run([str(HELM), "template", "gitops", str(JOBS_CHART), "--namespace", world.ns, "--values",
                                str(values_file)], capture_output=True, text=True, timeout=60)
     assert rendered.returncode == 0, rendered.stderr
     path = world.tmp / "rendered.yaml"

@@ -21,7 +21,7 @@ def test_create_runs_and_commits(world):
     assert status["observedGeneration"] == world.job("j1")["metadata"]["generation"] == 1
     assert world.condition("j1", "Ready")["status"] == "True"
     world.assert_exactly_once("j1")
-    configmap = world.api.get("", "configmaps", "default", "j1-plan")
+    configmap = world.api.get("", "configmaps", world.ns, "j1-plan")
     assert configmap is not None
     assert configmap["metadata"]["labels"]["planengine.io/plan-id"] == status["planId"][:63]  # label limit
     assert configmap["metadata"]["ownerReferences"][0]["uid"] == world.job("j1")["metadata"]["uid"]
@@ -98,7 +98,7 @@ def test_an_upgrade_without_input_in_its_window_is_not_rolled_back(world):
         assert token_file.stat().st_mode & 0o777 == 0o600
         token = token_file.read_text().strip()
     else:
-        secret = world.api.get("", "secrets", "default", "quiet-control-token")
+        secret = world.api.get("", "secrets", world.ns, "quiet-control-token")
         token = base64.b64decode(secret["data"]["token"]).decode()
     seen = json.dumps([world.job("quiet"), world.events("quiet")])
     assert len(token) >= 32 and token not in seen
@@ -270,7 +270,7 @@ def test_second_job_on_the_same_root_is_refused(world, tmp_path):
     first = world.wait_status("a", lambda s: s.get("phase") == "Running", "a Running")
     world.apply(world.job_manifest("b", "0.1", storage=shared))
     status = world.wait_status("b", lambda s: s.get("phase") == "Failed", "b Failed")
-    assert "already used by default/a" in status["error"]
+    assert f"already used by {world.ns}/a" in status["error"]
     assert world.condition("b", "Degraded")["reason"] == "JobRootInUse"
     assert "JobRootInUse" in world.event_reasons("b")
     assert not status.get("runId")
@@ -310,7 +310,7 @@ def _owned_objects(world, uid: str) -> list[str]:
     found, owners = [], {uid}
     for plural in ("pods", "services", "configmaps", "secrets", "leases"):
         group = "coordination.k8s.io" if plural == "leases" else ""
-        for obj in world.api.list(group, plural, "default"):
+        for obj in world.api.list(group, plural, world.ns):
             refs = {ref["uid"] for ref in obj["metadata"].get("ownerReferences") or []}
             if refs & owners:
                 found.append(f"{plural}/{obj['metadata']['name']}")
@@ -328,7 +328,7 @@ def test_delete_collects_everything_the_job_owns(world):
     first = _running(world, "gone")
     uid = world.job("gone")["metadata"]["uid"]
     owned = _owned_objects(world, uid)
-    expected = {"configmaps/gone-plan", "leases/" + world.api.list("coordination.k8s.io", "leases", "default")[0][
+    expected = {"configmaps/gone-plan", "leases/" + world.api.list("coordination.k8s.io", "leases", world.ns)[0][
         "metadata"]["name"]}
     if world.launcher == "kubernetes":
         pod = first["driver"]["name"]
@@ -336,7 +336,7 @@ def test_delete_collects_everything_the_job_owns(world):
                      "secrets/gone-control-token"}
     assert expected <= set(owned), owned
     world.kubectl("delete", "sparkplanjob", "gone", "--wait=false")
-    wait_for(lambda: world.api.get("planengine.io", "sparkplanjobs", "default", "gone") is None, 90,
+    wait_for(lambda: world.api.get("planengine.io", "sparkplanjobs", world.ns, "gone") is None, 90,
              "the SparkPlanJob gone (its finalizer released)")  # kopf stops the timer first: once 30+ s under load
     wait_for(lambda: not _owned_objects(world, uid), 30, "every owned object collected",
              lambda: _owned_objects(world, uid))
@@ -345,4 +345,4 @@ def test_delete_collects_everything_the_job_owns(world):
     with pytest.raises(AssertionError):  # no driver is left behind
         wait_for(lambda: len(world.output("gone")) > committed, 1.5, "no output after the delete")
     if world.launcher == "kubernetes":
-        assert world.kubelet.process("default", pod) is None
+        assert world.kubelet.process(world.ns, pod) is None

@@ -56,14 +56,14 @@ def test_a_driver_killed_mid_batch_restarts_from_its_checkpoint(real_world: Worl
 
     with world.feeding("m", every=FEED_EVERY):
         wait_for(in_flight, JVM, "a micro-batch in flight", interval=0.02)
-        pid = world.kubelet.process("default", pod)
+        pid = world.kubelet.process(world.ns, pod)
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
         killed_at = _batch_ids(checkpoint / "offsets")[-1]
         restarted = world.wait_status("m", lambda s: s.get("phase") == "Running" and s.get("runId") not in (
             None, first["runId"]), "running again in a new run", timeout=JVM)
     _still_committing(world, "m")  # feeds on its own
-    old = world.api.get("", "pods", "default", pod)
+    old = world.api.get("", "pods", world.ns, pod)
     assert old is None or old["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 137
     world.assert_exactly_once("m", timeout=JVM)
     world.assert_windows_exactly_once("m", timeout=JVM)  # one file per batch: a backlog takes a while

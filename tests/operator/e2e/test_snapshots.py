@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from planengine_operator.statemachine import parse_iso
-from tests.operator.e2e.harness import GROUP, PLURAL, World, wait_for
+from tests.operator.e2e.harness import World, wait_for
 from tests.operator.e2e.test_lifecycle import _running
 
 pytestmark = pytest.mark.timeout(180)
@@ -24,8 +24,7 @@ pytestmark = pytest.mark.timeout(180)
 
 def _statuses(world: World, name: str) -> list[dict[str, Any]]:
     """Every status of the job the API server stored, oldest first."""
-    return world.api.call(lambda api: [obj.get("status") or {} for _, resource, _, obj in api.log
-                                       if resource == (GROUP, PLURAL) and obj["metadata"]["name"] == name])
+    return [obj.get("status") or {} for obj in world.writes(name)]
 
 
 def _on_disk(root: Path) -> set[str]:

@@ -52,10 +52,14 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from tests.cluster.client import ApiClient
+from tests.cluster.pki import KeyPair
+from tests.operator.kubelet import node as node_api
 from tests.operator.kubelet import sandbox, spark_profile
 from tests.operator.kubelet.image import EngineImage, engine_image
 
 SYNC_INTERVAL = 0.2
+HEARTBEAT = 5.0  # seconds between the node's Lease renewals (a kubelet's default is 10 s)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -158,8 +162,19 @@ class Kubelet:
     """One node. ``start()`` serves it from a thread with its own event loop; ``stop()`` kills every container."""
 
     def __init__(self, api: Any, root: Path, images: dict[str, ImageSpec], *, node: str = "kubelet-0",
-                 backoff: tuple[float, float] = (0.5, 5.0)) -> None:
-        self.api = api  # tests.operator.kapi.server.RunningApi
+                 backoff: tuple[float, float] = (0.5, 5.0), serving: KeyPair | None = None,
+                 capacity: dict[str, str] | None = None) -> None:
+        # A real API server (an ApiClient with this node's identity, ``system:node:<node>``) or the emulator
+        # (tests.operator.kapi.server.RunningApi). On a real one the scheduler binds pods, the node registers
+        # itself and serves logs over TLS (``serving``: its certificate of the cluster CA).
+        self.api = api
+        self.real = isinstance(api, ApiClient)
+        self.serving = serving
+        self.capacity = capacity or node_api.machine_capacity()
+        self._server: web.AppRunner | None = None
+        self._last_heartbeat = 0.0
+        self._api_proxy: asyncio.AbstractServer | None = None
+        self.port = 0
         self.root = root
         self.images = images
         self.node = node
@@ -182,6 +197,12 @@ class Kubelet:
         if why is not None:
             raise RuntimeError(why)
         self.root.mkdir(parents=True, exist_ok=True)
+        if self.real:
+            self.started = threading.Event()
+            self._thread.start()
+            if not self.started.wait(60):
+                raise RuntimeError(f"the test kubelet {self.node} did not register: {self.errors}")
+            return self
         self.api.api.subresource_handlers[("", "pods", "log")] = self._serve_log
         self._thread.start()
         return self
@@ -199,13 +220,92 @@ class Kubelet:
         self.loop.run_until_complete(self._serve())
 
     async def _serve(self) -> None:
-        async with aiohttp.ClientSession(base_url=self.api.url) as self.http:
+        connector = aiohttp.TCPConnector(ssl=node_api.client_context(self.api)) if self.real else None
+        async with aiohttp.ClientSession(base_url=self.api.url, connector=connector) as self.http:
+            if self.real:
+                try:
+                    await self._register()
+                except Exception as error:
+                    self.errors.append(f"registering node {self.node}: {type(error).__name__}: {error}")
+                    return
+                self.started.set()
             while not self._stop.is_set():
                 try:
+                    if self.real:
+                        await self._heartbeat()
                     await self._sync_all()
                 except Exception as error:  # keep the node alive; the test sees the error list
                     self.errors.append(f"{type(error).__name__}: {error}")
                 await asyncio.sleep(SYNC_INTERVAL)
+            if self._server is not None:
+                await self._server.cleanup()
+            if self._api_proxy is not None:
+                self._api_proxy.close()
+
+    @property
+    def api_service_ip(self) -> str:
+        return f"127.{self._ip_block}.0.1"
+
+    async def _forward_to_api(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        host, _, port = self.api.url.split("://", 1)[1].partition(":")
+        try:
+            upstream_reader, upstream_writer = await asyncio.open_connection(host, int(port))
+        except OSError:
+            writer.close()
+            return
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            try:
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            except OSError:
+                pass
+            finally:
+                sink.close()
+
+        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+
+    async def _heartbeat(self) -> None:
+        """Renew the node's Lease (``kube-node-lease``) every ``HEARTBEAT`` seconds, as a kubelet does: the
+        node-lifecycle controller judges the node Ready by it (and taints it when it stops)."""
+        now = time.monotonic()
+        if now - self._last_heartbeat < HEARTBEAT:
+            return
+        self._last_heartbeat = now
+        path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{self.node}"
+        body = node_api.node_lease(self.node)
+        async with self.http.put(path, json=body) as rsp:
+            if rsp.status == 404:
+                async with self.http.post("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                                          json=body) as created:
+                    if created.status >= 400:
+                        self.errors.append(f"POST lease: {created.status} {(await created.text())[:200]}")
+            elif rsp.status >= 400:
+                self.errors.append(f"PUT lease: {rsp.status} {(await rsp.text())[:200]}")
+
+    async def _register(self) -> None:
+        """The kubelet API (logs, over TLS) first, then the Node object that names its port."""
+        assert self.serving is not None, "a node of a real API server needs its serving certificate"
+        app = web.Application()
+        app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._serve_container_log)
+        self._server = web.AppRunner(app, access_log=None)
+        await self._server.setup()
+        site = web.TCPSite(self._server, "127.0.0.1", 0, ssl_context=node_api.server_context(
+            self.api.ca, self.serving.cert, self.serving.key))
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        # The `kubernetes` Service as kube-proxy and cluster DNS make it reachable in a pod: the name resolves
+        # (each pod's /etc/hosts) to this node's address of it, port 443, forwarded to the API server.
+        self._api_proxy = await asyncio.start_server(self._forward_to_api, self.api_service_ip, 443)
+        manifest = node_api.node_manifest(self.node, self.port, self.capacity)
+        async with self.http.post("/api/v1/nodes", json=manifest) as rsp:
+            if rsp.status == 409:  # a node of this name from an earlier kubelet: take it over
+                labels = manifest["metadata"]["labels"]
+                await self._patch(f"/api/v1/nodes/{self.node}", {"metadata": {"labels": labels}})
+            elif rsp.status >= 400:
+                raise RuntimeError(f"POST node: {rsp.status} {(await rsp.text())[:300]}")
+        await self._patch(f"/api/v1/nodes/{self.node}/status", {"status": manifest["status"]})
 
     # ------------------------------------------------------------------------------------------ API
     async def _get(self, path: str) -> Any:
@@ -226,7 +326,8 @@ class Kubelet:
 
     # ------------------------------------------------------------------------------------------ sync
     async def _sync_all(self) -> None:
-        listed = (await self._get("/api/v1/pods") or {}).get("items") or []
+        query = f"?fieldSelector=spec.nodeName%3D{self.node}" if self.real else ""  # the scheduler binds
+        listed = (await self._get(f"/api/v1/pods{query}") or {}).get("items") or []
         seen = set()
         for pod in listed:
             node = (pod.get("spec") or {}).get("nodeName")
@@ -250,10 +351,13 @@ class Kubelet:
             if md.get("deletionTimestamp"):
                 await self._delete(path, 0)  # never started here: nothing to stop
                 return
-            if await self._unschedulable(pod, path):
-                return
-            run = self._admit(pod)
-            await self._patch(path, {"spec": {"nodeName": self.node}})
+            if self.real:
+                run = self._admit(pod)
+            else:
+                if await self._unschedulable(pod, path):
+                    return
+                run = self._admit(pod)
+                await self._patch(path, {"spec": {"nodeName": self.node}})
         if md.get("deletionTimestamp"):
             await self._terminate(pod, run, path)
             return
@@ -432,6 +536,9 @@ class Kubelet:
     async def _hosts(self, pod: dict[str, Any], run: PodRun) -> list[str]:
         """The pod's /etc/hosts additions: its name and the cluster names of the Services selecting it now."""
         lines = [f"{run.ip} {run.name}"]
+        if self.real:
+            lines.append(f"{self.api_service_ip} kubernetes kubernetes.default kubernetes.default.svc "
+                         "kubernetes.default.svc.cluster.local")
         labels = pod["metadata"].get("labels") or {}
         services = (await self._get(f"/api/v1/namespaces/{run.namespace}/services") or {}).get("items") or []
         for svc in services:
@@ -481,8 +588,60 @@ class Kubelet:
                     target.write_text(str(data.get(item["key"], "")))
                     target.chmod(0o644)
                 return path
+        if "projected" in volume or "downwardAPI" in volume:
+            return await self._projected(pod, run, volume)
         raise _Refused(f"volume {volume['name']}: this node supports persistentVolumeClaim, emptyDir, hostPath, "
-                       f"configMap and secret volumes only")
+                       f"configMap, secret, projected and downwardAPI volumes only")
+
+    async def _projected(self, pod: dict[str, Any], run: PodRun, volume: dict[str, Any]) -> Path:
+        """A ``projected`` volume (the service-account token volume the ServiceAccount admission plugin adds to
+        every pod: a TokenRequest bound to the pod, ``kube-root-ca.crt``, the namespace) or a ``downwardAPI``
+        one. Written once at container start; tokens live for the pod's life here (an hour at least)."""
+        namespace = pod["metadata"]["namespace"]
+        sources = (volume.get("projected") or {}).get("sources") or [{"downwardAPI": volume["downwardAPI"]}]
+        files: dict[str, str] = {}
+        for source in sources:
+            if "serviceAccountToken" in source:
+                spec = source["serviceAccountToken"]
+                account = (pod.get("spec") or {}).get("serviceAccountName") or "default"
+                body = node_api.token_request(pod, spec.get("audience"), int(spec.get("expirationSeconds", 3607)))
+                async with self.http.post(f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
+                                          json=body) as rsp:
+                    if rsp.status >= 400:
+                        raise _NotYet("ContainerCreating", f"token for serviceaccount {account}: {rsp.status} "
+                                                           f"{(await rsp.text())[:200]}")
+                    files[spec["path"]] = (await rsp.json())["status"]["token"]
+            for kind, plural in (("configMap", "configmaps"), ("secret", "secrets")):
+                if kind in source:
+                    ref = source[kind]
+                    found = await self._get(f"/api/v1/namespaces/{namespace}/{plural}/{ref['name']}")
+                    if found is None:
+                        if ref.get("optional"):
+                            continue
+                        raise _NotYet("ContainerCreating", f"{kind} {namespace}/{ref['name']} of volume "
+                                                           f"{volume['name']} does not exist")
+                    data = dict(found.get("data") or {})
+                    if kind == "secret":
+                        data = {k: base64.b64decode(v).decode() for k, v in data.items()}
+                    for item in ref.get("items") or [{"key": k, "path": k} for k in data]:
+                        files[item["path"]] = str(data.get(item["key"], ""))
+            if "downwardAPI" in source:
+                for item in source["downwardAPI"].get("items") or []:
+                    field = (item.get("fieldRef") or {}).get("fieldPath", "")
+                    value = {"metadata.namespace": namespace, "metadata.name": run.name,
+                             "metadata.uid": run.uid}.get(field)
+                    if value is None:
+                        raise _Refused(f"downwardAPI field {field!r} is not supported by this node")
+                    files[item["path"]] = value
+        path = run.directory / "volumes" / volume["name"]
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        for name, text in files.items():
+            target = path / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+            target.chmod(0o644)
+        return path
 
     async def _env(self, pod: dict[str, Any], run: PodRun, container: Container) -> dict[str, str]:
         """Image ENV, then Kubernetes' own variables, then envFrom, then env (later wins; ``$(VAR)`` expands)."""
@@ -490,7 +649,7 @@ class Kubelet:
         env: dict[str, str] = {"PATH": DEFAULT_PATH}
         for key, value in self.image.env.items():
             env[key] = re.sub(r"\$(\w+)|\$\{(\w+)\}", lambda m: env.get(m.group(1) or m.group(2), ""), value)
-        host, _, port = self.api.url.removeprefix("http://").partition(":")
+        host, _, port = self.api.url.split("://", 1)[1].partition(":")
         env.update(HOSTNAME=run.name, KUBERNETES_SERVICE_HOST=host, KUBERNETES_SERVICE_PORT=port)
         for source in container.spec.get("envFrom") or []:
             prefix = source.get("prefix", "")
@@ -542,7 +701,7 @@ class Kubelet:
             if now - probe.last < float(spec.get("periodSeconds", 10)):
                 continue
             probe.last = now
-            ok = await self._http_probe(run, spec)
+            ok = await self._http_probe(run, spec, container)
             probe.failures, probe.successes = (0, probe.successes + 1) if ok else (probe.failures + 1, 0)
             if kind == "readiness":
                 if ok and probe.successes >= int(spec.get("successThreshold", 1)):
@@ -554,11 +713,18 @@ class Kubelet:
                 with contextlib.suppress(ProcessLookupError):
                     self._kill(container, signal.SIGKILL)  # liveness failed: the container is restarted (policy)
 
-    async def _http_probe(self, run: PodRun, spec: dict[str, Any]) -> bool:
+    async def _http_probe(self, run: PodRun, spec: dict[str, Any], container: Container | None = None) -> bool:
         get = spec.get("httpGet")
         if not get:
             return True  # exec/tcp probes: not supported, counted as passing
-        url = f"http://{run.ip}:{get['port']}{get.get('path', '/')}"
+        port = get["port"]
+        if isinstance(port, str) and not port.isdigit():  # a named port of the container, as the chart uses
+            ports = (container.spec if container else {}).get("ports") or []
+            named = {item.get("name"): item["containerPort"] for item in ports}
+            if port not in named:
+                return False
+            port = named[port]
+        url = f"http://{run.ip}:{port}{get.get('path', '/')}"
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=float(spec.get("timeoutSeconds", 1)))
                                              ) as session, session.get(url) as rsp:
@@ -656,18 +822,27 @@ class Kubelet:
 
     async def _serve_log(self, request: web.Request, pod: dict[str, Any]) -> web.Response:
         """``GET pods/<name>/log[?container=&previous=&tailLines=]`` (runs on the API emulator's loop)."""
+        name = request.query.get("container") or ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name")
+        md = pod["metadata"]
+        return self._log_response(request, md["namespace"], md["name"], str(name), md["uid"][:8])
+
+    async def _serve_container_log(self, request: web.Request) -> web.Response:
+        """The kubelet API's ``GET /containerLogs/<namespace>/<pod>/<container>``, which the API server proxies
+        ``pods/<name>/log`` to (real control plane)."""
+        info = request.match_info
+        return self._log_response(request, info["namespace"], info["pod"], info["container"], "")
+
+    def _log_response(self, request: web.Request, namespace: str, pod: str, name: str, uid: str) -> web.Response:
         with self._lock:
-            run = self.pods.get(pod["metadata"]["uid"])
-            directory = run.directory if run else None
-        if run is None:
-            for candidate in (self.root / "pods").glob(f"{pod['metadata']['namespace']}_{pod['metadata']['name']}_"
-                                                       f"{pod['metadata']['uid'][:8]}"):
-                directory = candidate
+            runs = [r for r in self.pods.values() if (r.namespace, r.name) == (namespace, pod)
+                    and r.uid.startswith(uid)]
+            directory = runs[0].directory if runs else None
+        if directory is None:
+            found = sorted((self.root / "pods").glob(f"{namespace}_{pod}_{uid}*"), key=lambda p: p.stat().st_mtime)
+            directory = found[-1] if found else None
         if directory is None:
             return web.json_response({"kind": "Status", "status": "Failure", "code": 400, "reason": "BadRequest",
-                                      "message": f"container of pod {pod['metadata']['name']} is not started yet"},
-                                     status=400)
-        name = request.query.get("container") or ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name")
+                                      "message": f"container of pod {pod} is not started yet"}, status=400)
         logs = sorted((directory / "logs").glob(f"{name}-*.log"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
         if request.query.get("previous") in ("true", "1"):
             logs = logs[:-1]

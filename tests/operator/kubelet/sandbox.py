@@ -48,6 +48,28 @@ def available() -> str | None:
     return None
 
 
+def resolve_in_root(path: str, depth: int = 0) -> str:
+    """``path`` with its symlinks resolved as the container sees them (the overlay's lower layer is this machine's
+    root): ``/var/run/secrets`` is ``/run/secrets`` on Debian. Mounting at the unresolved path would follow the
+    absolute link ``/var/run -> /run`` out of the container's root, onto this machine's ``/run``."""
+    if depth > 40:
+        raise ValueError(f"too many levels of symbolic links resolving {path}")
+    resolved = "/"
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    for index, part in enumerate(parts):
+        if part == "..":
+            resolved = os.path.dirname(resolved.rstrip("/")) or "/"
+            continue
+        candidate = os.path.join(resolved, part)
+        if os.path.islink(candidate):
+            link = os.readlink(candidate)
+            rest = "/".join(parts[index + 1:])
+            base = link if link.startswith("/") else os.path.join(resolved, link)
+            return resolve_in_root(f"{base}/{rest}" if rest else base, depth + 1)
+        resolved = candidate
+    return resolved
+
+
 @dataclasses.dataclass
 class Mount:
     source: Path  # a directory or file on this machine
@@ -91,7 +113,7 @@ class Sandbox:
             lines.append(f"{t['mkdir']} -p {r}{shlex.quote(directory)}")
             lines.append(f"{TOOLS['chown']} -R {uid}:{gid} {r}{shlex.quote(directory)}")
         for mount in self.mounts:
-            target = f"{r}{shlex.quote(mount.target)}"
+            target = f"{r}{shlex.quote(resolve_in_root(mount.target))}"
             if mount.source.is_dir():
                 lines.append(f"{t['mkdir']} -p {target}")
             else:

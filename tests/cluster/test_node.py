@@ -1,0 +1,116 @@
+"""The test kubelet as a node of the real control plane: the scheduler places pods by their requests, the node
+runs them with tokens from the TokenRequest API, reports status through the Node authorizer's rules, and serves
+logs through the API server's proxy."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cluster.controlplane import ControlPlane
+from tests.operator.kubelet import sandbox
+from tests.operator.kubelet.kubelet import ImageSpec, Kubelet
+from tests.operator.kubelet.node import start_node, stop_node
+
+REPO = Path(__file__).resolve().parents[2]
+IMAGE = "test.local/shell:1"
+
+pytestmark = [pytest.mark.timeout(300)]
+
+
+@pytest.fixture
+def node(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Kubelet]:
+    why = sandbox.available()
+    if why is not None:
+        pytest.skip(why)
+    kubelet = start_node(control_plane, tmp_path / "node", {IMAGE: ImageSpec(REPO / ".venv")},
+                         capacity={"cpu": "2", "memory": "4Gi", "pods": "20", "ephemeral-storage": "10Gi"})
+    yield kubelet
+    stop_node(control_plane, kubelet)
+
+
+def pod(name: str, script: str, *, cpu: str = "100m", account: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [{
+        "name": "main", "image": IMAGE, "command": ["/bin/sh", "-c", script],
+        "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}
+    if account:
+        spec["serviceAccountName"] = account
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+def wait(predicate: Any, timeout: float, what: str, describe: Any = lambda: None) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last seen: {describe()}")
+
+
+def finished(plane: ControlPlane, namespace: str, name: str, node: Kubelet) -> dict[str, Any]:
+    def done() -> Any:
+        found = plane.admin.get("", "pods", namespace, name) or {}
+        return found if (found.get("status") or {}).get("phase") in ("Succeeded", "Failed") else None
+
+    return wait(done, 120, f"pod {name} to finish",
+                lambda: ((plane.admin.get("", "pods", namespace, name) or {}).get("status"), node.errors))
+
+
+def test_the_scheduler_binds_and_the_node_runs_and_serves_logs(control_plane: ControlPlane, cluster_namespace: str,
+                                                               node: Kubelet) -> None:
+    control_plane.admin.create("", "pods", cluster_namespace, pod("hello", "echo hello from $HOSTNAME"))
+    done = finished(control_plane, cluster_namespace, "hello", node)
+    assert done["spec"]["nodeName"] == node.node
+    assert done["status"]["phase"] == "Succeeded", done["status"]
+    assert control_plane.admin.log(cluster_namespace, "hello") == "hello from hello\n"
+
+
+def test_a_pod_that_does_not_fit_stays_pending_with_the_schedulers_reason(control_plane: ControlPlane,
+                                                                          cluster_namespace: str,
+                                                                          node: Kubelet) -> None:
+    control_plane.admin.create("", "pods", cluster_namespace, pod("huge", "true", cpu="64"))
+
+    def unschedulable() -> Any:
+        status = (control_plane.admin.get("", "pods", cluster_namespace, "huge") or {}).get("status") or {}
+        return next((c for c in status.get("conditions") or [] if c["type"] == "PodScheduled"
+                     and c.get("reason") == "Unschedulable"), None)
+
+    condition = wait(unschedulable, 60, "the scheduler's verdict")
+    assert "Insufficient cpu" in condition["message"]
+    assert not (control_plane.admin.get("", "pods", cluster_namespace, "huge") or {})["spec"].get("nodeName")
+
+
+def test_a_projected_token_authenticates_the_pod_as_its_service_account(control_plane: ControlPlane,
+                                                                        cluster_namespace: str,
+                                                                        node: Kubelet) -> None:
+    """The pod's token (TokenRequest, bound to the pod) reaches the API server as
+    ``system:serviceaccount:<ns>:default``, which RBAC denies secrets: the 403 names that identity."""
+    script = ('/opt/planengine/bin/python -c "import ssl,urllib.request,os;'
+              'd=\'/var/run/secrets/kubernetes.io/serviceaccount/\';'
+              'c=ssl.create_default_context(cafile=d+\'ca.crt\');'
+              'r=urllib.request.Request(\'https://%s:%s/api/v1/namespaces/%s/secrets\'%(os.environ[\'KUBERNETES_SERVICE_HOST\'],'
+              'os.environ[\'KUBERNETES_SERVICE_PORT\'],open(d+\'namespace\').read()),headers={\'Authorization\':'
+              '\'Bearer \'+open(d+\'token\').read()});\n'
+              'try: urllib.request.urlopen(r,context=c)\n'
+              'except Exception as e: print(e.code, e.read().decode())"')
+    control_plane.admin.create("", "pods", cluster_namespace, pod("token", script))
+    done = finished(control_plane, cluster_namespace, "token", node)
+    log = control_plane.admin.log(cluster_namespace, "token")
+    assert done["status"]["phase"] == "Succeeded", log
+    assert log.startswith("403 "), log
+    assert f"system:serviceaccount:{cluster_namespace}:default" in log
+
+
+def test_a_deleted_pod_is_stopped_and_removed(control_plane: ControlPlane, cluster_namespace: str,
+                                              node: Kubelet) -> None:
+    control_plane.admin.create("", "pods", cluster_namespace, pod("sleeper", "exec sleep 600"))
+    wait(lambda: node.process(cluster_namespace, "sleeper"), 60, "the container to run")
+    control_plane.admin.delete("", "pods", cluster_namespace, "sleeper", grace=5)
+    wait(lambda: control_plane.admin.get("", "pods", cluster_namespace, "sleeper") is None, 60,
+         "the node to stop the container and remove the pod")
+    assert node.process(cluster_namespace, "sleeper") is None

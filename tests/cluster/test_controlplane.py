@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import pytest
 
 from tests.cluster.client import ApiError
 from tests.cluster.controlplane import K8S_VERSION, ControlPlane
+from tests.cluster.waits import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 KUBECTL = REPO / ".tools" / "bin" / "kubectl"
@@ -21,14 +21,6 @@ KUBECTL = REPO / ".tools" / "bin" / "kubectl"
 pytestmark = [pytest.mark.timeout(300)]
 
 
-def wait(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def configmap(name: str, namespace: str, owner: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -57,7 +49,7 @@ def test_rbac_denies_until_a_role_is_bound(control_plane: ControlPlane, cluster_
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
         "subjects": [{"kind": "User", "name": f"tenant-{cluster_namespace}"}]})
     # RBAC decisions follow the binding without a restart (the authorizer watches roles)
-    wait(lambda: _can_list(tenant, cluster_namespace), 30, "the binding to take effect")
+    wait_for(lambda: _can_list(tenant, cluster_namespace), 30, "the binding to take effect")
 
 
 def _can_list(client: Any, namespace: str) -> bool:
@@ -73,7 +65,7 @@ def test_the_garbage_collector_deletes_dependents(control_plane: ControlPlane, c
     owner = admin.create("", "configmaps", cluster_namespace, configmap("owner", cluster_namespace))
     admin.create("", "configmaps", cluster_namespace, configmap("dependent", cluster_namespace, owner))
     admin.delete("", "configmaps", cluster_namespace, "owner")
-    wait(lambda: admin.get("", "configmaps", cluster_namespace, "dependent") is None, 60,
+    wait_for(lambda: admin.get("", "configmaps", cluster_namespace, "dependent") is None, 60,
          "the garbage collector to delete the dependent")
 
 
@@ -83,14 +75,14 @@ def test_a_deleted_namespace_is_emptied_and_removed(control_plane: ControlPlane)
     admin.create("", "namespaces", None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     admin.create("", "configmaps", name, configmap("left", name))
     admin.delete("", "namespaces", None, name)
-    wait(lambda: admin.get("", "namespaces", None, name) is None, 90, "the namespace controller to remove it")
+    wait_for(lambda: admin.get("", "namespaces", None, name) is None, 90, "the namespace controller to remove it")
 
 
 def test_the_crd_schema_is_enforced_with_the_servers_message(control_plane: ControlPlane, cluster_namespace: str,
                                                              sparkplanjob_crd: dict[str, Any]) -> None:
     bad = {"apiVersion": "planengine.io/v1alpha1", "kind": "SparkPlanJob", "metadata": {"name": "bad"},
            "spec": {"engineVersion": "not a version", "plan": {"sql": "SELECT 1"}}}
-    wait(lambda: _served(control_plane, cluster_namespace), 30, "the SparkPlanJob resource to be served")
+    wait_for(lambda: _served(control_plane, cluster_namespace), 30, "the SparkPlanJob resource to be served")
     with pytest.raises(ApiError) as refused:
         control_plane.admin.create("planengine.io", "sparkplanjobs", cluster_namespace, bad)
     assert refused.value.code == 422

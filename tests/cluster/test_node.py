@@ -4,7 +4,6 @@ logs through the API server's proxy."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.waits import wait_for
 from tests.operator.kubelet import sandbox
 from tests.operator.kubelet.kubelet import ImageSpec, Kubelet
 from tests.operator.kubelet.node import start_node, stop_node
@@ -42,14 +42,6 @@ def pod(name: str, script: str, *, cpu: str = "100m", account: str | None = None
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
-def wait(predicate: Any, timeout: float, what: str, describe: Any = lambda: None) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last seen: {describe()}")
 
 
 def finished(plane: ControlPlane, namespace: str, name: str, node: Kubelet) -> dict[str, Any]:
@@ -57,7 +49,7 @@ def finished(plane: ControlPlane, namespace: str, name: str, node: Kubelet) -> d
         found = plane.admin.get("", "pods", namespace, name) or {}
         return found if (found.get("status") or {}).get("phase") in ("Succeeded", "Failed") else None
 
-    return wait(done, 120, f"pod {name} to finish",
+    return wait_for(done, 120, f"pod {name} to finish",
                 lambda: ((plane.admin.get("", "pods", namespace, name) or {}).get("status"), node.errors))
 
 
@@ -80,7 +72,7 @@ def test_a_pod_that_does_not_fit_stays_pending_with_the_schedulers_reason(contro
         return next((c for c in status.get("conditions") or [] if c["type"] == "PodScheduled"
                      and c.get("reason") == "Unschedulable"), None)
 
-    condition = wait(unschedulable, 60, "the scheduler's verdict")
+    condition = wait_for(unschedulable, 60, "the scheduler's verdict")
     assert "Insufficient cpu" in condition["message"]
     assert not (control_plane.admin.get("", "pods", cluster_namespace, "huge") or {})["spec"].get("nodeName")
 
@@ -109,8 +101,8 @@ def test_a_projected_token_authenticates_the_pod_as_its_service_account(control_
 def test_a_deleted_pod_is_stopped_and_removed(control_plane: ControlPlane, cluster_namespace: str,
                                               node: Kubelet) -> None:
     control_plane.admin.create("", "pods", cluster_namespace, pod("sleeper", "exec sleep 600"))
-    wait(lambda: node.process(cluster_namespace, "sleeper"), 60, "the container to run")
+    wait_for(lambda: node.process(cluster_namespace, "sleeper"), 60, "the container to run")
     control_plane.admin.delete("", "pods", cluster_namespace, "sleeper", grace=5)
-    wait(lambda: control_plane.admin.get("", "pods", cluster_namespace, "sleeper") is None, 60,
+    wait_for(lambda: control_plane.admin.get("", "pods", cluster_namespace, "sleeper") is None, 60,
          "the node to stop the container and remove the pod")
     assert node.process(cluster_namespace, "sleeper") is None

@@ -16,6 +16,7 @@ and node. Logs of every component are kept under the session's directory and pri
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -32,6 +33,7 @@ K8S_VERSION = "v1.35.4"  # tests/setup/prepare.d/40-controlplane.sh builds this 
 BINARIES = REPO / ".tools" / "controlplane" / K8S_VERSION / "bin"
 SERVICE_CIDR = "10.0.0.0/24"
 KUBERNETES_SERVICE_IP = "10.0.0.1"
+PR_SET_PDEATHSIG = 1  # prctl(2)
 
 # Controllers of kube-controller-manager that the tests rely on (their names as `--controllers` takes them).
 CONTROLLERS = (
@@ -59,6 +61,12 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the test process dies, so a killed pytest (a CI time-out, a
+    developer's Ctrl-C twice) leaves no API server or etcd running; its teardown would not run."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def missing_binaries() -> str | None:
@@ -161,7 +169,8 @@ class ControlPlane:
         self.logs.mkdir(parents=True, exist_ok=True)
         log = (self.logs / f"{component}.log").open("ab")
         self.procs[component] = subprocess.Popen(self.command(component), stdout=log, stderr=subprocess.STDOUT,
-                                                 stdin=subprocess.DEVNULL, start_new_session=True)
+                                                 stdin=subprocess.DEVNULL, start_new_session=True,
+                                                 preexec_fn=_die_with_parent)
         log.close()
 
     def stop_component(self, component: str, sig: int = signal.SIGTERM, timeout: float = 20) -> None:

@@ -1,5 +1,5 @@
-"""Polling for the tests of the control plane and its node: one helper, so a timeout always says what was awaited
-and what was seen last."""
+"""Polling for the tests of the control plane, its node and the operator e2e harness: one helper, so a
+timeout always says what was awaited and what was seen last."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str,
-             describe: Callable[[], Any] = lambda: None) -> Any:
+             describe: Callable[[], Any] = lambda: None, interval: float = 0.2) -> Any:
     """Poll until ``predicate()`` is truthy and return it; else fail naming ``what`` and ``describe()``."""
     deadline = time.monotonic() + timeout
     while True:
@@ -18,4 +18,4 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str,
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what}; last seen: {describe()}")
-        time.sleep(0.2)
+        time.sleep(interval)

@@ -20,7 +20,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -33,6 +32,7 @@ from planengine_operator.cli import build_launcher
 from planengine_operator.config import OperatorConfig
 from tests.cluster.client import ApiClient, ApiError
 from tests.cluster.controlplane import ControlPlane
+from tests.cluster.waits import wait_for as _wait_for
 from tests.cluster.watch import Recorder
 from tests.fixtures.cluster import install_driver_rbac
 from tests.operator.kubelet.kubelet import ImageSpec, Kubelet
@@ -283,15 +283,8 @@ def sink_batches_ahead(root: Path, sink: Path, snapshot: str, run_id: str) -> di
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, describe: Callable[[], Any] = lambda: None,
              interval: float = 0.1) -> Any:
-    """Poll until ``predicate()`` is truthy; the failure says what was awaited and what was seen."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}; last seen: {describe()}")
-        time.sleep(interval)
+    """Poll until ``predicate()`` is truthy (``tests.cluster.waits.wait_for``, polling faster for the scenarios)."""
+    return _wait_for(predicate, timeout, what, describe, interval)
 
 
 # ------------------------------------------------------------------------------------------ operator

@@ -47,6 +47,12 @@ CONTROLLERS = (
     "replicaset-controller",  # the operator's Deployment (chart) -> ReplicaSet -> Pod
     "deployment-controller",
     "persistentvolume-binder-controller",  # claims bind to the node's volumes
+    # The API server puts kubernetes.io/pvc-protection (pv-protection) on every claim (volume); without these
+    # controllers to take it off once no pod uses it, a deleted claim never goes, and neither does its
+    # namespace: the namespace controller then retried every test's namespace for the rest of the session (60
+    # LIST+DELETE per pass, ~3400 passes in 25 minutes: most of the API server's CPU).
+    "persistentvolumeclaim-protection-controller",
+    "persistentvolume-protection-controller",
     "pod-garbage-collector-controller",  # pods of a removed test node are deleted
     "job-controller",
     "ttl-after-finished-controller",

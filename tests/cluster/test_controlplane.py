@@ -74,6 +74,12 @@ def test_a_deleted_namespace_is_emptied_and_removed(control_plane: ControlPlane)
     name = f"gone-{uuid.uuid4().hex[:6]}"
     admin.create("", "namespaces", None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     admin.create("", "configmaps", name, configmap("left", name))
+    # A claim carries the API server's kubernetes.io/pvc-protection finalizer: only the claim-protection
+    # controller takes it off, and until then the namespace stays Terminating (every job namespace has a claim).
+    claim = admin.create("", "persistentvolumeclaims", name, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "root"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    assert "kubernetes.io/pvc-protection" in claim["metadata"]["finalizers"]
     admin.delete("", "namespaces", None, name)
     wait_for(lambda: admin.get("", "namespaces", None, name) is None, 90, "the namespace controller to remove it")
 

@@ -62,6 +62,24 @@ def test_the_scheduler_binds_and_the_node_runs_and_serves_logs(control_plane: Co
     assert control_plane.admin.log(cluster_namespace, "hello") == "hello from hello\n"
 
 
+def test_the_node_renews_its_lease_and_stays_ready_and_untainted(control_plane: ControlPlane, node: Kubelet) -> None:
+    """The node-lifecycle controller judges a node by its Lease: one that is never renewed makes the node
+    NotReady and tainted unreachable after the grace period, and the scheduler then places no new pod there."""
+    def renewed_at() -> str:
+        lease = control_plane.admin.get("coordination.k8s.io", "leases", "kube-node-lease", node.node) or {}
+        return (lease.get("spec") or {}).get("renewTime") or ""
+
+    first = wait_for(renewed_at, 30, "the node's first Lease")
+    second = wait_for(lambda: renewed_at() if renewed_at() != first else None, 30, "the Lease to be renewed",
+                      lambda: node.errors)
+    wait_for(lambda: renewed_at() not in (first, second), 30, "a second renewal", lambda: node.errors)
+    found = control_plane.admin.get("", "nodes", None, node.node)
+    ready = [c for c in found["status"]["conditions"] if c["type"] == "Ready"]
+    assert ready and ready[0]["status"] == "True", found["status"]["conditions"]
+    assert not (found["spec"].get("taints") or []), found["spec"]["taints"]
+    assert not node.errors, node.errors
+
+
 def test_a_pod_that_does_not_fit_stays_pending_with_the_schedulers_reason(control_plane: ControlPlane,
                                                                           cluster_namespace: str,
                                                                           node: Kubelet) -> None:

@@ -9,7 +9,12 @@ Steps, in this order by default (``make test``; ``make test-fast`` runs ``fast``
 * ``spark``: ``pytest --tier spark``: the shared SparkSession, the PostgreSQL server;
 * ``e2e``: ``pytest --tier e2e``: the engine CLI as processes, the operator's worlds, the test kubelet.
 
-The cheapest verdict comes first: a broken planner fails in the first minutes, not after the Spark tiers. A step
+The cheapest verdict comes first: a broken planner fails in the first minutes, not after the Spark tiers. A step's
+set-up that only it needs and that takes long (the control plane's cold build for ``e2e``: tens of minutes of Go
+compilation on 2 cores) starts in the background, at the lowest CPU priority, when the run starts, and the step
+waits for it: the fast tier uses one core and the Spark tier leaves idle time, which the build takes instead of
+adding its whole length to the run (``make test`` runs ``tests/setup/prepare.sh --except 40-controlplane``). A
+step
 fails on a failing test, an error, or any pytest exit status but 0 and 5 (5: the tier selected no test, which is
 not a failure). The last line is plain ``N passed, N failed, N skipped`` over the steps that ran (an xfail counts
 as skipped, an error as failed); CI reads it. The exit status is the failing step's, else 0.
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -102,6 +108,46 @@ def jvm_step(extra: Sequence[str], scratch: Path) -> Outcome:
     return read_report(report, status)
 
 
+class BackgroundSetup:
+    """A set-up script run while earlier steps test (``nice -n 19``), its output in a log under ``.tools/``."""
+
+    def __init__(self, script: Path, log: Path) -> None:
+        self.script, self.log = script, log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "wb") as out:  # the child keeps its own descriptor
+            self.process = subprocess.Popen(["nice", "-n", "19", "bash", str(self.script)], cwd=REPO,
+                                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait(self) -> int:
+        """The script's exit status (0 when it had nothing to do); its log's tail is printed when it failed."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            print(f"waiting for {self.script.relative_to(REPO)} (log: {self.log.relative_to(REPO)})", flush=True)
+        status = self.process.wait()
+        text = self.log.read_text(errors="replace").strip()
+        if status != 0:
+            tail = "\n".join(text.splitlines()[-40:])
+            print(f"{self.script.relative_to(REPO)} failed (exit {status}); the end of {self.log}:\n{tail}",
+                  flush=True)
+        elif text:
+            print(text, flush=True)
+        return status
+
+    def stop(self) -> None:
+        """Ends a build nobody will wait for (an earlier step failed): its whole process group."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait()
+
+
+# Step → the set-up it alone needs, started in the background when the run starts.
+BACKGROUND = {"e2e": REPO / "tests" / "setup" / "prepare.d" / "40-controlplane.sh"}
+BACKGROUND_LOG = REPO / ".tools" / "logs"
+
+
 STEPS: dict[str, Callable[[Sequence[str], Path], Outcome]] = {
     TIERS[0]: pytest_step(TIERS[0]),
     "jvm": jvm_step,
@@ -124,15 +170,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = Outcome()
     failed_step: str | None = None
     failed_status = 0
-    with tempfile.TemporaryDirectory(prefix="planengine-tiers-") as scratch:
-        for name in chosen:
-            print(f"=== tier {name} ===", flush=True)
-            outcome = STEPS[name](extra, Path(scratch))
-            total = total + outcome
-            print(f"=== tier {name}: {closing_line(outcome)} ===", flush=True)
-            if not outcome.ok:
-                failed_step, failed_status = name, outcome.status or 1
-                break
+    setups = {name: BackgroundSetup(script, BACKGROUND_LOG / f"{script.stem}.log")
+              for name, script in BACKGROUND.items() if name in chosen}
+    try:
+        for setup in setups.values():
+            setup.start()
+        with tempfile.TemporaryDirectory(prefix="planengine-tiers-") as scratch:
+            for name in chosen:
+                print(f"=== tier {name} ===", flush=True)
+                if name in setups and (status := setups[name].wait()) != 0:
+                    outcome = Outcome(failed=1, status=status)
+                else:
+                    outcome = STEPS[name](extra, Path(scratch))
+                total = total + outcome
+                print(f"=== tier {name}: {closing_line(outcome)} ===", flush=True)
+                if not outcome.ok:
+                    failed_step, failed_status = name, outcome.status or 1
+                    break
+    finally:
+        for setup in setups.values():
+            setup.stop()
     if failed_step is not None:
         skipped = chosen[chosen.index(failed_step) + 1:]
         print(f"tier {failed_step} failed" + (f"; not run: {', '.join(skipped)}" if skipped else ""), flush=True)

@@ -10,10 +10,12 @@ import json
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from tests.cluster.waits import wait_for
 from tests.tiers import run
 from tests.tiers.rules import E2E, FAST, SPARK, needs, tier_of
 
@@ -202,7 +204,67 @@ def _steps(monkeypatch: pytest.MonkeyPatch, outcomes: dict[str, run.Outcome]) ->
         return go
 
     monkeypatch.setattr(run, "STEPS", {name: step(name) for name in outcomes})
+    monkeypatch.setattr(run, "BACKGROUND", {})  # never the real control-plane build
     return ran
+
+
+def _script(directory: Path, body: str) -> Path:
+    script = directory / "setup.sh"
+    script.write_text(body)
+    return script
+
+
+def test_a_steps_background_setup_runs_while_earlier_steps_test_and_the_step_waits(
+        monkeypatch, capsys, tmp_path: Path) -> None:
+    marker = tmp_path / "built"
+    ran = _steps(monkeypatch, {"fast": run.Outcome(1), "e2e": run.Outcome(2)})
+    order: list[str] = []
+    steps = dict(run.STEPS)
+    monkeypatch.setattr(run, "STEPS", {
+        "fast": lambda extra, scratch: (order.append(f"fast saw built={marker.exists()}"), steps["fast"](extra,
+                                                                                                       scratch))[1],
+        "e2e": lambda extra, scratch: (order.append(f"e2e saw built={marker.exists()}"), steps["e2e"](extra,
+                                                                                                     scratch))[1]})
+    monkeypatch.setattr(run, "BACKGROUND", {"e2e": _script(tmp_path, f"sleep 1; echo built; touch {marker}\n")})
+    monkeypatch.setattr(run, "BACKGROUND_LOG", tmp_path / "logs")
+    monkeypatch.setattr(run, "REPO", tmp_path)
+    assert run.main([]) == 0
+    assert order == ["fast saw built=False", "e2e saw built=True"] and ran == ["fast", "e2e"]
+    out = capsys.readouterr().out
+    assert "waiting for setup.sh (log: logs/setup.log)" in out and "built" in out
+    assert out.splitlines()[-1] == "3 passed, 0 failed, 0 skipped"
+
+
+def test_a_failed_background_setup_fails_its_step_with_the_logs_tail(monkeypatch, capsys, tmp_path: Path) -> None:
+    ran = _steps(monkeypatch, {"fast": run.Outcome(1), "e2e": run.Outcome(2)})
+    monkeypatch.setattr(run, "BACKGROUND", {"e2e": _script(tmp_path, "echo 'go: module lookup disabled'; exit 3\n")})
+    monkeypatch.setattr(run, "BACKGROUND_LOG", tmp_path / "logs")
+    monkeypatch.setattr(run, "REPO", tmp_path)
+    assert run.main([]) == 3
+    assert ran == ["fast"]  # the e2e tests never ran on a missing control plane
+    out = capsys.readouterr().out
+    assert "setup.sh failed (exit 3)" in out and "go: module lookup disabled" in out
+    assert out.splitlines()[-1] == "1 passed, 1 failed, 0 skipped"
+
+
+def test_a_background_setup_nobody_waits_for_is_stopped(monkeypatch, tmp_path: Path) -> None:
+    pid = tmp_path / "pid"
+
+    def failing_fast(extra, scratch) -> run.Outcome:
+        wait_for(lambda: pid.exists() and pid.read_text().strip(), 10, "the setup to start its child")
+        return run.Outcome(0, 1, 0, status=1)
+
+    _steps(monkeypatch, {"fast": run.Outcome(), "e2e": run.Outcome(2)})
+    monkeypatch.setattr(run, "STEPS", {"fast": failing_fast, "e2e": run.STEPS["e2e"]})
+    monkeypatch.setattr(run, "BACKGROUND", {"e2e": _script(tmp_path, f"sleep 60 & echo $! > {pid}; wait\n")})
+    monkeypatch.setattr(run, "BACKGROUND_LOG", tmp_path / "logs")
+    monkeypatch.setattr(run, "REPO", tmp_path)
+    began = time.monotonic()
+    assert run.main([]) == 1  # fast failed: the build is killed, not left to run for half an hour
+    assert time.monotonic() - began < 40  # not waited for: its child sleeps 60 s
+    status = Path(f"/proc/{pid.read_text().strip()}/status")
+    # the whole process group went (the child too, not only the script); a zombie awaiting its reaper is gone
+    wait_for(lambda: not status.exists() or "\tZ" in status.read_text(), 10, "the setup's child to end")
 
 
 def test_the_runner_stops_at_the_first_failing_tier_and_sums_the_tiers_that_ran(monkeypatch, capsys) -> None:

@@ -678,6 +678,12 @@ class World:
         brief = {k: status.get(k) for k in ("phase", "operation", "upgrade", "error", "runId", "engineVersion")}
         run = status.get("runId") or ""
         parts = [f"status: {json.dumps(brief, default=str)}"]
+        if self.kubelet is not None:  # a node that stopped heartbeating is tainted: no new pod is scheduled
+            node = self.api.get("", "nodes", None, self.kubelet.node) or {}
+            ready = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
+            taints = [t.get("key") for t in (node.get("spec") or {}).get("taints") or []]
+            parts.append(f"node {self.kubelet.node}: Ready={ready[0].get('status') if ready else None} "
+                         f"taints={taints} kubelet errors (last 5): {self.kubelet.errors[-5:]}")
         # Known places only: a pod's overlay root under the kubelet's directory is the machine's whole root.
         places = [*self.tmp.glob("*/.operator/*.log"), *self.tmp.glob("jobs/*/*/.operator/*.log")]
         if self.kubelet is not None:

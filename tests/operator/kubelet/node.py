@@ -50,7 +50,8 @@ def node_manifest(name: str, port: int, capacity: dict[str, str]) -> dict[str, A
 
 
 def node_lease(name: str) -> dict[str, Any]:
-    """The node's heartbeat Lease; PUT without a resourceVersion overwrites it (only this kubelet writes it)."""
+    """The node's heartbeat Lease: created once, then its ``spec`` merge-patched on every renewal (only this kubelet
+    writes it)."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
             "metadata": {"name": name, "namespace": "kube-node-lease"},

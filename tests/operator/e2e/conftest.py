@@ -22,6 +22,24 @@ from tests.operator.kubelet import sandbox  # noqa: E402
 
 # PLANENGINE_E2E_LAUNCHER=local|kubernetes|both (default both) selects the launchers the scenarios run on.
 LAUNCHERS = os.environ.get("PLANENGINE_E2E_LAUNCHER", "both")
+# The real-engine scenarios (JVMs, minutes each) run on the Kubernetes launcher, the production path, unless
+# PLANENGINE_E2E_REAL_LAUNCHERS=both asks for the local launcher too: what they add to the contract scenarios
+# (real checkpoints, exactly-once across JVMs) does not depend on the launcher, and the contract scenarios still
+# run every protocol step on both launchers. On both they cost ~8 more minutes of the 2-core CI budget.
+REAL_LAUNCHERS = ["local", "kubernetes"] if os.environ.get("PLANENGINE_E2E_REAL_LAUNCHERS") == "both" \
+    else ["kubernetes"]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A real-engine scenario without a launcher of its own (``ON_KUBERNETES``, ``LAUNCHER_INDEPENDENT``) runs on
+    ``REAL_LAUNCHERS``: a ``parametrize`` mark, added before pytest reads the marks (a direct ``parametrize`` call
+    here would clash with the ``launcher`` fixture's own params)."""
+    if "real_world" not in metafunc.fixturenames:
+        return
+    chosen = any("launcher" in str(marker.args[0]) for marker in metafunc.definition.iter_markers("parametrize"))
+    if not chosen:
+        metafunc.definition.add_marker(pytest.mark.parametrize("launcher", REAL_LAUNCHERS, indirect=True))
 @pytest.fixture
 def kapi(control_plane, operator_identity, cluster_namespace):
     """The test's namespace of the real control plane (named for the API emulator it replaced) and the identity
@@ -52,43 +70,19 @@ def _world(kind: str, launcher: str, kapi, tmp_path, monkeypatch) -> Iterator[Wo
 @pytest.fixture(params=["local", "kubernetes"])
 def launcher(request) -> str:
     """Each scenario of ``world``/``real_world`` runs on both launchers: processes on this machine, and pods
-    through the API emulator run by the test kubelet (``tests/operator/kubelet``)."""
+    through the real control plane (``tests/cluster``) run by the test kubelet (``tests/operator/kubelet``)."""
     return str(request.param)
 
 
-# Kubernetes-launcher scenarios that failed on the real control plane in the session that moved the suite onto it
-# (2026-11-28), or that it could not run there before its time ran out: non-strict xfail, so they still run and
-# report XPASS/XFAIL. Each is an open defect of issue 18 (the closing note names them); remove an entry once its
-# scenario passes.
-KUBERNETES_OPEN = {
-    "test_a_driver_killed_mid_batch_restarts_from_its_checkpoint":
-        "after the driver pod was SIGKILLed, the restart's snapshot tool pod did not finish within 300 s",
-    "test_periodic_snapshots_are_bounded_and_keep_the_rollback_snapshot":
-        "a crashing target's rollback did not reach RolledBack within 45 s",
-    "test_target_crashing_after_its_first_commit_rolls_back": "the crash-and-rollback path (as above); not yet run",
-    "test_target_dying_in_standby_leaves_the_old_run_undisturbed": "a dying standby pod; not yet run",
-    "test_start_second_job_refused_target_and_upgrade": "real engine on the Kubernetes launcher; not yet run",
-    "test_a_job_started_from_another_jobs_snapshot_continues_its_state": "real engine; not yet run",
-}
-
-
-def _open_on_kubernetes(request, launcher: str) -> None:
-    reason = KUBERNETES_OPEN.get(request.node.originalname)
-    if launcher == "kubernetes" and reason:
-        request.applymarker(pytest.mark.xfail(strict=False, reason=f"real control plane, open: {reason}"))
-
-
 @pytest.fixture
-def world(kapi, tmp_path, monkeypatch, launcher, request) -> Iterator[World]:
+def world(kapi, tmp_path, monkeypatch, launcher) -> Iterator[World]:
     """The operator with the contract engine double (fast; knobs for refusing and crashing targets)."""
-    _open_on_kubernetes(request, launcher)
     yield from _world("contract", launcher, kapi, tmp_path, monkeypatch)
 
 
 @pytest.fixture
-def real_world(kapi, tmp_path, monkeypatch, launcher, request) -> Iterator[World]:
+def real_world(kapi, tmp_path, monkeypatch, launcher) -> Iterator[World]:
     """The operator with the real planengine CLI (two builds) behind ``engine_wrapper.py``."""
-    _open_on_kubernetes(request, launcher)
     if not REAL_ENGINE.exists():
         pytest.skip(f"{REAL_ENGINE} is missing: run `make venv`")
     yield from _world("real", launcher, kapi, tmp_path, monkeypatch)

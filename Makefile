@@ -30,10 +30,13 @@ lint: venv
 
 # The tiers in order, each only if the one before passed: fast -> jvm -> spark -> e2e (docs/testing.md). The last
 # line of the output sums them: `N passed, N failed, N skipped`. The control plane (e2e only) builds in the
-# background meanwhile (tests/tiers/run.py), its log in .tools/logs/.
-test: venv lint
+# background at nice 19 from the first moment (tests/tiers/background.py), overlapping the venv's downloads, the
+# other set-up steps and the fast and Spark tiers; the runner waits for it before e2e. Log: .tools/logs/.
+test:
+	$(PYTHON) -m tests.tiers.background start 40-controlplane
+	$(MAKE) venv lint
 	bash tests/setup/prepare.sh --except 40-controlplane
-	$(BIN)/python -m tests.tiers.run
+	PLANENGINE_BACKGROUND_STARTED=1 $(BIN)/python -m tests.tiers.run
 
 # The quick verdict: no Spark, no PostgreSQL, no CLI processes, no JVM (a few minutes on a loaded 2-core machine).
 test-fast: venv

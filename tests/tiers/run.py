@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.tiers.background import ADOPT_ENV, LOGS, STEPS, BackgroundSetup
 from tests.tiers.rules import TIERS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,44 +108,9 @@ def jvm_step(extra: Sequence[str], scratch: Path) -> Outcome:
     return read_report(report, status)
 
 
-class BackgroundSetup:
-    """A set-up script run while earlier steps test (``nice -n 19``), its output in a log under ``.tools/``."""
-
-    def __init__(self, script: Path, log: Path) -> None:
-        self.script, self.log = script, log
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "wb") as out:  # the child keeps its own descriptor
-            self.process = subprocess.Popen(["nice", "-n", "19", "bash", str(self.script)], cwd=REPO,
-                                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def wait(self) -> int:
-        """The script's exit status (0 when it had nothing to do); its log's tail is printed when it failed."""
-        assert self.process is not None
-        if self.process.poll() is None:
-            print(f"waiting for {self.script.relative_to(REPO)} (log: {self.log.relative_to(REPO)})", flush=True)
-        status = self.process.wait()
-        text = self.log.read_text(errors="replace").strip()
-        if status != 0:
-            tail = "\n".join(text.splitlines()[-40:])
-            print(f"{self.script.relative_to(REPO)} failed (exit {status}); the end of {self.log}:\n{tail}",
-                  flush=True)
-        elif text:
-            print(text, flush=True)
-        return status
-
-    def stop(self) -> None:
-        """Ends a build nobody will wait for (an earlier step failed): its whole process group."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait()
-
-
-# Step → the set-up it alone needs, started in the background when the run starts.
-BACKGROUND = {"e2e": REPO / "tests" / "setup" / "prepare.d" / "40-controlplane.sh"}
-BACKGROUND_LOG = REPO / ".tools" / "logs"
+# Step → the set-up it alone needs, started in the background when the run starts (or adopted from `make test`).
+BACKGROUND = {"e2e": STEPS / "40-controlplane.sh"}
+BACKGROUND_LOG = LOGS
 
 
 STEPS: dict[str, Callable[[Sequence[str], Path], Outcome]] = {
@@ -170,11 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = Outcome()
     failed_step: str | None = None
     failed_status = 0
-    setups = {name: BackgroundSetup(script, BACKGROUND_LOG / f"{script.stem}.log")
-              for name, script in BACKGROUND.items() if name in chosen}
+    setups = {name: BackgroundSetup(script, BACKGROUND_LOG) for name, script in BACKGROUND.items() if name in chosen}
     try:
         for setup in setups.values():
-            setup.start()
+            setup.start(adopt=os.environ.get(ADOPT_ENV) == "1")
         with tempfile.TemporaryDirectory(prefix="planengine-tiers-") as scratch:
             for name in chosen:
                 print(f"=== tier {name} ===", flush=True)

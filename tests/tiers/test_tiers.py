@@ -227,11 +227,10 @@ def test_a_steps_background_setup_runs_while_earlier_steps_test_and_the_step_wai
                                                                                                      scratch))[1]})
     monkeypatch.setattr(run, "BACKGROUND", {"e2e": _script(tmp_path, f"sleep 1; echo built; touch {marker}\n")})
     monkeypatch.setattr(run, "BACKGROUND_LOG", tmp_path / "logs")
-    monkeypatch.setattr(run, "REPO", tmp_path)
     assert run.main([]) == 0
     assert order == ["fast saw built=False", "e2e saw built=True"] and ran == ["fast", "e2e"]
     out = capsys.readouterr().out
-    assert "waiting for setup.sh (log: logs/setup.log)" in out and "built" in out
+    assert f"waiting for {tmp_path}/setup.sh (log: {tmp_path}/logs/setup.log)" in out and "built" in out
     assert out.splitlines()[-1] == "3 passed, 0 failed, 0 skipped"
 
 
@@ -239,7 +238,6 @@ def test_a_failed_background_setup_fails_its_step_with_the_logs_tail(monkeypatch
     ran = _steps(monkeypatch, {"fast": run.Outcome(1), "e2e": run.Outcome(2)})
     monkeypatch.setattr(run, "BACKGROUND", {"e2e": _script(tmp_path, "echo 'go: module lookup disabled'; exit 3\n")})
     monkeypatch.setattr(run, "BACKGROUND_LOG", tmp_path / "logs")
-    monkeypatch.setattr(run, "REPO", tmp_path)
     assert run.main([]) == 3
     assert ran == ["fast"]  # the e2e tests never ran on a missing control plane
     out = capsys.readouterr().out
@@ -248,7 +246,7 @@ def test_a_failed_background_setup_fails_its_step_with_the_logs_tail(monkeypatch
 
 
 def test_a_background_setup_nobody_waits_for_is_stopped(monkeypatch, tmp_path: Path) -> None:
-    pid = tmp_path / "pid"
+    pid = tmp_path / "child.pid"
 
     def failing_fast(extra, scratch) -> run.Outcome:
         wait_for(lambda: pid.exists() and pid.read_text().strip(), 10, "the setup to start its child")
@@ -258,7 +256,6 @@ def test_a_background_setup_nobody_waits_for_is_stopped(monkeypatch, tmp_path: P
     monkeypatch.setattr(run, "STEPS", {"fast": failing_fast, "e2e": run.STEPS["e2e"]})
     monkeypatch.setattr(run, "BACKGROUND", {"e2e": _script(tmp_path, f"sleep 60 & echo $! > {pid}; wait\n")})
     monkeypatch.setattr(run, "BACKGROUND_LOG", tmp_path / "logs")
-    monkeypatch.setattr(run, "REPO", tmp_path)
     began = time.monotonic()
     assert run.main([]) == 1  # fast failed: the build is killed, not left to run for half an hour
     assert time.monotonic() - began < 40  # not waited for: its child sleeps 60 s
@@ -300,3 +297,20 @@ def test_the_runner_lets_python_cache_bytecode() -> None:
     """Each tier is a fresh interpreter that imports the engine and ~200 test modules (assertions rewritten):
     without a bytecode cache that is compiled again on every run."""
     assert "PYTHONDONTWRITEBYTECODE" not in run.step_environment({**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def test_the_runner_adopts_the_build_make_started_and_waits_for_its_status(monkeypatch, capsys, tmp_path: Path) -> None:
+    """`make test` starts the build before `make venv` (tests/tiers/background.py); the runner must wait for that
+    one, not start a second."""
+    from tests.tiers.background import BackgroundSetup
+
+    marker = tmp_path / "runs"
+    script = _script(tmp_path, f"echo started >> {marker}; sleep 1; echo built\n")
+    BackgroundSetup(script, tmp_path / "logs").start()  # what make does
+    ran = _steps(monkeypatch, {"fast": run.Outcome(1), "e2e": run.Outcome(2)})
+    monkeypatch.setattr(run, "BACKGROUND", {"e2e": script})
+    monkeypatch.setattr(run, "BACKGROUND_LOG", tmp_path / "logs")
+    monkeypatch.setenv(run.ADOPT_ENV, "1")
+    assert run.main([]) == 0 and ran == ["fast", "e2e"]
+    assert marker.read_text() == "started\n"  # one build, not two
+    assert "built" in capsys.readouterr().out

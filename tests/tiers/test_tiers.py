@@ -92,6 +92,46 @@ def test_marks_are_derived_and_tier_selects_exactly_one_partition(suite: pytest.
     assert suite.runpytest("-m", "postgres or fast", "-q").parseoutcomes() == {"passed": 2, "deselected": 2}
 
 
+def test_the_e2e_shares_split_the_e2e_tier_exactly(suite: pytest.Pytester) -> None:
+    """``--e2e-share``: the contract scenarios (``world``) are light, the real engine and the CLI heavy; together
+    they are the e2e tier, no test in both (``make test`` runs the shares side by side)."""
+    suite.makeconftest(INNER_CONFTEST + """
+
+@pytest.fixture
+def world():
+    return "the contract double's world (a stand-in)"
+
+
+@pytest.fixture
+def real_world():
+    return "the real engine's world (a stand-in)"
+""")
+    suite.makepyfile(test_probe_shares="""
+        import pytest
+
+        def test_contract(world):
+            pass
+
+        def test_real(real_world):
+            pass
+
+        @pytest.mark.usefixtures("engine_process")
+        def test_cli():
+            pass
+
+        def test_fast():
+            pass
+        """)
+
+    def selected(*args: str) -> list[str]:
+        result = suite.runpytest("--tier", "e2e", *args, "--collect-only", "-q")
+        return sorted(line.split("::")[1] for line in result.outlines if "::" in line)
+
+    assert selected("--e2e-share", "light") == ["test_contract"]
+    assert selected("--e2e-share", "heavy") == ["test_cli", "test_real"]
+    assert selected() == ["test_cli", "test_contract", "test_real"]
+
+
 def test_a_hand_written_tier_mark_stops_collection_and_is_named(suite: pytest.Pytester) -> None:
     suite.makepyfile(test_probe_handwritten="""
         import pytest

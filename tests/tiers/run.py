@@ -22,6 +22,7 @@ as skipped, an error as failed); CI reads it. The exit status is the failing ste
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -134,8 +135,8 @@ def e2e_step(extra: Sequence[str], scratch: Path) -> Outcome:
             print(f"--- e2e, {share} share ---\n" + (scratch / f"e2e-{share}.log").read_text(errors="replace"),
                   flush=True)
         outcome = read_report(report, status)
-        total = Outcome(total.passed + outcome.passed, total.failed + outcome.failed,
-                        total.skipped + outcome.skipped, total.status or (0 if outcome.ok else outcome.status or 1))
+        failed_status = total.status or (0 if outcome.ok else outcome.status or 1)
+        total = dataclasses.replace(total + outcome, status=failed_status)
     return total
 
 

@@ -539,7 +539,10 @@ class World:
 
         def describe() -> Any:
             status = self.status(name)
-            return {k: status.get(k) for k in ("phase", "operation", "upgrade", "error", "runId", "engineVersion")}
+            brief = {k: status.get(k) for k in ("phase", "operation", "upgrade", "error", "runId", "engineVersion",
+                                                "sourceHash")}
+            events = sorted(self.events(name), key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+            return {**brief, "events": [f"{e.get('reason')}: {e.get('message')}" for e in events[-8:]]}
 
         return wait_for(check, timeout, f"{name}: {what}", describe)
 
@@ -678,6 +681,8 @@ class World:
         brief = {k: status.get(k) for k in ("phase", "operation", "upgrade", "error", "runId", "engineVersion")}
         run = status.get("runId") or ""
         parts = [f"status: {json.dumps(brief, default=str)}"]
+        events = sorted(self.events(name), key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+        parts += [f"event {e.get('lastTimestamp')} {e.get('reason')}: {e.get('message')}" for e in events[-15:]]
         if self.kubelet is not None:  # a node that stopped heartbeating is tainted: no new pod is scheduled
             node = self.api.get("", "nodes", None, self.kubelet.node) or {}
             ready = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]

@@ -28,6 +28,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +65,16 @@ def closing_line(total: Outcome) -> str:
     '2691 passed, 1 failed, 15 skipped'
     """
     return f"{total.passed} passed, {total.failed} failed, {total.skipped} skipped"
+
+
+def took(seconds: float) -> str:
+    """A wall time as people read it in a CI log (the tiers' times are what the CI budget is spent on).
+
+    >>> took(3.2), took(754.6)
+    ('3 s', '12 min 35 s')
+    """
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes else f"{rest} s"
 
 
 def read_report(path: Path, status: int) -> Outcome:
@@ -120,6 +131,7 @@ def e2e_step(extra: Sequence[str], scratch: Path) -> Outcome:
     part of the time (44 min in one process). The heavy share's output streams; the light share's is printed when
     both ended. Each has its own control plane and namespaces, nodes of their own random address blocks."""
     runs = []
+    started = time.monotonic()
     for share in ("light", "heavy"):
         report = scratch / f"e2e-{share}.json"
         command = [sys.executable, "-m", "pytest", "--tier", "e2e", "--e2e-share", share, "--tier-report",
@@ -130,6 +142,7 @@ def e2e_step(extra: Sequence[str], scratch: Path) -> Outcome:
     total = Outcome()
     for share, report, out, process in reversed(runs):  # the streaming (heavy) one first
         status = process.wait()
+        print(f"--- e2e, {share} share ended after {took(time.monotonic() - started)} ---", flush=True)
         if out is not None:
             out.close()
             print(f"--- e2e, {share} share ---\n" + (scratch / f"e2e-{share}.log").read_text(errors="replace"),
@@ -170,12 +183,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="planengine-tiers-") as scratch:
             for name in chosen:
                 print(f"=== tier {name} ===", flush=True)
+                started = time.monotonic()
                 if name in setups and (status := setups[name].wait()) != 0:
                     outcome = Outcome(failed=1, status=status)
                 else:
+                    if name in setups:
+                        print(f"(waited {took(time.monotonic() - started)} for the {name} set-up)", flush=True)
                     outcome = STEPS[name](extra, Path(scratch))
                 total = total + outcome
-                print(f"=== tier {name}: {closing_line(outcome)} ===", flush=True)
+                print(f"=== tier {name}: {closing_line(outcome)} in {took(time.monotonic() - started)} ===",
+                      flush=True)
                 if not outcome.ok:
                     failed_step, failed_status = name, outcome.status or 1
                     break

@@ -25,34 +25,15 @@ RUN pyspark="$(python -c 'import re, tomllib; print(next(r for r in tomllib.load
  && python -m build --wheel --outdir /dist . && ls /dist/planengine-*.whl \
  && python -m zipfile -l /dist/planengine-*.whl | grep -q 'planengine/runtime/jvm/jars/planengine-jvm-spark'
 
-# --- kafka-jars: Spark's Kafka connector for Spark 4.3 / Scala 2.13 -----------------------------------
-# The connector jars are not in pyspark's wheel. kafka-clients and commons-pool2 are taken at the versions
-# Spark 4.3.0 itself builds against (read from its parent POM), and every jar is checked against the
-# repository's published SHA-1.
+# --- kafka-jars: Spark's Kafka connector, the group kafka-connector of planengine/runtime/jars.lock ------------
+# The connector jars are not in pyspark's wheel. The set-up fetches the same lock (tests/setup/prepare.d/25-kafka.sh),
+# so the image and the tests run the same jars; the fetcher (stdlib only, run by path) downloads each from Maven
+# Central and refuses one whose sha256 differs from the lock. docs/kafka.md says why the connector is 4.2.0.
 FROM ${PYTHON_IMAGE} AS kafka-jars
-ARG SPARK_VERSION=4.3.0
-ARG SCALA_BINARY_VERSION=2.13
 ARG MAVEN_REPOSITORY=https://repo1.maven.org/maven2
-RUN apt-get update \
- && apt-get install -y --no-install-recommends curl ca-certificates \
- && rm -rf /var/lib/apt/lists/*
-WORKDIR /jars
-RUN set -eu; \
-    fetch() { \
-      url="${MAVEN_REPOSITORY}/$1"; file="$(basename "$1")"; \
-      curl -fsSL -o "$file" "$url"; \
-      echo "$(curl -fsSL "$url.sha1" | cut -c1-40)  $file" | sha1sum -c -; \
-    }; \
-    spark="org/apache/spark"; sb="${SCALA_BINARY_VERSION}"; sv="${SPARK_VERSION}"; \
-    pom="$(curl -fsSL "${MAVEN_REPOSITORY}/${spark}/spark-parent_${sb}/${sv}/spark-parent_${sb}-${sv}.pom")"; \
-    kafka="$(printf '%s' "$pom" | sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' | head -n1)"; \
-    pool="$(printf '%s' "$pom" | sed -n 's:.*<commons-pool2.version>\(.*\)</commons-pool2.version>.*:\1:p' | head -n1)"; \
-    test -n "$kafka" && test -n "$pool"; \
-    fetch "${spark}/spark-sql-kafka-0-10_${sb}/${sv}/spark-sql-kafka-0-10_${sb}-${sv}.jar"; \
-    fetch "${spark}/spark-token-provider-kafka-0-10_${sb}/${sv}/spark-token-provider-kafka-0-10_${sb}-${sv}.jar"; \
-    fetch "org/apache/kafka/kafka-clients/${kafka}/kafka-clients-${kafka}.jar"; \
-    fetch "org/apache/commons/commons-pool2/${pool}/commons-pool2-${pool}.jar"; \
-    ls -l /jars
+COPY planengine/runtime/maven_jars.py planengine/runtime/jars.lock /fetch/
+RUN PLANENGINE_MAVEN_REPOSITORY="${MAVEN_REPOSITORY}" python /fetch/maven_jars.py fetch kafka-connector --dest /jars \
+ && ls -l /jars
 
 # --- engine: JRE 17 + Python 3.11 + planengine[spark] + Kafka jars ----------------------------------
 FROM ${ENGINE_BASE_IMAGE} AS engine

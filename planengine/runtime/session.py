@@ -19,7 +19,8 @@ Everything else may be tuned per deployment, later sources winning:
 * ``PLANENGINE_SPARK_LOG``: a file that receives the JVM's output (Spark's log lines and the Python workers'
   chatter) instead of the terminal.
 
-The JVM operator library's jar (``planengine.runtime.jvm``) is appended to ``spark.jars``.
+The JVM operator library's jar (``planengine.runtime.jvm``) is appended to ``spark.jars``, then the extra jars of
+``planengine.runtime.extra_jars`` (Spark's Kafka connector from ``PLANENGINE_EXTRA_JARS`` or the set-up's cache).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from planengine.runtime.extra_jars import with_extra_jars
 from planengine.runtime.jvm import session_conf
 
 # The shuffle partitions of a plan that records no max parallelism (every plan compiled before it was recorded).
@@ -122,7 +124,7 @@ def get_spark() -> Any:
         from pyspark.sql import SparkSession  # noqa: PLC0415 — pyspark is an optional extra
 
         master = os.environ.get("PLANENGINE_SPARK_MASTER", "local[2]")
-        settings = session_conf(spark_conf())  # + the JVM operator library's jar
+        settings = with_extra_jars(session_conf(spark_conf()))  # + the JVM operator library's jar, the connectors'
         builder = SparkSession.builder.master(master).appName(
             "planengine")  # a spark.master in the conf (--conf, PLANENGINE_SPARK_CONF) wins
         for key, value in settings.items():

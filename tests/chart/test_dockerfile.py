@@ -145,20 +145,25 @@ def test_engine_has_java_17_python_311_and_pyspark_python():
 
 
 def test_engine_ships_the_kafka_connector_for_the_pinned_spark():
-    spark_pin = next(d for d in PYPROJECT["project"]["optional-dependencies"]["spark"] if d.startswith("pyspark"))
-    spark_version = spark_pin.split("==")[1]
+    """The image's Kafka jars are the lock's kafka-connector group, fetched and checked by the same fetcher as the
+    set-up (planengine/runtime/jars.lock, maven_jars.py): the engine image and the tests run the same jars."""
     jars_stage = BY_NAME["kafka-jars"]
-    args = dict(a.partition("=")[::2] for a in jars_stage.all("ARG"))
-    assert args["SPARK_VERSION"] == spark_version
-    assert args["SCALA_BINARY_VERSION"] == "2.13"
+    copied = [copy_sources(c)[1] for c in jars_stage.all("COPY")]
+    assert ["planengine/runtime/maven_jars.py", "planengine/runtime/jars.lock"] in copied
+    for path in ("planengine/runtime/maven_jars.py", "planengine/runtime/jars.lock"):
+        assert not dockerignore_excludes(path)
     script = " ".join(jars_stage.all("RUN"))
-    for artifact in ("spark-sql-kafka-0-10_", "spark-token-provider-kafka-0-10_", "kafka-clients-", "commons-pool2-"):
-        assert artifact in script
-    assert "sha1sum -c" in script
-    # The pyspark we test with is built for the same Scala binary version.
+    assert "maven_jars.py fetch kafka-connector --dest /jars" in script
+    lock = (REPO / "planengine" / "runtime" / "jars.lock").read_text()
+    connector = [line.split()[1] for line in lock.splitlines() if line.startswith("kafka-connector ")]
+    for artifact in ("spark-sql-kafka-0-10_2.13:", "spark-token-provider-kafka-0-10_2.13:", "kafka-clients:",
+                     "commons-pool2:"):
+        assert any(f":{artifact}" in c for c in connector), artifact
+    # The pyspark we test with is built for the connector's Scala binary version.
+    spark_pin = next(d for d in PYPROJECT["project"]["optional-dependencies"]["spark"] if d.startswith("pyspark"))
     spec = importlib.util.find_spec("pyspark")
     if spec is not None:
         jars = Path(spec.origin).parent / "jars"
-        assert (jars / f"spark-core_{args['SCALA_BINARY_VERSION']}-{spark_version}.jar").is_file()
+        assert (jars / f"spark-core_2.13-{spark_pin.split('==')[1]}.jar").is_file()
     engine_run = " ".join(BY_NAME["engine"].all("RUN"))
     assert "pyspark" in engine_run and '"jars"' in engine_run and "/tmp/kafka-jars/*.jar" in engine_run

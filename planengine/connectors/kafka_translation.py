@@ -5,9 +5,12 @@ The planner-side source/sink hold typed Flink options; Spark's Kafka integration
 mapping is tested as a table and the runtime only adds ``.options(**…)``.
 
 Differences that cannot be hidden: Spark's consumer never reads committed group offsets (its checkpoint is
-the position), so ``group-offsets`` starts where ``properties.auto.offset.reset`` says (default
-``latest``); and Spark rejects some client properties outright (deserializers, auto-commit, …), which are
-dropped here rather than failing the query.
+the position), so ``group-offsets`` translates here to where ``properties.auto.offset.reset`` says (default
+``latest``), and the runtime replaces that with the group's committed offsets when it has some
+(``planengine.runtime.connectors.kafka_admin``); Spark never commits offsets back to the group. ``timestamp``
+starts a partition whose records are all older at its end (Flink's behaviour; Spark's default would fail the
+query). Spark rejects some client properties outright (deserializers, auto-commit, …), which are dropped here
+rather than failing the query.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def _starting_offsets(source: KafkaTableSource) -> dict[str, str]:
     if mode == "latest-offset":
         return {"startingOffsets": "latest"}
     if mode == "timestamp":
-        return {"startingTimestamp": str(source.startup_timestamp_ms)}
+        return {"startingTimestamp": str(source.startup_timestamp_ms), "startingOffsetsByTimestampStrategy": "latest"}
     if mode == "specific-offsets":
         offsets = source.startup_specific_offsets or {}
         topic = (source.topics or [""])[0]

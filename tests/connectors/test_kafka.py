@@ -135,12 +135,12 @@ def test_upsert_kafka_requires_key_and_value_formats_that_are_plain():
 
 
 @pytest.mark.parametrize(("options", "expected"), [
-    ({}, {"startingOffsets": "latest"}),  # group-offsets, no committed offsets in Spark: auto.offset.reset
+    ({}, {"startingOffsets": "latest"}),  # group-offsets: auto.offset.reset (the runtime adds committed offsets)
     ({"properties.auto.offset.reset": "earliest"}, {"startingOffsets": "earliest"}),
     ({"scan.startup.mode": "earliest-offset"}, {"startingOffsets": "earliest"}),
     ({"scan.startup.mode": "latest-offset"}, {"startingOffsets": "latest"}),
     ({"scan.startup.mode": "timestamp", "scan.startup.timestamp-millis": "1700000000000"},
-     {"startingTimestamp": "1700000000000"}),
+     {"startingTimestamp": "1700000000000", "startingOffsetsByTimestampStrategy": "latest"}),
     ({"scan.startup.mode": "specific-offsets",
       "scan.startup.specific-offsets": "partition:0,offset:42;partition:1,offset:300"},
      {"startingOffsets": '{"orders":{"0":42,"1":300}}'}),

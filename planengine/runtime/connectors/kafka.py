@@ -1,8 +1,11 @@
 """``kafka`` and ``upsert-kafka`` at run time, through Spark's Kafka source and sink.
 
-The Spark Kafka connector (``spark-sql-kafka-0-10``) is not part of pyspark's wheel: the engine image
-ships it (see the Dockerfile). Elsewhere, reading or writing a Kafka table fails with a message saying so
-(``KafkaJarsMissing``) instead of Spark's bare "data source not found".
+The Spark Kafka connector (``spark-sql-kafka-0-10``) is not part of pyspark's wheel: the engine image ships it
+and the set-up fetches it (``planengine/runtime/jars.lock``, ``extra_jars``; docs/kafka.md). Without it, reading or
+writing a Kafka table fails with a message saying how to get it (``KafkaJarsMissing``) instead of Spark's bare
+"data source not found". Before a query starts, the driver asks the cluster (``kafka_admin``): an unreachable
+``properties.bootstrap.servers`` or a missing ``topic`` is one error naming the option, and ``group-offsets``
+starts at the group's committed offsets.
 
 Source: ``spark.readStream.format("kafka")`` with the options of ``kafka_translation.to_spark_kafka_options``
 (``subscribe`` / ``subscribePattern``, ``startingOffsets`` from ``scan.startup.mode``, client properties).
@@ -28,11 +31,13 @@ from typing import Any
 
 from planengine.connectors.kafka_translation import to_spark_kafka_options, to_spark_kafka_sink_options
 from planengine.errors import ValidationError
+from planengine.runtime import extra_jars
 from planengine.runtime.connectors import (
     BatchOptions,
     QueryOptions,
     SourceFrame,
     batch_sink_writer,
+    kafka_admin,
     sink_writer,
     source_reader,
     spark_schema_ddl,
@@ -42,7 +47,8 @@ from planengine.runtime.stream import ROWKIND
 
 log = logging.getLogger("planengine.runtime.kafka")
 
-SPARK_KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:{version}"
+#: A class of Spark's Kafka connector: present on the driver's classpath exactly when the connector is.
+PROVIDER_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 _DECODABLE = ("json", "csv", "debezium-json", "changelog-json")
 _METADATA_COLUMNS = {"topic": "topic", "partition": "partition", "offset": "offset", "timestamp": "timestamp"}
 
@@ -52,14 +58,28 @@ class KafkaJarsMissing(ValidationError):
 
 
 def jars_missing_error(table: Any) -> KafkaJarsMissing:
-    import pyspark  # noqa: PLC0415 — pyspark is an optional extra
-
-    package = SPARK_KAFKA_PACKAGE.format(version=pyspark.__version__)
     return KafkaJarsMissing(
         f"table {table.identifier}: the Kafka connector jars are not on Spark's classpath, so '"
-        f"{getattr(table, 'connector', 'kafka')}' tables cannot be read or written here",
-        hint="use the engine image (it ships them), or set spark.jars.packages (e.g. PLANENGINE_SPARK_CONF="
-             f"'spark.jars.packages={package}'), or put the jars on spark.jars")
+        f"{getattr(table, 'connector', 'kafka')}' tables cannot be read or written here (looked in "
+        f"{extra_jars.where_searched()})",
+        hint=f"fetch the pinned jars with `{extra_jars.FETCH_COMMAND}` (what `make test`'s set-up runs: "
+             f"tests/setup/prepare.d/25-kafka.sh), or point {extra_jars.ENV} at a folder holding them, or use "
+             "the engine image (it ships them); docs/kafka.md")
+
+
+def connector_loaded(spark: Any, class_name: str = PROVIDER_CLASS) -> bool:
+    """Whether the session's JVM can load ``class_name`` (py4j answers a package, not a class, when it cannot)."""
+    from py4j.java_gateway import JavaClass  # noqa: PLC0415 — pyspark (and py4j) are an optional extra
+
+    found = spark._jvm
+    for part in class_name.split("."):
+        found = getattr(found, part)
+    return isinstance(found, JavaClass)
+
+
+def require_connector(spark: Any, table: Any) -> None:
+    if not connector_loaded(spark):
+        raise jars_missing_error(table)
 
 
 def _is_missing_kafka(error: BaseException) -> bool:
@@ -94,11 +114,24 @@ def _encode(struct: Any, fmt: Any) -> Any:
 
 
 # --- source ------------------------------------------------------------------------------------------------
+def start_options(spark: Any, source: Any) -> dict[str, str]:
+    """Spark's reader options for ``source``, once the cluster has answered (``kafka_admin``): with
+    ``group-offsets``, the group's committed offsets replace the ``auto.offset.reset`` fallback."""
+    require_connector(spark, source)
+    kafka_admin.check_source(spark, source)
+    options = to_spark_kafka_options(source)
+    if source.startup_mode == "group-offsets":
+        committed = kafka_admin.group_starting_offsets(spark, source, options["startingOffsets"])
+        if committed is not None:
+            options["startingOffsets"] = committed
+    return options
+
+
 def source_dataframe(spark: Any, source: Any) -> Any:
     """The raw Kafka stream (``key``, ``value``, ``topic``, …) with the translated options."""
 
     reader = spark.readStream.format("kafka")
-    for key, value in to_spark_kafka_options(source).items():
+    for key, value in start_options(spark, source).items():
         reader = reader.option(key, value)
     try:
         return reader.load()
@@ -236,6 +269,12 @@ def encode_records(stream: Any, sink: Any) -> Any:
     return df.select(key.alias("key"), value.alias("value"))
 
 
+def check_sink(spark: Any, sink: Any) -> None:
+    """Before the sink's query starts: the connector is loaded and the cluster takes the topic (``kafka_admin``)."""
+    require_connector(spark, sink)
+    kafka_admin.check_sink(spark, sink)
+
+
 def sink_options(sink: Any) -> dict[str, str]:
     if sink.delivery_guarantee == "exactly-once":
         log.warning("sink %s: 'sink.delivery-guarantee' = 'exactly-once' is not available with Spark's Kafka sink; "
@@ -247,6 +286,7 @@ def sink_options(sink: Any) -> dict[str, str]:
 @batch_sink_writer("upsert-kafka")
 def kafka_batches(sink: Any, node: Any, ctx: Any, options: BatchOptions) -> Any:
     """Spark's Kafka batch writer: at-least-once, like its streaming sink (a replayed batch is written again)."""
+    check_sink(ctx.spark, sink)
 
     def write(stream: Any, batch_id: int) -> None:
         writer = encode_records(stream, sink).write.format("kafka")
@@ -266,6 +306,7 @@ def kafka_batches(sink: Any, node: Any, ctx: Any, options: BatchOptions) -> Any:
 @sink_writer("kafka")
 @sink_writer("upsert-kafka")
 def write_kafka(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions) -> Any:
+    check_sink(stream.df.sparkSession, sink)
     records = encode_records(stream, sink)
     writer = records.writeStream.format("kafka").outputMode(stream.output_mode)
     for key, value in sink_options(sink).items():

@@ -1,7 +1,6 @@
-"""kafka / upsert-kafka at run time: option translation into Spark's reader and writer, record decoding and
-encoding on DataFrames shaped like Spark's Kafka records, the missing-jar error, and (with a broker) a round
-trip. The Kafka connector jars are not on this classpath (the engine image ships them), so decoding and
-encoding are checked on batch DataFrames with the Kafka source's schema.
+"""kafka / upsert-kafka at run time without a broker: option translation into Spark's reader and writer, record
+decoding and encoding on DataFrames shaped like Spark's Kafka records, and the missing-jar error. The same paths
+against a real broker, end to end: test_kafka_broker.py.
 """
 
 from __future__ import annotations
@@ -9,12 +8,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
-import uuid
 
 import pytest
 
 from planengine.connectors.discovery import create_table_sink, create_table_source
+from planengine.connectors.kafka_translation import to_spark_kafka_options
 from planengine.runtime.connectors import get_sink_writer, get_source_reader
 from planengine.runtime.connectors import kafka as K
 from planengine.runtime.stream import Stream
@@ -72,7 +70,13 @@ class FakeCtx:
         self.spark = type("S", (), {"readStream": reader})()
 
 
-def test_reader_gets_translated_options_and_decodes_json_with_key_and_metadata(spark) -> None:
+@pytest.fixture
+def no_cluster(monkeypatch):
+    """These tests feed prepared records: there is no cluster to ask before reading (kafka_admin)."""
+    monkeypatch.setattr(K, "start_options", lambda spark, source: to_spark_kafka_options(source))
+
+
+def test_reader_gets_translated_options_and_decodes_json_with_key_and_metadata(spark, no_cluster) -> None:
     src = source(metadata=(("part", "INT", "partition"), ("kind", "STRING", "timestamp-type")),
                  **{"key.format": "json", "key.fields": "id", "scan.startup.mode": "earliest-offset",
                     "properties.auto.offset.reset": "earliest", "properties.enable.auto.commit": "true"})
@@ -89,7 +93,7 @@ def test_reader_gets_translated_options_and_decodes_json_with_key_and_metadata(s
     assert rows == [(7, "a", dt.datetime(2024, 5, 1, 10, 0), 0, "CreateTime"), (8, None, None, 0, "CreateTime")]
 
 
-def test_pattern_and_startup_modes(spark) -> None:
+def test_pattern_and_startup_modes(spark, no_cluster) -> None:
     reader = RecordingReader(records(spark))
     get_source_reader("kafka")(source(topic=None, **{"topic-pattern": "ord.*", "scan.startup.mode": "timestamp",
                                                      "scan.startup.timestamp-millis": "1700000000000"}),
@@ -116,7 +120,7 @@ def test_debezium_values_become_row_kinds(spark) -> None:
                                                (1, "b", None, "-D")]
 
 
-def test_upsert_kafka_tombstones_are_deletes(spark) -> None:
+def test_upsert_kafka_tombstones_are_deletes(spark, no_cluster) -> None:
     src = source("upsert-kafka", primary_key=("id",), topic="users", **{"key.format": "json", "value.format": "json",
                                                                         "value.fields-include": "EXCEPT_KEY"})
     reader = RecordingReader(records(spark, ('{"id": 1}', '{"name": "a", "ts": null}'), ('{"id": 1}', None)))
@@ -161,22 +165,18 @@ def test_exactly_once_is_reported_as_at_least_once(caplog) -> None:
     assert "at-least-once" in caplog.text
 
 
-def kafka_jars_present(spark) -> bool:
-    try:
-        spark._jvm.java.lang.Class.forName("org.apache.spark.sql.kafka010.KafkaSourceProvider")
-        return True
-    except Exception:
-        return False
-
-
-def test_missing_jars_error_is_actionable(spark, tmp_path) -> None:
-    if kafka_jars_present(spark):
-        pytest.skip("the Kafka connector jars are on the classpath here")
+def test_missing_jars_error_is_actionable(spark, tmp_path, monkeypatch) -> None:
+    """A session without the connector (what ``connector_loaded`` answers then) fails reads and writes alike
+    with the way to get the jars, before Spark or the cluster is asked anything."""
+    assert not K.connector_loaded(spark, "org.apache.spark.sql.kafka010.NoSuchProvider")
+    monkeypatch.setattr(K, "connector_loaded", lambda spark: False)
+    monkeypatch.setenv("PLANENGINE_EXTRA_JARS", str(tmp_path / "jars"))
     with pytest.raises(K.KafkaJarsMissing) as info:
         K.source_dataframe(spark, source())
-    text = str(info.value)
+    text = info.value.render()
     assert "the Kafka connector jars are not on Spark's classpath" in text
-    assert "spark.jars.packages" in text and "spark-sql-kafka-0-10_2.13" in text and "engine image" in text
+    assert f"looked in PLANENGINE_EXTRA_JARS='{tmp_path / 'jars'}'" in text
+    assert "python -m planengine.runtime.maven_jars fetch kafka-connector" in text and "engine image" in text
 
     from planengine.runtime.connectors import QueryOptions
 
@@ -187,29 +187,7 @@ def test_missing_jars_error_is_actionable(spark, tmp_path) -> None:
         get_sink_writer("kafka")(stream, sink(), None, None, QueryOptions("q", str(tmp_path / "ck")))
 
 
-BOOTSTRAP = os.environ.get("PLANENGINE_KAFKA_BOOTSTRAP")
-
-
-@pytest.mark.skipif(not BOOTSTRAP, reason="no Kafka broker: set PLANENGINE_KAFKA_BOOTSTRAP=host:port (and run with "
-                                          "the Kafka connector jars, e.g. in the engine image) to run this test")
-def test_round_trip_through_a_broker(spark, tmp_path) -> None:
-    from planengine.api import TableEnvironment
-
-    topic = f"planengine-test-{uuid.uuid4().hex[:8]}"
-    env = TableEnvironment()
-    env.execute_sql(f"""
-        CREATE TABLE src (id BIGINT, name STRING) WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/src',
-          'format' = 'json');
-        CREATE TABLE topic_t (id BIGINT, name STRING) WITH ('connector' = 'kafka', 'topic' = '{topic}',
-          'properties.bootstrap.servers' = '{BOOTSTRAP}', 'format' = 'json', 'scan.startup.mode' = 'earliest-offset');
-        CREATE TABLE back (id BIGINT, name STRING) WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/back',
-          'format' = 'json');
-    """)
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "a.json").write_text('{"id": 1, "name": "a"}\n{"id": 2, "name": "b"}\n')
-    env.execute_plan(env.compile_plan_sql("INSERT INTO topic_t SELECT * FROM src"), job_root=str(tmp_path / "j1"),
-                     until_idle=True)
-    env.execute_plan(env.compile_plan_sql("INSERT INTO back SELECT * FROM topic_t"), job_root=str(tmp_path / "j2"),
-                     until_idle=True)
-    got = sorted(tuple(r) for r in spark.read.schema("id BIGINT, name STRING").json(str(tmp_path / "back")).collect())
-    assert got == [(1, "a"), (2, "b")]
+def test_spark_missing_data_source_is_recognised() -> None:
+    """Spark's own error when the provider vanished after the check (a class loader that cannot see it)."""
+    assert K._is_missing_kafka(Exception("[DATA_SOURCE_NOT_FOUND] Failed to find the data source: kafka."))
+    assert not K._is_missing_kafka(Exception("[DATA_SOURCE_NOT_FOUND] Failed to find the data source: avro."))

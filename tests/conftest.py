@@ -5,6 +5,7 @@ pytest_plugins = [
     "tests.fixtures.postgres",
     "tests.fixtures.cluster",
     "tests.fixtures.spark",
+    "tests.fixtures.kafka",
     "tests.tiers.plugin",
     "tests.tiers.guard",
     "pytester",  # tests/tiers run pytest on small suites of their own

@@ -1,0 +1,235 @@
+"""kafka / upsert-kafka through the real engine and a real broker: SQL in, records out.
+
+One broker per test process (``kafka_broker``, tests/fixtures/kafka.py), a fresh topic per test, the engine
+in-process on the shared SparkSession with the connector jars the set-up fetched (planengine/runtime/jars.lock).
+Records go in and come out through ``confluent-kafka``, so what a test reads is what a consumer would see.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planengine.api import TableEnvironment
+from planengine.runtime.connectors.kafka_admin import KafkaUnavailable
+
+T0 = 1_714_564_800_000  # 2024-05-01 12:00:00 UTC, in ms
+WAIT_S = 120.0
+
+
+def with_options(connector: str, broker: Any, topic: str, **options: str) -> str:
+    pairs = {"connector": connector, "topic": topic, "properties.bootstrap.servers": broker.bootstrap, **options}
+    return ", ".join(f"'{k}' = '{v}'" for k, v in pairs.items())
+
+
+def values(records: list[Any]) -> list[dict | None]:
+    return [None if r.value is None else json.loads(r.value) for r in records]
+
+
+def latest_per_key(records: list[Any]) -> dict[str, dict | None]:
+    """What a compacting consumer keeps: the last value of each key (None: deleted by a tombstone)."""
+    state: dict[str, dict | None] = {}
+    for r in records:
+        state[r.key] = None if r.value is None else json.loads(r.value)
+    return {k: v for k, v in state.items() if v is not None}
+
+
+def wait_until(what: str, check: Callable[[], bool], job: Any = None) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if check():
+            return
+        if job is not None:
+            failed = [q["exception"] for q in job.status()["queries"] if q["exception"]]
+            assert not failed, f"a query failed while waiting for {what}: {failed}"
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {WAIT_S:.0f} s waiting for {what}")
+
+
+def run_until_idle(env: TableEnvironment, sql: str, root: Path) -> Any:
+    return env.execute_plan(env.compile_plan_sql(sql), job_root=str(root), until_idle=True)
+
+
+def test_json_topic_to_json_topic_with_key(tmp_path: Path, spark, kafka_broker) -> None:
+    src, out = kafka_broker.topic("json-in", partitions=2), kafka_broker.topic("json-out")
+    kafka_broker.produce(src, [(None, json.dumps({"id": i, "name": f"n{i}"})) for i in range(3)], partition=0)
+    kafka_broker.produce(src, [(None, json.dumps({"id": 10, "name": None})), (None, "{}")], partition=1)
+    env = TableEnvironment()
+    env.execute_sql(f"""
+        CREATE TABLE src (id BIGINT, name STRING)
+          WITH ({with_options('kafka', kafka_broker, src, format='json', **{'scan.startup.mode': 'earliest-offset'})});
+        CREATE TABLE out_t (id BIGINT, label STRING)
+          WITH ({with_options('kafka', kafka_broker, out, format='json',
+                              **{'key.format': 'json', 'key.fields': 'id'})});
+    """)
+    run_until_idle(env, "INSERT INTO out_t SELECT id, COALESCE(UPPER(name), '?') FROM src WHERE id IS NULL OR id <> 1",
+                   tmp_path / "job")
+    got = kafka_broker.records(out)
+    # The value holds every column, the key the key.fields; a missing field is null, not an error.
+    assert sorted((r.key, r.value) for r in got) == [
+        ('{"id":0}', '{"id":0,"label":"N0"}'), ('{"id":10}', '{"id":10,"label":"?"}'),
+        ('{"id":2}', '{"id":2,"label":"N2"}'), ('{"id":null}', '{"id":null,"label":"?"}')]
+
+
+def debezium(op: str, before: dict | None, after: dict | None) -> str:
+    return json.dumps({"before": before, "after": after, "op": op, "source": {"table": "users"}, "ts_ms": T0})
+
+
+def test_debezium_json_source_into_upsert_kafka(tmp_path: Path, spark, kafka_broker) -> None:
+    cdc, out = kafka_broker.topic("cdc"), kafka_broker.topic("users")
+    ann, ann2, bob = {"id": 1, "name": "ann"}, {"id": 1, "name": "ANN"}, {"id": 2, "name": "bob"}
+    kafka_broker.produce(cdc, [(None, debezium("r", None, ann)), (None, debezium("c", None, bob)),
+                               (None, debezium("u", ann, ann2)), (None, debezium("d", bob, None)),
+                               (None, debezium("c", None, {"id": 3, "name": "cy"}))])
+    env = TableEnvironment()
+    env.execute_sql(f"""
+        CREATE TABLE cdc (id BIGINT, name STRING)
+          WITH ({with_options('kafka', kafka_broker, cdc, format='debezium-json',
+                              **{'scan.startup.mode': 'earliest-offset'})});
+        CREATE TABLE users (id BIGINT, name STRING, PRIMARY KEY (id) NOT ENFORCED)
+          WITH ({with_options('upsert-kafka', kafka_broker, out, **{'key.format': 'json', 'value.format': 'json'})});
+    """)
+    run_until_idle(env, "INSERT INTO users SELECT id, name FROM cdc", tmp_path / "job")
+    got = kafka_broker.records(out)
+    # Per key, in order: updates become the new value, deletes tombstones (key, no value); -U is not written.
+    # (Keys are spread over the plan's partitions, so only each key's own order is defined.)
+    per_key: dict[str, list] = {}
+    for r in got:
+        per_key.setdefault(r.key, []).append(r.value and json.loads(r.value))
+    assert per_key == {'{"id":1}': [ann, ann2], '{"id":2}': [bob, None], '{"id":3}': [{"id": 3, "name": "cy"}]}
+    assert latest_per_key(got) == {'{"id":1}': ann2, '{"id":3}': {"id": 3, "name": "cy"}}
+
+
+TOTALS_DDL = """
+CREATE TABLE clicks (k STRING, v BIGINT) WITH ({src});
+CREATE TABLE totals (k STRING, n BIGINT, total BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({out});
+"""
+TOTALS_SQL = "INSERT INTO totals SELECT k, COUNT(*), SUM(v) FROM clicks GROUP BY k"
+
+
+def clicks(*pairs: tuple[str, int]) -> list[tuple[None, str]]:
+    return [(None, json.dumps({"k": k, "v": v})) for k, v in pairs]
+
+
+def test_group_by_into_upsert_kafka_while_the_topic_grows_and_across_stop_restore(tmp_path: Path, spark,
+                                                                                    kafka_broker) -> None:
+    src, out = kafka_broker.topic("clicks"), kafka_broker.topic("totals")
+    env = TableEnvironment()
+    env.execute_sql(TOTALS_DDL.format(
+        src=with_options("kafka", kafka_broker, src, format="json", **{"scan.startup.mode": "earliest-offset"}),
+        out=with_options("upsert-kafka", kafka_broker, out, **{"key.format": "json", "value.format": "json"})))
+    plan = env.compile_plan_sql(TOTALS_SQL)
+    root = tmp_path / "job"
+
+    def state() -> dict[str, tuple[int, int]]:
+        return {json.loads(k)["k"]: (v["n"], v["total"]) for k, v in latest_per_key(kafka_broker.records(out)).items()}
+
+    job = env.execute_plan(plan, job_root=str(root))  # running: micro-batches as records arrive
+    try:
+        kafka_broker.produce(src, clicks(("a", 1), ("b", 2), ("a", 3)))
+        wait_until("the first records", lambda: state() == {"a": (2, 4), "b": (1, 2)}, job)
+        kafka_broker.produce(src, clicks(("a", 10), ("c", 5)))  # the topic grows while the job runs
+        wait_until("the records added while running", lambda: state() == {"a": (3, 14), "b": (1, 2), "c": (1, 5)},
+                   job)
+    finally:
+        snapshot = job.stop(snapshot=True)
+    assert snapshot
+    kafka_broker.produce(src, clicks(("b", 1), ("c", -5), ("d", 7)))  # while stopped
+
+    run_until_idle(env, TOTALS_SQL, root)  # restores the aggregate's state from the stop's snapshot
+    assert state() == {"a": (3, 14), "b": (2, 3), "c": (2, 0), "d": (1, 7)}
+    # No update lost or replayed out of order: per key, each written count is larger than the one before.
+    per_key: dict[str, list[int]] = {}
+    for r in kafka_broker.records(out):
+        per_key.setdefault(json.loads(r.key)["k"], []).append(json.loads(r.value)["n"])
+    assert all(counts == sorted(set(counts)) for counts in per_key.values()), per_key
+    assert per_key["b"][-2:] == [1, 2] and per_key["c"][-2:] == [1, 2]  # counted on, not from zero, after restore
+
+
+def start_mode_topic(broker: Any) -> str:
+    """Partition 0: ids 0-3 at T0+0..3 s; partition 1: ids 10-11 at T0+0..1 s."""
+    topic = broker.topic("modes", partitions=2)
+    broker.produce(topic, [(None, json.dumps({"id": i}), T0 + i * 1000) for i in range(4)], partition=0)
+    broker.produce(topic, [(None, json.dumps({"id": 10 + i}), T0 + i * 1000) for i in range(2)], partition=1)
+    return topic
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ({"scan.startup.mode": "earliest-offset"}, {0, 1, 2, 3, 10, 11}),
+    # Partition 1 holds nothing at or after T0+2 s: it starts at its end (Flink's behaviour), not with an error.
+    ({"scan.startup.mode": "timestamp", "scan.startup.timestamp-millis": str(T0 + 2000)}, {2, 3}),
+    # The group committed offset 3 on partition 0 and nothing on partition 1, which falls back to auto.offset.reset.
+    ({"scan.startup.mode": "group-offsets", "properties.group.id": "{group}",
+      "properties.auto.offset.reset": "earliest"}, {3, 10, 11}),
+    ({"scan.startup.mode": "group-offsets", "properties.group.id": "{group}"}, {3}),
+], ids=["earliest", "timestamp", "group-offsets+earliest", "group-offsets"])
+def test_start_modes(tmp_path: Path, spark, kafka_broker, options: dict[str, str], expected: set[int]) -> None:
+    src, out = start_mode_topic(kafka_broker), kafka_broker.topic("modes-out")
+    group = f"g-{src}"
+    kafka_broker.commit(group, src, {0: 3})
+    options = {k: v.format(group=group) for k, v in options.items()}
+    env = TableEnvironment()
+    env.execute_sql(f"""
+        CREATE TABLE src (id BIGINT) WITH ({with_options('kafka', kafka_broker, src, format='json', **options)});
+        CREATE TABLE out_t (id BIGINT) WITH ({with_options('kafka', kafka_broker, out, format='json')});
+    """)
+    run_until_idle(env, "INSERT INTO out_t SELECT id FROM src", tmp_path / "job")
+    got = [v["id"] for v in values(kafka_broker.records(out))]
+    assert sorted(got) == sorted(expected)
+
+
+def test_latest_offset_reads_only_what_arrives_after_the_first_start(tmp_path: Path, spark, kafka_broker) -> None:
+    src, out = start_mode_topic(kafka_broker), kafka_broker.topic("latest-out")
+    env = TableEnvironment()
+    env.execute_sql(f"""
+        CREATE TABLE src (id BIGINT)
+          WITH ({with_options('kafka', kafka_broker, src, format='json', **{'scan.startup.mode': 'latest-offset'})});
+        CREATE TABLE out_t (id BIGINT) WITH ({with_options('kafka', kafka_broker, out, format='json')});
+    """)
+    root = tmp_path / "job"
+    run_until_idle(env, "INSERT INTO out_t SELECT id FROM src", root)
+    assert kafka_broker.records(out) == []
+    kafka_broker.produce(src, [(None, json.dumps({"id": 4}))], partition=0)
+    kafka_broker.produce(src, [(None, json.dumps({"id": 12}))], partition=1)
+    # The second run resumes where the first one's start put it (its checkpoint), not at the new end.
+    run_until_idle(env, "INSERT INTO out_t SELECT id FROM src", root)
+    assert sorted(v["id"] for v in values(kafka_broker.records(out))) == [4, 12]
+
+
+def unused_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize("case", ["unreachable", "source topic", "sink topic"])
+def test_bad_cluster_or_topic_is_one_error_naming_the_option(tmp_path: Path, spark, kafka_broker, case) -> None:
+    topic = kafka_broker.topic("exists")
+    servers = f"127.0.0.1:{unused_port()}" if case == "unreachable" else kafka_broker.bootstrap
+    src_topic = "no-such-topic" if case == "source topic" else topic
+    out_topic = "no-such-output" if case == "sink topic" else topic
+    env = TableEnvironment()
+    env.execute_sql(f"""
+        CREATE TABLE src (id BIGINT) WITH ('connector' = 'kafka', 'topic' = '{src_topic}', 'format' = 'json',
+          'properties.bootstrap.servers' = '{servers}', 'scan.startup.mode' = 'earliest-offset');
+        CREATE TABLE out_t (id BIGINT) WITH ('connector' = 'kafka', 'topic' = '{out_topic}', 'format' = 'json',
+          'properties.bootstrap.servers' = '{kafka_broker.bootstrap}');
+    """)
+    with pytest.raises(KafkaUnavailable) as info:
+        run_until_idle(env, "INSERT INTO out_t SELECT id FROM src", tmp_path / "job")
+    text = info.value.render()
+    expected = {
+        "unreachable": [f"cannot reach Kafka at 'properties.bootstrap.servers' = '{servers}'", "no answer within"],
+        "source topic": ["topic 'no-such-topic' does not exist", "option 'topic'", "table reads it", topic],
+        "sink topic": ["topic 'no-such-output' does not exist", "option 'topic'", "table writes it"],
+    }[case]
+    for part in expected:
+        assert part in text, text
+    assert "\tat " not in text and "Py4J" not in text and len(text.splitlines()) == 2  # message + hint, no trace

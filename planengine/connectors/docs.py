@@ -51,6 +51,10 @@ the PRIMARY KEY, which the planner normalises).
 
 **Mutable** options may change between compiling a plan and restoring it (the catalog's value wins);
 changing any other option of a table in a compiled plan is an error.
+
+**Kafka** (`kafka`, `upsert-kafka`): where the connector jars come from, the checks at start, the start modes, what
+the sink guarantees after a crash (at least once; effectively once per key with `upsert-kafka`) and the test
+broker: [kafka.md](kafka.md).
 """
 
 

@@ -233,3 +233,23 @@ def test_bad_cluster_or_topic_is_one_error_naming_the_option(tmp_path: Path, spa
     for part in expected:
         assert part in text, text
     assert "\tat " not in text and "Py4J" not in text and len(text.splitlines()) == 2  # message + hint, no trace
+
+
+def test_one_topic_into_two_kafka_sinks_through_the_shared_query(tmp_path: Path, spark, kafka_broker) -> None:
+    """Two INSERTs reading one topic share its scan: one query writes both sinks from ``foreachBatch`` (Spark's
+    Kafka batch writer, not its streaming sink)."""
+    src, evens, odds = kafka_broker.topic("fan-in"), kafka_broker.topic("evens"), kafka_broker.topic("odds")
+    kafka_broker.produce(src, [(None, json.dumps({"id": i})) for i in range(6)])
+    env = TableEnvironment()
+    env.execute_sql(f"""
+        CREATE TABLE src (id BIGINT)
+          WITH ({with_options('kafka', kafka_broker, src, format='json', **{'scan.startup.mode': 'earliest-offset'})});
+        CREATE TABLE evens (id BIGINT) WITH ({with_options('kafka', kafka_broker, evens, format='json')});
+        CREATE TABLE odds (id BIGINT) WITH ({with_options('kafka', kafka_broker, odds, format='json')});
+    """)
+    plan = env.create_statement_set().add_insert_sql("INSERT INTO evens SELECT id FROM src WHERE MOD(id, 2) = 0") \
+        .add_insert_sql("INSERT INTO odds SELECT id FROM src WHERE MOD(id, 2) = 1").compile_plan()
+    result = env.execute_plan(plan, job_root=str(tmp_path / "job"), until_idle=True)
+    assert len(result.queries) == 1  # the shared scan: one query, two batch writers
+    assert sorted(v["id"] for v in values(kafka_broker.records(evens))) == [0, 2, 4]
+    assert sorted(v["id"] for v in values(kafka_broker.records(odds))) == [1, 3, 5]

@@ -1,13 +1,14 @@
 """The test kubelet: runs the pods of the API emulator as local processes, exactly as each pod says.
 
-A node agent like the real one, talking to the API over HTTP: it binds every pod it sees to its node, gives
-it a pod IP (a loopback address of its own, ``127.<node block>.<x>.<y>``), prepares its volumes, starts each container
-in a sandbox (``sandbox.py``) and writes ``status`` back (phase, pod IP, conditions, ``containerStatuses``
-with running / terminated / waiting states, exit codes, restart counts), restarts containers per
-``restartPolicy`` with a back-off, runs ``httpGet`` readiness and liveness probes, serves ``pods/<name>/log``
+A node agent like the real one, talking to the API over HTTP: it binds every pod it sees to its node, gives it a
+pod IP (``podnet.py``: an address of a block made local to this machine, ``10.<node block>.<x>.<y>``, which a real
+API server accepts in EndpointSlices; ``127.<node block>.<x>.<y>`` without CAP_NET_ADMIN), prepares its volumes,
+starts each container in a sandbox (``sandbox.py``) and writes ``status`` back (phase, pod IP, conditions,
+``containerStatuses`` with running / terminated / waiting states, exit codes, restart counts), restarts containers
+per ``restartPolicy`` with a back-off, runs ``httpGet`` readiness and liveness probes, serves ``pods/<name>/log``
 (``kubectl logs``, the operator's log reads) and ends containers when a pod is deleted: SIGTERM to the main
-process, SIGKILL to every process of the container after the grace period, then the final delete of the pod
-object (until then the pod is Terminating, as on a cluster). A pod that vanishes from the API is killed.
+process, SIGKILL to every process of the container after the grace period, then the final delete of the pod object
+(until then the pod is Terminating, as on a cluster). A pod that vanishes from the API is killed.
 
 What a container gets, and from where:
 
@@ -24,7 +25,8 @@ What a container gets, and from where:
 * ``readOnlyRootFilesystem``, ``runAsUser``/``runAsGroup``/``fsGroup``, ``workingDir``: enforced by the
   sandbox; ``runAsNonRoot`` refuses uid 0 (CreateContainerConfigError).
 
-Spark drivers asking for executor pods are checked and run with in-process executors (``spark_profile``).
+Spark drivers asking for executor pods are checked, then run with in-process executors, or, on a node with
+``executor_pods`` set, create their executor pods through the API server (``spark_profile``).
 Not done: scheduling (one node, no resources), image pulls, init containers, other volume types, exec,
 port-forward, ConfigMap volume updates after start, Secrets (the emulator serves none).
 """
@@ -55,7 +57,7 @@ from aiohttp import web
 from tests.cluster.client import ApiClient
 from tests.cluster.pki import KeyPair
 from tests.operator.kubelet import node as node_api
-from tests.operator.kubelet import sandbox, spark_profile
+from tests.operator.kubelet import podnet, sandbox, spark_profile
 from tests.operator.kubelet.image import EngineImage, engine_image
 
 SYNC_INTERVAL = 0.2
@@ -185,6 +187,10 @@ class Kubelet:
         # Pods bind their pod IP (status API port 4041 in every driver): a random second octet per kubelet keeps
         # the pods of two test processes running at once (two worktrees' suites) apart, as separate nodes.
         self._ip_block = random.SystemRandom().randrange(1, 255)
+        self.network = podnet.PodNetwork(f"127.{self._ip_block}")  # a routable block on a real API server (start)
+        self.network_problem: str | None = None  # why the node's pods have loopback addresses, if they do
+        # Spark drivers create real executor pods (True) or run their tasks in-process (each executor is a JVM).
+        self.executor_pods = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._main, name=f"kubelet-{node}", daemon=True)
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -198,6 +204,7 @@ class Kubelet:
             raise RuntimeError(why)
         self.root.mkdir(parents=True, exist_ok=True)
         if self.real:
+            self.network, self.network_problem = podnet.claim()
             self.started = threading.Event()
             self._thread.start()
             if not self.started.wait(60):
@@ -214,6 +221,7 @@ class Kubelet:
             for run in self.pods.values():
                 for container in run.containers:
                     self._kill(container, signal.SIGKILL)
+        self.network.release()
 
     def _main(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -389,7 +397,7 @@ class Kubelet:
         md = pod["metadata"]
         number = self._next_ip
         self._next_ip += 1
-        ip = f"127.{self._ip_block}.{number // 250 + 10}.{number % 250 + 2}"
+        ip = self.network.address(number)
         directory = self.root / "pods" / f"{md['namespace']}_{md['name']}_{md['uid'][:8]}"
         directory.mkdir(parents=True, exist_ok=True)
         run = PodRun(md["uid"], md["namespace"], md["name"], ip, directory,
@@ -490,7 +498,7 @@ class Kubelet:
         env = await self._env(pod, run, container)
         argv = self._argv(container.spec, env)
         if spark_profile.wants_kubernetes(argv):
-            argv = await self._localize_spark(argv, pod, container, files)
+            argv = await self._localize_spark(argv, pod, container, files, run.ip)
         user = self.image.user if uid == self.image.uid else ""
         home = self.image.home if user else "/"
         env.setdefault("HOME", home)
@@ -513,16 +521,16 @@ class Kubelet:
         """Kubernetes' rule: ``command`` replaces ENTRYPOINT (and drops CMD), ``args`` replaces CMD."""
         image = self.images[str(spec.get("image"))]
         entrypoint = list(image.entrypoint) if image.entrypoint is not None else list(self.image.entrypoint)
-        if entrypoint[:2] == ["/usr/bin/tini", "--"] and not Path("/usr/bin/tini").exists():
-            entrypoint = entrypoint[2:]  # the runner reaps and kills the process group itself
         if spec.get("command"):
             argv = [*spec["command"], *(spec.get("args") or [])]
         else:
             argv = [*entrypoint, *spec.get("args", self.image.cmd)]
+        if argv[:2] == ["/usr/bin/tini", "--"] and not Path("/usr/bin/tini").exists():
+            argv = argv[2:]  # the runner reaps and kills the process group itself (the image's or a pod's tini)
         return [_expand(a, env) for a in argv]
 
     async def _localize_spark(self, argv: list[str], pod: dict[str, Any], container: Container,
-                              files: dict[str, Path]) -> list[str]:
+                              files: dict[str, Path], pod_ip: str) -> list[str]:
         namespace = pod["metadata"]["namespace"]
         host = spark_profile.conf_pairs(argv).get("spark.driver.host", "")
         name = host.split(".")[0]
@@ -533,23 +541,36 @@ class Kubelet:
         try:
             return spark_profile.check_and_localize(
                 argv, pod=pod, container=container.spec, service=lambda ns, svc: services.get((ns, svc)),
-                container_file=files.get)
+                container_file=files.get, executor_pods=pod_ip if self.executor_pods and self.real else None)
         except spark_profile.SparkSettingsError as error:
             return ["/bin/sh", "-c", 'echo "$0" >&2; exit 1', f"Spark on Kubernetes settings rejected: {error}"]
 
     async def _hosts(self, pod: dict[str, Any], run: PodRun) -> list[str]:
-        """The pod's /etc/hosts additions: its name and the cluster names of the Services selecting it now."""
+        """The pod's /etc/hosts additions, a stand-in for cluster DNS written when the container starts: its name,
+        and the cluster name of every Service of its namespace with the address of a pod it selects (this pod's
+        when it selects this pod: a driver's own Service; else a running pod's: the driver Service an executor
+        dials). No kube-proxy: a name leads to a pod address, as a headless Service's does."""
         lines = [f"{run.ip} {run.name}"]
         if self.real:
             lines.append(f"{self.api_service_ip} kubernetes kubernetes.default kubernetes.default.svc "
                          "kubernetes.default.svc.cluster.local")
         labels = pod["metadata"].get("labels") or {}
         services = (await self._get(f"/api/v1/namespaces/{run.namespace}/services") or {}).get("items") or []
+        others: list[dict[str, Any]] | None = None
         for svc in services:
             selector = (svc.get("spec") or {}).get("selector") or {}
-            if selector and all(labels.get(k) == v for k, v in selector.items()):
+            if not selector:
+                continue
+            address = run.ip if _selects(selector, labels) else None
+            if address is None:
+                if others is None:
+                    others = (await self._get(f"/api/v1/namespaces/{run.namespace}/pods") or {}).get("items") or []
+                address = next((o["status"]["podIP"] for o in others if (o.get("status") or {}).get("podIP")
+                                and (o.get("status") or {}).get("phase") == "Running"
+                                and _selects(selector, o["metadata"].get("labels") or {})), None)
+            if address is not None:
                 name = svc["metadata"]["name"]
-                lines.append(f"{run.ip} {name}.{run.namespace}.svc {name}.{run.namespace}.svc.cluster.local")
+                lines.append(f"{address} {name}.{run.namespace}.svc {name}.{run.namespace}.svc.cluster.local")
         return lines
 
     async def _volume(self, pod: dict[str, Any], run: PodRun, volume: dict[str, Any], fs_group: Any) -> Path:
@@ -911,3 +932,7 @@ def _unmount_quietly(path: Path) -> None:
     with contextlib.suppress(OSError):
         if os.path.ismount(path):
             subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
+
+
+def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())

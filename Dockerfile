@@ -64,6 +64,10 @@ RUN jars="$(python -c 'import os, pyspark; print(os.path.join(os.path.dirname(py
  && python -c 'import planengine' \
  && mkdir -p /var/lib/planengine/jobs \
  && chown -R 10001:10001 /var/lib/planengine
+# The connector jars are in PySpark's own jars/ (above), on every driver's and executor's class path: the engine
+# adds nothing to spark.jars (planengine/runtime/extra_jars.py; set and empty turns its search for a checkout's
+# set-up cache off, which an image does not have anyway).
+ENV PLANENGINE_EXTRA_JARS=""
 # Executor pods (Spark on Kubernetes starts them from this image) run Spark's executor backend through this
 # launcher; the operator's executor pod template names it (builders.EXECUTOR_COMMAND).
 COPY --chmod=0755 planengine/runtime/spark-executor.sh /usr/local/bin/planengine-spark-executor

@@ -51,6 +51,7 @@ BLOCK_MANAGER_PORT = 7079
 # The ServiceAccount driver pods run as; the chart creates it with the RBAC Spark needs for executor pods.
 DRIVER_SERVICE_ACCOUNT = "planengine-driver"
 KUBERNETES_MASTER = "k8s://https://kubernetes.default.svc:443"
+EXECUTOR_WORK_DIR = "/opt/spark/work-dir"  # writable: fetched jars land in an executor's working directory
 # Spark starts executors with the args ["executor"]; the image's entrypoint is planengine, so the executor
 # pod template runs this launcher instead (the Dockerfile installs it; what Spark's own entrypoint.sh does).
 EXECUTOR_COMMAND = ["/usr/bin/tini", "--", "/usr/local/bin/planengine-spark-executor"]
@@ -414,10 +415,12 @@ def build_executor_pod_template(spec: dict[str, Any]) -> dict[str, Any]:
     """The pod template Spark starts executors from (``spark.kubernetes.executor.podTemplateFile``).
 
     Same user, read-only root filesystem and job root claim as the driver (executors commit state store
-    files into the checkpoints), a writable ``/tmp``, and the command that starts Spark's executor backend
-    (Spark passes ``executor`` as the args). The user's ``podTemplate`` applies as to the driver (its
-    ``driver`` container's settings go to the ``executor`` container). Spark fills in image, resources, env
-    and ports."""
+    files into the checkpoints), a writable ``/tmp``, a writable working directory (an executor copies the
+    jars it fetches from the driver into its working directory: on the image's read-only home it dies with
+    "Read-only file system" before its first task; Spark's own images use ``/opt/spark/work-dir``), and the
+    command that starts Spark's executor backend (Spark passes ``executor`` as the args). The user's
+    ``podTemplate`` applies as to the driver (its ``driver`` container's settings go to the ``executor``
+    container). Spark fills in image, resources, env and ports."""
     volumes, mounts = _claim_volume(spec)
     pod = {
         "apiVersion": "v1",
@@ -428,10 +431,12 @@ def build_executor_pod_template(spec: dict[str, Any]) -> dict[str, Any]:
             "containers": [{
                 "name": "executor",
                 "command": list(EXECUTOR_COMMAND),
+                "workingDir": EXECUTOR_WORK_DIR,
                 "securityContext": copy.deepcopy(_CONTAINER_SECURITY),
-                "volumeMounts": [*mounts, {"name": "tmp", "mountPath": "/tmp"}],
+                "volumeMounts": [*mounts, {"name": "tmp", "mountPath": "/tmp"},
+                                 {"name": "work", "mountPath": EXECUTOR_WORK_DIR}],
             }],
-            "volumes": [*volumes, {"name": "tmp", "emptyDir": {}}],
+            "volumes": [*volumes, {"name": "tmp", "emptyDir": {}}, {"name": "work", "emptyDir": {}}],
         },
     }
     return merge_pod_template(pod, _template_for("executor", spec))

@@ -324,7 +324,7 @@ class Job:
                 })
             return {"engineVersion": ENGINE_VERSION, "sparkVersion": SPARK_VERSION, "planId": self.plan.plan_id,
                     "runId": self.run.run_id, "state": self.state, "queries": queries,
-                    "capabilities": list(CAPABILITIES)}
+                    "executors": spark_executors(self.spark), "capabilities": list(CAPABILITIES)}
 
     def request_stop(self, snapshot: bool, drain: bool) -> str | None:
         return self.stop(snapshot=snapshot, drain=drain, reason="manual" if snapshot else "stop")
@@ -578,3 +578,17 @@ def _install_plan(root: JobRoot, plan: CompiledPlan, from_snapshot: str | None) 
     if not root.has_plan():
         root.write_plan_text(plan.as_json())
     return plan
+
+
+def spark_executors(spark: Any) -> list[dict[str, Any]]:
+    """Spark's own executor list (its status store, kept with the UI off): where the tasks ran. With executor
+    pods this is what shows that the pods joined and took tasks, and that a lost one was replaced; ``local[N]``
+    lists the driver alone. Empty when Spark cannot say (a status read must never fail a driver)."""
+    try:
+        summaries = spark.sparkContext._jsc.sc().statusStore().executorList(False)
+        return [{"id": e.id(), "hostPort": e.hostPort(), "active": bool(e.isActive()),
+                 "activeTasks": int(e.activeTasks()), "completedTasks": int(e.completedTasks()),
+                 "failedTasks": int(e.failedTasks())}
+                for e in (summaries.apply(i) for i in range(summaries.size()))]
+    except Exception:  # py4j errors of a stopping context, an older Spark's API
+        return []

@@ -79,7 +79,11 @@ class DriverControl(Protocol):
 
         {"engineVersion", "sparkVersion", "planId", "runId", "state",
          "queries": [{"uid", "state", "lastBatchId", "lastCommitAt", "inputRowsPerSecond",
-                      "processedRowsPerSecond", "watermark", "exception"}]}
+                      "processedRowsPerSecond", "watermark", "exception"}],
+         "executors": [{"id", "hostPort", "active", "activeTasks", "completedTasks", "failedTasks"}]}
+
+    ``executors`` is Spark's own executor list (``driver`` alone under ``local[N]``; with executor pods, each
+    pod's executor, lost ones ``active: false``); optional, as for the engines before it.
 
     A query may also carry ``exceptionsTotal`` (int), exported as a counter; without it the counter is
     1 while ``exception`` is set. ``status()`` is called from server threads: it must be thread-safe.

@@ -1,9 +1,12 @@
-"""Spark on Kubernetes in the pod runner: the driver's ``k8s://`` settings are checked, executors run in-process.
+"""Spark on Kubernetes in the pod runner: the driver's ``k8s://`` settings are checked, then executors are pods
+or run in-process.
 
-A driver pod asks Spark for executor pods (``--conf spark.master=k8s://...``). This runner does not start
-them: each executor would be another JVM on a machine the tests already load. Instead it checks that the
-settings would work on a cluster, against the pod and the API, and then runs the driver with
-``spark.master=local[N]`` (N = executors x cores, capped) in their place. Checked:
+A driver pod asks Spark for executor pods (``--conf spark.master=k8s://...``). On a node that runs executors as
+pods (``Kubelet.executor_pods``, real API server only) the driver's Spark creates them through the API server, the
+scheduler places them and the kubelet runs them like any pod (``planengine-spark-executor``). Each is another JVM
+on a machine the tests already load, so by default a node runs the driver with ``spark.master=local[N]`` (N =
+executors x cores, capped) in their place. Either way the settings are first checked against the pod and the
+API, so a driver that would fail on a cluster fails here. Checked:
 
 * ``spark.kubernetes.namespace`` is the pod's namespace, ``spark.kubernetes.driver.pod.name`` the pod's name
   (executors are owned by that pod) and ``spark.kubernetes.container.image`` the container's image;
@@ -15,6 +18,10 @@ settings would work on a cluster, against the pod and the API, and then runs the
 * executor counts, cores and memory parse as Spark reads them.
 
 A failed check fails the container (exit 1, the reason in its log), as Spark would fail on a cluster.
+
+With executor pods, ``spark.driver.bindAddress=0.0.0.0`` becomes the pod's own address: pods share this machine's
+network (no network namespaces), so "every interface of the pod" would be every interface of the machine, and two
+drivers (an upgrade's standby beside the active one) would take each other's fixed ports.
 """
 
 from __future__ import annotations
@@ -51,8 +58,9 @@ def wants_kubernetes(args: list[str]) -> bool:
 
 def check_and_localize(args: list[str], *, pod: dict[str, Any], container: dict[str, Any],
                        service: Callable[[str, str], dict[str, Any] | None],
-                       container_file: Callable[[str], Path | None]) -> list[str]:
-    """The argv with ``spark.master=local[N]`` once the Kubernetes settings passed every check."""
+                       container_file: Callable[[str], Path | None], executor_pods: str | None = None) -> list[str]:
+    """The argv once the Kubernetes settings passed every check: with ``spark.master=local[N]``, or, when
+    ``executor_pods`` is the pod's address, as it is (Spark creates the executor pods) but bound to that address."""
     conf = conf_pairs(args)
     md = pod["metadata"]
     problems = []
@@ -71,6 +79,9 @@ def check_and_localize(args: list[str], *, pod: dict[str, Any], container: dict[
         problems.append(f"spark.executor.memory={conf.get('spark.executor.memory')!r} is not a Spark size (e.g. 4g)")
     if problems:
         raise SparkSettingsError("; ".join(problems))
+    if executor_pods is not None:
+        bind = "spark.driver.bindAddress="
+        return [f"{bind}{executor_pods}" if arg == f"{bind}0.0.0.0" else arg for arg in args]
     local = f"local[{max(1, min(MAX_LOCAL_CORES, instances * cores))}]"
     out = []
     for arg in args:

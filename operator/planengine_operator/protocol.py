@@ -330,7 +330,8 @@ def _fork(view: JobView, op: Operation, observed: DriverObservation) -> Decision
 
 
 def _forked(view: JobView, op: Operation, result: Result) -> Decision:
-    decision = goto(view, op, _start_step(op), snapshot=result.values.get("snapshot"))
+    decision = goto(view, op, _start_step(op), snapshot=result.values.get("snapshot"),
+                    snapshotPath=result.values.get("snapshotPath"))
     assert decision.status is not None
     record_snapshot(view, decision.status, result.values.get("snapshotRef"))
     return decision

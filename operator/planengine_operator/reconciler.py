@@ -31,6 +31,8 @@ from planengine_operator.statemachine import Action, Decision, JobView, Result
 
 log = logging.getLogger(__name__)
 MAX_STEPS_PER_TICK = 12
+# What ``planengine snapshot --job-root`` says (exit 2) when the job root holds no run at all (commands/snapshot.py).
+NO_RUN_TO_SNAPSHOT = "has no run to snapshot"
 
 
 def new_run_id(now: datetime) -> str:
@@ -374,11 +376,13 @@ class Reconciler:
         snapshot (``forked: true``); otherwise it is deleted and the answer is ``base`` itself."""
         engine = params.get("engineVersion") or view.status.engineVersion or view.config.defaultEngineVersion
         run = await self.launcher.run_tool(job, engine, "snapshot", ["snapshot", "--job-root", job.job_root])
+        rollback = "base" in params
+        base = params.get("base")
+        if run.exit_code != 0 and NO_RUN_TO_SNAPSHOT in f"{run.stdout}\n{run.stderr}":
+            return Result(True, _nothing_to_fork(view, base) if not rollback else {"snapshot": base, "forked": False})
         if run.exit_code != 0:
             return _tool_failure("snapshot", run, permanent=False)
         snapshot_id = _snapshot_id_from(run.stdout) or await self._snapshot_since(job, None)
-        rollback = "base" in params
-        base = params.get("base")
         if not snapshot_id:
             # nothing committed yet: the next run starts empty (the rollback keeps its snapshot)
             return Result(True, {"snapshot": base, "forked": False} if rollback else {})
@@ -518,6 +522,20 @@ def _state_moves(run: ToolRun) -> list[str]:
         return []
     moves = data.get("stateMoves") if isinstance(data, dict) else None
     return [str(m) for m in moves] if isinstance(moves, list) else []
+
+
+def _nothing_to_fork(view: JobView, base: str | None) -> dict[str, Any]:
+    """Where a restart starts when the job root holds no run at all (the first driver died before it made its run
+    directory: a bad executor setting, say): from what the dead run would have started from, never "empty" by
+    accident. The latest snapshot when there is one, else ``spec.initialSnapshot``, else empty state (nothing
+    was ever committed). Retrying the fork instead, as for other tool failures, started a new tool pod every
+    tick for good."""
+    if view.status.lastSnapshot is not None and view.status.lastSnapshot.id:
+        return {"snapshot": view.status.lastSnapshot.id, "forked": False}
+    initial = view.spec.initialSnapshot
+    if initial is not None:
+        return {"snapshotPath": initial.uri.removeprefix("file://"), "forked": False}
+    return {"snapshot": base, "forked": False}
 
 
 def _tool_failure(tool: str, run: ToolRun, *, permanent: bool) -> Result:

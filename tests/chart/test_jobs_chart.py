@@ -3,6 +3,9 @@
 Rendered SparkPlanJobs are created in the API emulator with ``fieldValidation=Strict``: the CRD's structural
 schema, defaults, OpenAPI validation and CEL rules, as an API server admits them (an unknown field is an error,
 not a silent prune). ConfigMaps are checked against the Kubernetes 1.35 schemas.
+
+Why the emulator and not the real API server: a fast-tier test (no control plane in that tier). The GitOps
+scenarios of ``tests/operator/e2e/test_gitops.py`` apply the chart's rendered jobs to the real API server.
 """
 
 from __future__ import annotations

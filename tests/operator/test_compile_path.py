@@ -4,6 +4,10 @@ Before: the first compile looked for the ``<job>-plan`` ConfigMap that only the 
 wrote no plan.json"), and ``compiledPlanRef`` was refused ("cannot write into the job root from the operator
 yet"). Now the compile pod prints the plan, the operator publishes it as ``<job>-plan``, and the driver pod
 reads it from that mounted ConfigMap (``run --plan`` installs it into a job root without one).
+
+Why the emulator and not the real API server: a fast-tier test (no control plane in that tier) that writes the
+tool pods' status itself, as a kubelet would, to drive one step at a time. Every Kubernetes-launcher scenario of
+``tests/operator/e2e`` runs the same Compile step on the real control plane with the test kubelet.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ webhook server over HTTPS on loopback answering an AdmissionReview exactly as th
 The served test runs the ``planengine-operator`` console script (a real process, logged in to the API
 emulator) with the variables ``helm template`` renders for the operator container, a TLS Secret stand-in
 made with ``cryptography``, and a free port instead of 9443.
+
+Why the emulator and not the real API server: these are fast-tier tests, and the fast tier runs with no control
+plane (it is still being built in the background then). The API server calling the chart's webhook over TLS
+through its Service is ``tests/operator/e2e/test_chart_install.py``, on the real control plane.
 """
 
 from __future__ import annotations

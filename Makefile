@@ -34,7 +34,7 @@ lint: venv
 # other set-up steps and the fast and Spark tiers; the runner waits for it before e2e. Log: .tools/logs/.
 test:
 	$(PYTHON) -m tests.tiers.background start 40-controlplane
-	$(MAKE) venv lint
+	@start=$$(date +%s); $(MAKE) venv lint && echo "make test: venv and lint took $$(( $$(date +%s) - start )) s"
 	bash tests/setup/prepare.sh --except 40-controlplane
 	PLANENGINE_BACKGROUND_STARTED=1 $(BIN)/python -m tests.tiers.run
 

@@ -22,5 +22,8 @@ for step in "$here"/prepare.d/*.sh; do
   [ -e "$step" ] || continue
   name="$(basename "$step" .sh)"
   [[ " ${except[*]-} " == *" $name "* ]] && continue
+  started=$SECONDS
   bash "$step"
+  # The CI log is where the time budget can be read: each step says how long it took (0 s when present).
+  echo "prepare.sh: $name took $((SECONDS - started)) s"
 done

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.tiers import costs
 from tests.tiers.rules import NEEDS, TIERS, needs, tier_of
 
 TIER_KEY = pytest.StashKey[str]()
@@ -24,9 +25,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tiers", "test tiers (docs/testing.md)")
     group.addoption("--tier", choices=TIERS, default=None,
                     help="run only the tests of this tier (derived from their fixtures and folder)")
-    group.addoption("--e2e-share", choices=("light", "heavy"), default=None,
-                    help="of the e2e tier, only the light share (the operator's contract scenarios and the control "
-                         "plane's own tests: mostly waiting) or the heavy one (JVMs: the rest)")
+    group.addoption("--e2e-share", choices=costs.SHARES, default=None,
+                    help="of the e2e tier, only share a or b: the tier split in two of about equal recorded wall "
+                         "time (tests/tiers/costs.py), which make test runs side by side")
     group.addoption("--tier-report", metavar="PATH", default=None,
                     help="write this run's test counts as JSON to PATH (read by `python -m tests.tiers.run`)")
 
@@ -66,21 +67,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     wanted = config.getoption("--tier")
     if wanted is None:
         return
+    keep = [item for item in items if item.stash[TIER_KEY] == wanted]
     share = config.getoption("--e2e-share")
-    keep = [item for item in items if item.stash[TIER_KEY] == wanted and share in (None, e2e_share(item))]
+    if share is not None:
+        shares = costs.partition((item.nodeid for item in keep), costs.load())
+        keep = [item for item in keep if shares[item.nodeid] == share]
     dropped = [item for item in items if item not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
-
-
-def e2e_share(item: pytest.Item) -> str:
-    """``light``: the operator's scenarios with the contract engine double and the control plane's own tests (the
-    operator's ticks, pods starting: the cores mostly idle); ``heavy``: everything else (JVMs). ``make test`` runs
-    the two shares side by side (``tests/tiers/run.py``)."""
-    names = getattr(item, "fixturenames", ())
-    light = ("world" in names and "real_world" not in names) or _folder(item)[:1] == ("cluster",)
-    return "light" if light else "heavy"
 
 
 @pytest.fixture(scope="session")

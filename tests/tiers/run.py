@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.tiers import costs
 from tests.tiers.background import ADOPT_ENV, LOGS, STEPS, BackgroundSetup
 from tests.tiers.rules import TIERS
 
@@ -126,21 +127,22 @@ BACKGROUND_LOG = LOGS
 
 
 def e2e_step(extra: Sequence[str], scratch: Path) -> Outcome:
-    """The e2e tier as two pytest processes side by side: the light share (contract scenarios, control-plane
-    tests: mostly waiting for ticks and pods) beside the heavy one (JVMs), which alone kept the 2 cores busy only
-    part of the time (44 min in one process). The heavy share's output streams; the light share's is printed when
-    both ended. Each has its own control plane and namespaces, nodes of their own random address blocks."""
+    """The e2e tier as two pytest processes side by side, shares ``a`` and ``b`` of about equal recorded wall time
+    (``tests/tiers/costs.py``): one process kept the 2 cores busy only part of the time (44 min), and two split by
+    kind (contract scenarios beside the JVM-heavy rest) took 15 and 45+ minutes. Share b's output streams;
+    share a's is printed when both ended. Every test's duration is printed (``--durations=0``), so a CI log is
+    enough to refresh the costs. Each share has its own control plane, namespaces and nodes."""
     runs = []
     started = time.monotonic()
-    for share in ("light", "heavy"):
+    for share in costs.SHARES:
         report = scratch / f"e2e-{share}.json"
         command = [sys.executable, "-m", "pytest", "--tier", "e2e", "--e2e-share", share, "--tier-report",
-                   str(report), *extra]
-        out = open(scratch / f"e2e-{share}.log", "wb") if share == "light" else None  # noqa: SIM115
+                   str(report), "--durations=0", *extra]
+        out = open(scratch / f"e2e-{share}.log", "wb") if share == costs.SHARES[0] else None  # noqa: SIM115
         runs.append((share, report, out, subprocess.Popen(command, cwd=REPO, env=step_environment(),
                                                            stdout=out, stderr=subprocess.STDOUT if out else None)))
     total = Outcome()
-    for share, report, out, process in reversed(runs):  # the streaming (heavy) one first
+    for share, report, out, process in reversed(runs):  # the streaming one first
         status = process.wait()
         print(f"--- e2e, {share} share ended after {took(time.monotonic() - started)} ---", flush=True)
         if out is not None:

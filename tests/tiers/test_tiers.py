@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.waits import wait_for
-from tests.tiers import run
+from tests.tiers import costs, run
 from tests.tiers.rules import E2E, FAST, SPARK, needs, tier_of
 
 INNER_CONFTEST = """
@@ -92,44 +92,60 @@ def test_marks_are_derived_and_tier_selects_exactly_one_partition(suite: pytest.
     assert suite.runpytest("-m", "postgres or fast", "-q").parseoutcomes() == {"passed": 2, "deselected": 2}
 
 
-def test_the_e2e_shares_split_the_e2e_tier_exactly(suite: pytest.Pytester) -> None:
-    """``--e2e-share``: the contract scenarios (``world``) are light, the real engine and the CLI heavy; together
-    they are the e2e tier, no test in both (``make test`` runs the shares side by side)."""
+def test_the_e2e_shares_split_the_e2e_tier_exactly_and_by_recorded_cost(suite: pytest.Pytester,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--e2e-share a|b``: together the e2e tier, no test in both, the longest tests apart (the recorded costs of
+    ``tests/tiers/e2e_costs.json``; a test it does not know costs the median). ``make test`` runs them side by
+    side."""
     suite.makeconftest(INNER_CONFTEST + """
 
 @pytest.fixture
 def world():
     return "the contract double's world (a stand-in)"
-
-
-@pytest.fixture
-def real_world():
-    return "the real engine's world (a stand-in)"
 """)
     suite.makepyfile(test_probe_shares="""
         import pytest
 
-        def test_contract(world):
-            pass
-
-        def test_real(real_world):
+        def test_long(world):
             pass
 
         @pytest.mark.usefixtures("engine_process")
-        def test_cli():
+        def test_longer():
+            pass
+
+        @pytest.mark.usefixtures("engine_process")
+        def test_short():
+            pass
+
+        @pytest.mark.usefixtures("engine_process")
+        def test_unknown():
             pass
 
         def test_fast():
             pass
         """)
+    recorded = suite.path / "costs.json"
+    recorded.write_text(json.dumps({"test_probe_shares.py::test_longer": 300, "test_probe_shares.py::test_long": 200,
+                                    "test_probe_shares.py::test_short": 10}))
+    monkeypatch.setattr(costs, "COSTS", recorded)
 
     def selected(*args: str) -> list[str]:
-        result = suite.runpytest("--tier", "e2e", *args, "--collect-only", "-q")
+        result = suite.runpytest_inprocess("--tier", "e2e", *args, "--collect-only", "-q")
         return sorted(line.split("::")[1] for line in result.outlines if "::" in line)
 
-    assert selected("--e2e-share", "light") == ["test_contract"]
-    assert selected("--e2e-share", "heavy") == ["test_cli", "test_real"]
-    assert selected() == ["test_cli", "test_contract", "test_real"]
+    # longest first: longer -> a (300), long -> b (200), unknown (median 200) -> b (400), short -> a (310)
+    assert selected("--e2e-share", "a") == ["test_longer", "test_short"]
+    assert selected("--e2e-share", "b") == ["test_long", "test_unknown"]
+    assert selected() == ["test_long", "test_longer", "test_short", "test_unknown"]
+
+
+def test_costs_are_read_from_pytest_durations(tmp_path: Path) -> None:
+    log = tmp_path / "e2e-a.log"
+    log.write_text("=== slowest durations ===\n120.50s call     tests/x.py::test_a[kubernetes]\n"
+                   "3.20s setup    tests/x.py::test_a[kubernetes]\n0.40s teardown tests/x.py::test_b\n"
+                   "(12 durations < 0.005s hidden.)\n")
+    assert costs.parse_durations(log.read_text()) == {"tests/x.py::test_a[kubernetes]": 123.7,
+                                                       "tests/x.py::test_b": 0.4}
 
 
 def test_a_hand_written_tier_mark_stops_collection_and_is_named(suite: pytest.Pytester) -> None:

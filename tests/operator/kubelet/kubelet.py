@@ -60,6 +60,10 @@ from tests.operator.kubelet import node as node_api
 from tests.operator.kubelet import podnet, sandbox, spark_profile
 from tests.operator.kubelet.image import EngineImage, engine_image
 
+# Passed from the test process into every container (a pod's own env, set later, wins): the JIT and GC options
+# of the test run's JVMs, so drivers in pods are tuned like the engine processes tests start directly.
+TUNING_ENV = "PLANENGINE_SPARK_CONF"
+
 SYNC_INTERVAL = 0.2
 HEARTBEAT = 5.0  # seconds between the node's Lease renewals (a kubelet's default is 10 s)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -676,6 +680,8 @@ class Kubelet:
             env[key] = re.sub(r"\$(\w+)|\$\{(\w+)\}", lambda m: env.get(m.group(1) or m.group(2), ""), value)
         host, _, port = self.api.url.split("://", 1)[1].partition(":")
         env.update(HOSTNAME=run.name, KUBERNETES_SERVICE_HOST=host, KUBERNETES_SERVICE_PORT=port)
+        if TUNING_ENV in os.environ:  # this machine's JVM tuning of test runs (tests/fixtures/spark.py), not the pod's
+            env[TUNING_ENV] = os.environ[TUNING_ENV]
         for source in container.spec.get("envFrom") or []:
             prefix = source.get("prefix", "")
             for kind, plural in (("configMapRef", "configmaps"), ("secretRef", "secrets")):

@@ -2,8 +2,9 @@
 of the e2e tier balanced by it.
 
 The e2e tier runs as two pytest processes side by side (``tests/tiers/run.py``). Split by kind (the contract
-scenarios, mostly waiting, beside every JVM-heavy test) the shares took 15 and 45+ minutes (2026-11-29): the
-step lasted as long as the heavy one. Balanced by recorded cost they take about as long as each other. The
+scenarios, mostly waiting, beside every JVM-heavy test) the contract half took 15 minutes and the other had not
+finished after 60 (2026-11-29): the step lasted as long as the heavy one. Balanced by recorded cost the two take
+about as long as each other. The
 partition is greedy (longest first, each test to the share with less so far; ties by node id), computed the same
 way in both processes from the same collection and the same file, so every test is in exactly one share. A test
 the file does not know costs the median of those it does. Refresh the file from a run's durations:

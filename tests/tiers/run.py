@@ -129,7 +129,7 @@ BACKGROUND_LOG = LOGS
 def e2e_step(extra: Sequence[str], scratch: Path) -> Outcome:
     """The e2e tier as two pytest processes side by side, shares ``a`` and ``b`` of about equal recorded wall time
     (``tests/tiers/costs.py``): one process kept the 2 cores busy only part of the time (44 min), and two split by
-    kind (contract scenarios beside the JVM-heavy rest) took 15 and 45+ minutes. Share b's output streams;
+    kind (contract scenarios beside the JVM-heavy rest) took 15 and more than 60 minutes. Share b's output streams;
     share a's is printed when both ended. Every test's duration is printed (``--durations=0``), so a CI log is
     enough to refresh the costs. Each share has its own control plane, namespaces and nodes."""
     runs = []

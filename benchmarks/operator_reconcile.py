@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     load_start = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="bench-reconcile-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="bench-reconcile-", ignore_cleanup_errors=True) as scratch:
         tmp = Path(scratch)
         with cluster_session(tmp / "cluster") as (plane, identity):
             server_version = plane.admin.request("GET", "/version").get("gitVersion", "?")

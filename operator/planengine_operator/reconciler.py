@@ -379,7 +379,7 @@ class Reconciler:
         rollback = "base" in params
         base = params.get("base")
         if run.exit_code != 0 and NO_RUN_TO_SNAPSHOT in f"{run.stdout}\n{run.stderr}":
-            return Result(True, _nothing_to_fork(view, base) if not rollback else {"snapshot": base, "forked": False})
+            return Result(True, {"snapshot": base, "forked": False} if rollback else _nothing_to_fork(view))
         if run.exit_code != 0:
             return _tool_failure("snapshot", run, permanent=False)
         snapshot_id = _snapshot_id_from(run.stdout) or await self._snapshot_since(job, None)
@@ -524,7 +524,7 @@ def _state_moves(run: ToolRun) -> list[str]:
     return [str(m) for m in moves] if isinstance(moves, list) else []
 
 
-def _nothing_to_fork(view: JobView, base: str | None) -> dict[str, Any]:
+def _nothing_to_fork(view: JobView) -> dict[str, Any]:
     """Where a restart starts when the job root holds no run at all (the first driver died before it made its run
     directory: a bad executor setting, say): from what the dead run would have started from, never "empty" by
     accident. The latest snapshot when there is one, else ``spec.initialSnapshot``, else empty state (nothing
@@ -535,7 +535,7 @@ def _nothing_to_fork(view: JobView, base: str | None) -> dict[str, Any]:
     initial = view.spec.initialSnapshot
     if initial is not None:
         return {"snapshotPath": initial.uri.removeprefix("file://"), "forked": False}
-    return {"snapshot": base, "forked": False}
+    return {"snapshot": None, "forked": False}
 
 
 def _tool_failure(tool: str, run: ToolRun, *, permanent: bool) -> Result:

@@ -41,6 +41,7 @@ from planengine.runtime.context import DrainControl, TranslationContext
 from planengine.runtime.control_token import control_token
 from planengine.runtime.jvm.state_move import move_pending_state
 from planengine.runtime.plan_in_force import install_run_plan, plan_to_run
+from planengine.runtime.progress_listener import Progress, ProgressListener
 from planengine.runtime.python_functions import register_user_functions
 from planengine.runtime.session import get_spark, use_plan_partitions
 from planengine.runtime.snapshots import last_committed_batch_id, take_snapshot
@@ -184,8 +185,7 @@ class Job:
         use_plan_partitions(self.spark, dict(self.plan.data.get("config") or {}))
         # Under the run lock, before any query reads its checkpoint: state moved by a plan migration.
         move_pending_state(self.spark, self.plan.data, self.run.path, *self._state_moves)
-        self._listener = _ProgressListener(self)
-        self.spark.streams.addListener(self._listener)
+        self._listener = ProgressListener(self.spark, self._on_progress)
         for spec in self._specs:  # channel producers were registered before their consumers' sinks
             state = QueryState(spec.uid, spec.kind, _label(spec, self._specs))
             state.spec = spec
@@ -295,8 +295,26 @@ class Job:
     def _remove_listener(self) -> None:
         if getattr(self, "_listener", None) is not None:
             with contextlib.suppress(Exception):
-                self.spark.streams.removeListener(self._listener)
+                self._listener.remove()
             self._listener = None
+
+    def _on_progress(self, p: Progress) -> None:
+        """A batch committed (any query of the session: only this job's count): counts for the status API and
+        the progress display, and the run lock's fence."""
+        mine = [q for q in self.queries if q.query is not None and str(q.query.id) == p.query_id]
+        for q in mine:
+            q.last_batch_id = p.batch_id
+            q.last_commit_at = p.timestamp
+            q.rows += p.input_rows
+            q.batches += 1
+            if self.progress and p.input_rows:
+                print(f"[planengine] {q.label or q.uid}: batch {p.batch_id} committed, {p.input_rows} rows",
+                      file=sys.stderr, flush=True)
+        if mine and self.state == "RUNNING":
+            try:
+                self.fence(p.batch_id)
+            except fencing.RunLockLost:
+                log.error("run %s lost the job root; stopping", self.run.run_id)
 
     def result(self) -> JobResult:
         return JobResult(self.run.run_id, self.snapshot_id,
@@ -422,42 +440,6 @@ def _writer_lock_ok(run_id: str) -> bool:
         return json.loads(Path(path).read_text(encoding="utf-8")).get("runId") == run_id
     except (OSError, ValueError):
         return True
-
-
-class _ProgressListener:
-    """Counts committed batches and rows per query (the status API and the progress display read them)."""
-
-    def __new__(cls, job: Job) -> Any:
-        from pyspark.sql.streaming import StreamingQueryListener  # noqa: PLC0415 — pyspark is an optional extra
-
-        class Listener(StreamingQueryListener):
-            def onQueryStarted(self, event: Any) -> None:
-                pass
-
-            def onQueryProgress(self, event: Any) -> None:
-                p = event.progress
-                mine = [q for q in job.queries if q.query is not None and str(q.query.id) == str(p.id)]
-                for q in mine:
-                        q.last_batch_id = p.batchId
-                        q.last_commit_at = p.timestamp
-                        q.rows += p.numInputRows
-                        q.batches += 1
-                        if job.progress and p.numInputRows:
-                            print(f"[planengine] {q.label or q.uid}: batch {p.batchId} committed, "
-                                  f"{p.numInputRows} rows", file=sys.stderr, flush=True)
-                if mine and job.state == "RUNNING":
-                    try:
-                        job.fence(p.batchId)
-                    except fencing.RunLockLost:
-                        log.error("run %s lost the job root; stopping", job.run.run_id)
-
-            def onQueryIdle(self, event: Any) -> None:
-                pass
-
-            def onQueryTerminated(self, event: Any) -> None:
-                pass
-
-        return Listener()
 
 
 # --- entry points ----------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from planengine.runtime.snapshots import fork_snapshot
+from planengine.runtime.storage.snapshots import fork_snapshot
 
 OPERATORS, PARTITIONS, BATCHES = 2, 8, 60
 DELTA_BYTES = 4096

@@ -277,7 +277,7 @@ class TableEnvironment(CatalogStatements):
         if str(self.config.get("planengine.until-idle", "false")).lower() == "true":
             options["until_idle"] = True
             options["drain"] = str(self.config.get("planengine.drain", "false")).lower() == "true"
-        # The job root: planengine.runtime.storage.resolve_job_root, the same rule as execute_plan's.
+        # The job root: planengine.runtime.storage.job_root.resolve_job_root, the same rule as execute_plan's.
         job = self.execute_plan(plan, **options)
         return TableResult("JOB", f"plan {plan.plan_id[:12]} executed", plan=plan, job=job)
 

@@ -1,4 +1,4 @@
-"""One run-id format for the engine and the operator (planengine/runtime/storage.py documents it).
+"""One run-id format for the engine and the operator (planengine/runtime/storage/job_root.py documents it).
 
 The operator names the runs it launches (``PLANENGINE_RUN_ID``) but must not import the engine, so it keeps
 its own three-line ``new_run_id``; this test is where the two meet.
@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from planengine.errors import UserError
-from planengine.runtime.storage import ID_PATTERN, JobRoot, parse_run_id
+from planengine.runtime.storage.job_root import ID_PATTERN, JobRoot, parse_run_id
 from planengine_operator.reconciler import new_run_id
 
 T0 = datetime(2026, 11, 26, 23, 59, 58, 900_000, tzinfo=UTC)

@@ -458,8 +458,9 @@ def _upgrade_succeeded(view: JobView, op: Operation, committed: int | None, plan
 
 
 def _publish(view: JobView, op: Operation, observed: DriverObservation) -> Decision:
-    """The new run made its migrated plan the job root's plan in force (``planengine/runtime/plan_in_force.py``);
-    the ``<job>-plan`` ConfigMap and ``status.planId`` follow, so kubectl shows the plan that runs."""
+    """The new run made its migrated plan the job root's plan in force
+    (``planengine/runtime/storage/plan_in_force.py``); the ``<job>-plan`` ConfigMap and ``status.planId`` follow,
+    so kubectl shows the plan that runs."""
     return Decision(action=Action("publish", {"planFile": op.planFile}))
 
 

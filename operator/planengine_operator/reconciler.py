@@ -36,7 +36,7 @@ NO_RUN_TO_SNAPSHOT = "has no run to snapshot"
 
 
 def new_run_id(now: datetime) -> str:
-    """``r-<YYYYmmddTHHMMSS>Z-<4 hex>``: the engine's run-id format (``planengine/runtime/storage.py``), so the
+    """``r-<YYYYmmddTHHMMSS>Z-<4 hex>``: the engine's run-id format (``planengine/runtime/storage/job_root.py``), so the
     engine's job-root listing sees operator-named runs and ids sort by time. Kept here, not imported: the
     operator never imports the engine (import-linter). ``now`` is UTC."""
     return now.astimezone(UTC).strftime("r-%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:4]
@@ -408,7 +408,7 @@ class Reconciler:
             snapshot_path = params["snapshotPath"]
         # A run from one of the job's snapshots runs that snapshot's plan, the one its state belongs to: after an
         # upgrade that migrated the plan, a rollback to the snapshot before it runs the plan from before it (the
-        # engine then makes it the plan in force again; planengine/runtime/plan_in_force.py).
+        # engine then makes it the plan in force again; planengine/runtime/storage/plan_in_force.py).
         plan = params.get("planFile") or (f"{snapshot_path}/plan.json" if snapshot and not params.get("snapshotPath")
                                            else self.launcher.plan_path(job))
         argv = builders.run_argv(plan, job.job_root, snapshot_path)

@@ -5,7 +5,7 @@ Compile-and-execute semantics: when ``<job root>/plan.json`` exists it is the pl
 restored, never re-planned (a script's DDL still runs first, so temporary objects exist). Otherwise the
 script's program is compiled and ``plan.json`` written atomically. ``--plan P`` installs P when the job
 root has no plan and refuses a different one, except from a snapshot whose plan P is or migrates to (an
-upgrade: that run makes P the plan in force; ``runtime/plan_in_force.py``). Progress goes to stderr.
+upgrade: that run makes P the plan in force; ``runtime/storage/plan_in_force.py``). Progress goes to stderr.
 Without ``--until-idle`` the driver runs until SIGTERM / SIGINT / ``POST /v1/stop``, then stops at a batch
 boundary with a snapshot.
 
@@ -33,10 +33,10 @@ from planengine.errors import UserError
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.serde import MAX_PARALLELISM
 from planengine.runtime.control_token import TOKEN_FILE_ENV, control_token
-from planengine.runtime.plan_in_force import plan_to_run
 from planengine.runtime.session import SHUFFLE_PARTITIONS_KEY, cli_conf, plan_shuffle_partitions
 from planengine.runtime.standby import run_standby as serve
-from planengine.runtime.storage import JobRoot
+from planengine.runtime.storage.job_root import JobRoot
+from planengine.runtime.storage.plan_in_force import plan_to_run
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -84,7 +84,7 @@ def load_or_compile(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         print(f"[planengine] compiled plan {plan.plan_id[:12]} into {root.plan_path}", file=sys.stderr)
         return env, root, plan
     # Which plan runs when the job root already has one (the snapshot's plan or its migration may replace it):
-    # runtime/plan_in_force.py, applied by execute_plan before anything is written.
+    # runtime/storage/plan_in_force.py, applied by execute_plan before anything is written.
     return env, root, plan_to_run(root, CompiledPlan.from_json(read_text(args.plan)), args.from_snapshot)
 
 

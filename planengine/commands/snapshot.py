@@ -1,7 +1,7 @@
 """``planengine snapshot --job-root DIR``: snapshot the job's latest run at its last committed batches.
 
 Works whether or not a driver runs: Spark writes checkpoint files by write-then-rename and the snapshot
-keeps only committed batches (``planengine.runtime.snapshots``), so a snapshot of a live run is as
+keeps only committed batches (``planengine.runtime.storage.snapshots``), so a snapshot of a live run is as
 consistent as one of a stopped run. The last stdout line is ``{"snapshot": "<id>"}``.
 """
 
@@ -12,8 +12,8 @@ import json
 
 from planengine.errors import UserError
 from planengine.runtime.executor import SPARK_VERSION
-from planengine.runtime.snapshots import take_snapshot
-from planengine.runtime.storage import JobRoot
+from planengine.runtime.storage.job_root import JobRoot
+from planengine.runtime.storage.snapshots import take_snapshot
 from planengine.version import ENGINE_VERSION
 
 

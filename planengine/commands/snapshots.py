@@ -15,9 +15,9 @@ import shutil
 
 from planengine.errors import UserError
 from planengine.runtime.session import get_spark
-from planengine.runtime.snapshots import inspect_snapshot, list_snapshots
 from planengine.runtime.state_check import state_operators
-from planengine.runtime.storage import JobRoot
+from planengine.runtime.storage.job_root import JobRoot
+from planengine.runtime.storage.snapshots import inspect_snapshot, list_snapshots
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

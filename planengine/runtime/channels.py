@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from planengine.runtime.connectors import QueryOptions
-from planengine.runtime.storage import validate_uid
+from planengine.runtime.storage.files import validate_uid
 from planengine.runtime.stream import Stream
 from planengine.runtime.translators.sink import SinkQuery
 

@@ -34,19 +34,20 @@ from planengine.errors import PlanIncompatible, UserError
 from planengine.exec import base as B
 from planengine.plan import serde
 from planengine.plan.compiled_plan import CompiledPlan
-from planengine.runtime import fencing
 from planengine.runtime.channels import cut
 from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.context import DrainControl, TranslationContext
 from planengine.runtime.control_token import control_token
 from planengine.runtime.jvm.state_move import move_pending_state
-from planengine.runtime.plan_in_force import install_run_plan, plan_to_run
 from planengine.runtime.progress_listener import Progress, ProgressListener
 from planengine.runtime.python_functions import register_user_functions
 from planengine.runtime.session import get_spark, use_plan_partitions
-from planengine.runtime.snapshots import last_committed_batch_id, take_snapshot
 from planengine.runtime.status_server import CAPABILITIES, StatusServer
-from planengine.runtime.storage import JobRoot, Run, atomic_write_text, refuse_sinks_inside, resolve_job_root
+from planengine.runtime.storage import fencing
+from planengine.runtime.storage.files import atomic_write_text
+from planengine.runtime.storage.job_root import JobRoot, Run, refuse_sinks_inside, resolve_job_root
+from planengine.runtime.storage.plan_in_force import install_run_plan, plan_to_run
+from planengine.runtime.storage.snapshots import last_committed_batch_id, take_snapshot
 from planengine.runtime.stream import Stream
 from planengine.runtime.topology import translate_plan
 from planengine.runtime.translators import get_translator

@@ -31,10 +31,10 @@ from typing import Any
 from planengine.errors import UserError
 from planengine.runtime import executor
 from planengine.runtime.control_token import control_token
-from planengine.runtime.plan_in_force import plan_to_run
 from planengine.runtime.session import get_spark
 from planengine.runtime.status_server import CAPABILITIES, StatusServer
-from planengine.runtime.storage import JobRoot, Run
+from planengine.runtime.storage.job_root import JobRoot, Run
+from planengine.runtime.storage.plan_in_force import plan_to_run
 
 log = logging.getLogger("planengine.runtime")
 

@@ -128,7 +128,7 @@ def test_campaign_finding_compiles_or_fails_cleanly_and_quickly(path: Path):
 ])
 def test_a_sink_inside_the_job_roots_own_storage_is_refused_when_the_job_starts(tmp_path: Path, path: str,
                                                                                  refused: bool):
-    from planengine.runtime.storage import JobRoot, refuse_sinks_inside
+    from planengine.runtime.storage.job_root import JobRoot, refuse_sinks_inside
 
     root = tmp_path / "job"
     sink = {"type": "stream-exec-sink_2", "table": {"identifier": "`s`", "resolvedTable": {

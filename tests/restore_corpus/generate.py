@@ -75,7 +75,7 @@ def generate_case(name: str, *, write: bool, force: bool = False) -> dict[str, A
 def _run_phase_one(program: Program, data: Path) -> tuple[Any, Path]:
     from planengine.api import TableEnvironment
     from planengine.runtime.session import get_spark
-    from planengine.runtime.snapshots import checkpoint_info
+    from planengine.runtime.storage.snapshots import checkpoint_info
 
     env = TableEnvironment(dict(COMPILE_CONFIG))
     env.execute_sql(program.ddl_for(data))
@@ -106,7 +106,7 @@ def _run_phase_one(program: Program, data: Path) -> tuple[Any, Path]:
 def _write_case(target: Path, program_path: Path, plan: Any, snapshot: Path, program: Program, data: Path) -> None:
     import pyspark
 
-    from planengine.runtime.snapshots import read_snapshot
+    from planengine.runtime.storage.snapshots import read_snapshot
     from planengine.version import ENGINE_VERSION
 
     target.mkdir(parents=True)

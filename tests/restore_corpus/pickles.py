@@ -23,7 +23,7 @@ from typing import Any
 
 from planengine.plan.topology import Dag, Topology, legacy_topology
 from planengine.runtime.operators._codec import load_state
-from planengine.runtime.state_check.layout import read_layout
+from planengine.runtime.storage.checkpoint_layout import read_layout
 
 _GROUP_AGGREGATE_UDAF = ("accumulators",)  # a Python aggregate function's accumulator, base64-pickled
 _SESSIONS = ("windowAccumulators",)  # session windows on transformWithState (window_session.py)

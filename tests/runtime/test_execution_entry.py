@@ -1,6 +1,6 @@
 """The API, a session and the CLI run a plan through one entry point and land in the same job-root layout.
 
-Before ``planengine.runtime.storage.resolve_job_root`` the session's ``planengine.job-root`` meant "a parent
+Before ``planengine.runtime.storage.job_root.resolve_job_root`` the session's ``planengine.job-root`` meant "a parent
 of one job root per plan" for ``INSERT`` but "the job root itself" for ``execute_plan``; here all three
 ways must produce the same tree (plan, one run with the same query uids, one snapshot), at the roots the
 rule names.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from planengine.api import TableEnvironment
 from planengine.cli import main as cli_main
-from planengine.runtime.storage import ID_PATTERN, JobRoot, parse_run_id
+from planengine.runtime.storage.job_root import ID_PATTERN, JobRoot, parse_run_id
 
 DDL = """
 CREATE TABLE src (a INT, b STRING) WITH ('connector' = 'filesystem', 'path' = '{dir}/src', 'format' = 'json');

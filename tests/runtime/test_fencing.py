@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from planengine.runtime.fencing import (
+from planengine.runtime.storage.fencing import (
     JobRootLocked,
     RunLockLost,
     acquire_run_lock,
@@ -19,15 +19,15 @@ from planengine.runtime.fencing import (
     release_run_lock,
     run_lock,
 )
-from planengine.runtime.storage import JobRoot
+from planengine.runtime.storage.job_root import JobRoot
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 HOLDER = textwrap.dedent(
     """
     import sys
-    from planengine.runtime.fencing import JobRootLocked, acquire_run_lock
-    from planengine.runtime.storage import JobRoot
+    from planengine.runtime.storage.fencing import JobRootLocked, acquire_run_lock
+    from planengine.runtime.storage.job_root import JobRoot
     try:
         acquire_run_lock(JobRoot(sys.argv[1]), sys.argv[2])
         print("acquired", flush=True)

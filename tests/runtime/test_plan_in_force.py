@@ -1,4 +1,4 @@
-"""Which plan a run executes in a job root that already has one (``runtime/plan_in_force.py``): the rules an
+"""Which plan a run executes in a job root that already has one (``runtime/storage/plan_in_force.py``): the rules an
 upgrade that migrated its plan relies on, with real compiled plans and this engine's ``migrate`` (no Spark)."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from planengine.errors import UserError
 from planengine.plan import serde
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.migrate import migrate_plan
-from planengine.runtime.plan_in_force import install_run_plan, plan_to_run
-from planengine.runtime.storage import JobRoot
+from planengine.runtime.storage.job_root import JobRoot
+from planengine.runtime.storage.plan_in_force import install_run_plan, plan_to_run
 
 DDL = """CREATE TABLE src (k STRING, v BIGINT) WITH ('connector' = 'filesystem', 'path' = '/tmp/in', 'format' = 'json');
 CREATE TABLE out1 (k STRING, c BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'filesystem',

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from planengine.errors import InternalError, UserError
-from planengine.runtime.snapshots import (
+from planengine.runtime.storage.job_root import JobRoot
+from planengine.runtime.storage.snapshots import (
     fork_snapshot,
     inspect_snapshot,
     last_committed_batch_id,
@@ -22,7 +23,6 @@ from planengine.runtime.snapshots import (
     read_snapshot,
     take_snapshot,
 )
-from planengine.runtime.storage import JobRoot
 
 VERSIONS = {"engine_version": "0.1", "spark_version": "4.3.0", "plan_id": "plan-abc"}
 

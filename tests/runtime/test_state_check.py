@@ -26,7 +26,7 @@ from planengine.commands.compile import split_program
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.restore import COMPATIBLE, INCOMPATIBLE, CheckReport
 from planengine.runtime.state_check import check_snapshot_state
-from planengine.runtime.state_check.layout import read_layout, read_schema_file
+from planengine.runtime.storage.checkpoint_layout import read_layout, read_schema_file
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_A = REPO / ".venv-spark42" / "bin" / "planengine"

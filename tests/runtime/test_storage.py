@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from planengine.errors import UserError
-from planengine.runtime.storage import JobRoot
+from planengine.runtime.storage.job_root import JobRoot
 
 RUN_ID = re.compile(r"^r-\d{8}T\d{6}Z-[0-9a-f]{4}$")
 

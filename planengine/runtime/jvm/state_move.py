@@ -44,8 +44,8 @@ from typing import Any
 
 from planengine.errors import InternalError, PlanIncompatible
 from planengine.plan.state_moves import JVM_OPERATOR, PYTHON_OPERATORS, user_state
-from planengine.runtime.snapshots import last_committed_batch_id
 from planengine.runtime.state_check import stateful_lineage
+from planengine.runtime.storage.snapshots import last_committed_batch_id
 
 log = logging.getLogger("planengine.runtime.state_move")
 

@@ -7,7 +7,7 @@ Two levels, cheapest first:
   exec node name and state names); a query of the snapshot that the plan no longer has would lose its state
   (so does a plan recompiled into another topology: the state lives under the old queries' uids);
 * **Spark state layout**: what Spark stored per query (stateful operator ids and names, state stores and
-  column families, key/value schemas with nullability, partitions; ``layout.py``) against what *this*
+  column families, key/value schemas with nullability, partitions; ``storage/checkpoint_layout.py``) against what *this*
   engine creates for the same plan, found by running every query once over empty input (``probe.py``),
   compared by Spark's own restore rules (``compare.py``). This catches what the plan cannot show: a Spark
   upgrade that changes a stored schema (Spark 4.2 stores the interval join's key bucket NOT NULL, 4.3
@@ -40,7 +40,8 @@ from planengine.plan.state_moves import (
 from planengine.plan.topology import Dag, Topology, legacy_topology
 from planengine.runtime.session import get_spark
 from planengine.runtime.state_check.compare import ADVICE, compare_layouts
-from planengine.runtime.state_check.layout import LayoutError, read_layout
+from planengine.runtime.storage.checkpoint_layout import LayoutError, read_layout
+from planengine.runtime.storage.snapshots import read_snapshot
 
 log = logging.getLogger("planengine.runtime.state_check")
 
@@ -67,9 +68,8 @@ def check_snapshot_state(plan_json: dict[str, Any], snapshot_dir: str, report: C
     Runtime support of the plan's nodes is the caller's check (``commands/check.py``); a plan with a node
     this engine cannot run is not probed.
     """
-    # Cycles: executor (through jvm.state_move) and snapshots import this package at module level.
+    # Cycle: executor (through jvm.state_move) imports this package at module level.
     from planengine.runtime.executor import unsupported_nodes  # noqa: PLC0415 — see the comment above
-    from planengine.runtime.snapshots import read_snapshot  # noqa: PLC0415 — see the comment above
 
     info = read_snapshot(snapshot_dir)
     if not info.complete:

@@ -38,7 +38,7 @@ from planengine.runtime.context import TranslationContext
 from planengine.runtime.executor import TRANSIENT_FAILURES, check_runtime_support
 from planengine.runtime.python_functions import register_user_functions
 from planengine.runtime.session import use_plan_partitions
-from planengine.runtime.state_check.layout import read_layout
+from planengine.runtime.storage.checkpoint_layout import read_layout
 from planengine.runtime.topology import translate_plan
 from planengine.runtime.translators.watermark import EOI
 

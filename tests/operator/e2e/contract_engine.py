@@ -173,7 +173,7 @@ def _migrates(old: dict[str, Any], new: dict[str, Any]) -> bool:
 
 
 def plan_to_run(root: Path, plan_text: str, from_snapshot: str | None) -> str:
-    """The engine's plan-in-force rule (``planengine/runtime/plan_in_force.py``), so the operator's tests fail
+    """The engine's plan-in-force rule (``planengine/runtime/storage/plan_in_force.py``), so the operator's tests fail
     when it launches a plan the engine would refuse: ``run --plan P`` installs P into a root without a plan;
     another plan than the one in force runs only from a snapshot whose plan it is or migrates from (and is in
     force from then on), or, without a snapshot, when the plan in force is its migration (that one runs)."""

@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote, unquote
 
 from planengine.errors import InternalError, UserError
-from planengine.runtime.state_check.layout import LayoutError, read_layout
-from planengine.runtime.storage import PLAN_FILE, atomic_write_text, utc_now_iso, validate_uid
+from planengine.runtime.storage.checkpoint_layout import LayoutError, read_layout
+from planengine.runtime.storage.files import PLAN_FILE, atomic_write_text, utc_now_iso, validate_uid
 
 if TYPE_CHECKING:
-    from planengine.runtime.storage import JobRoot, Run
+    from planengine.runtime.storage.job_root import JobRoot, Run
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_VERSION = 1

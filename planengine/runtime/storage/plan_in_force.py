@@ -27,7 +27,8 @@ from typing import Any
 
 from planengine.errors import UserError
 from planengine.plan.compiled_plan import CompiledPlan
-from planengine.runtime.storage import PLAN_FILE, JobRoot
+from planengine.runtime.storage.files import PLAN_FILE
+from planengine.runtime.storage.job_root import JobRoot
 
 log = logging.getLogger("planengine.runtime")
 

@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from planengine.errors import UserError
-from planengine.runtime.storage import atomic_write_text, utc_now_iso
+from planengine.runtime.storage.files import atomic_write_text, utc_now_iso
 
 if TYPE_CHECKING:
-    from planengine.runtime.storage import JobRoot
+    from planengine.runtime.storage.job_root import JobRoot
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("planengine.runtime.fencing")  # fixed: log lines show it (cli.py)
 
 _TAKEOVER_ATTEMPTS = 5
 # Set by a launcher that confirmed every earlier driver of the job root gone before starting this one.

@@ -1,4 +1,4 @@
-"""Job storage: job roots, runs, snapshots' places, run ids and atomic writes, in one module.
+"""Job roots: the layout under a root, runs, snapshots' places and run ids, in one module.
 
 Layout (DESIGN §6, binding)::
 
@@ -10,10 +10,10 @@ Layout (DESIGN §6, binding)::
     <root>/driver.json                             the live driver's status port
 
 Why one module and not path arithmetic at call sites: every path under a job root is built here and only
-here, so an object-store backend (``s3://bucket/prefix``) can later replace this module without touching
-the translator, the snapshot code or the CLI. For now the root is a local directory; creation steps rely
-on POSIX ``mkdir`` and ``rename`` being atomic. What a snapshot *contains* (forking checkpoints, manifests)
-is ``snapshots.py``; where it lives is here.
+here, so an object-store backend (``s3://bucket/prefix``) can later replace this module and the primitives it
+writes with (``files.py``) without touching the translator, the snapshot code or the CLI. For now the root is a
+local directory; creation steps rely on POSIX ``mkdir`` and ``rename`` being atomic. What a snapshot *contains*
+(forking checkpoints, manifests) is ``snapshots.py``; where it lives is here.
 
 Which job root a run uses is decided here too (``resolve_job_root``), so the API
 (``TableEnvironment.execute_plan``, ``INSERT``/``EXECUTE`` in a session) and the CLI (``planengine run``) can
@@ -37,14 +37,11 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from planengine.errors import UserError
+from planengine.runtime.storage.files import PLAN_FILE, atomic_write_text, utc_now_iso, validate_uid
+from planengine.runtime.storage.snapshots import SnapshotInfo, fork_snapshot, read_snapshot
 
-if TYPE_CHECKING:
-    from planengine.runtime.snapshots import SnapshotInfo
-
-PLAN_FILE = "plan.json"
 RUN_MARKER = "run.json"
 LOCK_FILE = "RUN_LOCK"
 DRIVER_FILE = "driver.json"
@@ -52,12 +49,6 @@ DRIVER_FILE = "driver.json"
 #: Run (``r``) and snapshot (``s``) ids; see the module docstring.
 ID_PATTERN = re.compile(r"^(?P<prefix>[rs])-(?P<stamp>\d{8}T\d{6}Z)-(?P<seq>[0-9a-f]{4})$")
 _STAMP = "%Y%m%dT%H%M%SZ"
-_UID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")
-
-
-def utc_now_iso() -> str:
-    """ISO-8601 UTC time with a ``Z`` suffix, the one timestamp format every manifest uses."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def resolve_job_root(plan_id: str, explicit: str | os.PathLike[str] | None = None, *,
@@ -89,38 +80,6 @@ def parse_run_id(run_id: str) -> datetime:
     match = ID_PATTERN.match(run_id)
     assert match is not None
     return datetime.strptime(match["stamp"], _STAMP).replace(tzinfo=UTC)
-
-
-def validate_uid(uid: str) -> str:
-    """A query uid becomes a directory name, so it must be one safe path component."""
-    if not isinstance(uid, str) or not _UID_RE.match(uid) or uid in {".", ".."}:
-        raise UserError(
-            f"query uid {uid!r} cannot name a checkpoint directory",
-            hint="use letters, digits, '_', '-' or '.', not starting with '.' or '-', at most 200 chars",
-        )
-    return uid
-
-
-def atomic_write_text(path: Path, text: str, *, overwrite: bool = True) -> None:
-    """Write ``text`` so readers see the old content or the new, never a torn file.
-
-    With ``overwrite=False`` the final step is ``link`` instead of ``rename``: it fails if the target
-    appeared meanwhile, which makes "create if absent" race-free.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            os.link(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 @dataclass(frozen=True)
@@ -236,9 +195,6 @@ class JobRoot:
         return (self.runs_dir / validate_uid(run_id) / RUN_MARKER).is_file()
 
     def _restorable_snapshot(self, ref: str | None) -> SnapshotInfo | None:
-        # Imported here: snapshots depends on this module for the layout.
-        from planengine.runtime.snapshots import read_snapshot  # noqa: PLC0415 — cycle: snapshots builds on this module's layout
-
         if ref is None:
             return None
         source = read_snapshot(self._resolve_snapshot(ref))
@@ -250,8 +206,6 @@ class JobRoot:
         return source
 
     def _create_run(self, run: Run, source: SnapshotInfo | None, *, overwrite_marker: bool) -> Run:
-        from planengine.runtime.snapshots import fork_snapshot  # noqa: PLC0415 — cycle: snapshots builds on this module's layout
-
         if source is not None and not run.checkpoints_dir.exists():
             fork_snapshot(source.path, run.checkpoints_dir)
         run.checkpoints_dir.mkdir(exist_ok=True)
@@ -300,15 +254,11 @@ class JobRoot:
     # -- snapshots -----------------------------------------------------------------------------------
     def snapshots(self, include_incomplete: bool = False) -> list[SnapshotInfo]:
         """Snapshots oldest first; incomplete ones (no valid manifest) only when asked for."""
-        from planengine.runtime.snapshots import read_snapshot  # noqa: PLC0415 — cycle: snapshots builds on this module's layout
-
         infos = [read_snapshot(p) for p in _id_dirs(self.snapshots_dir, "s")]
         return infos if include_incomplete else [i for i in infos if i.complete]
 
     def snapshot(self, snapshot_id: str) -> SnapshotInfo:
         """One snapshot by id, complete or not (check ``.complete`` before restoring from it)."""
-        from planengine.runtime.snapshots import read_snapshot  # noqa: PLC0415 — cycle: snapshots builds on this module's layout
-
         path = self.snapshot_dir(snapshot_id)
         if not path.is_dir():
             raise UserError(f"job root {self.path} has no snapshot {snapshot_id}")

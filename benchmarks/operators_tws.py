@@ -44,9 +44,9 @@ def main() -> None:
     from planengine.ir.changelog import ALL
     from planengine.ir.types import parse_type
     from planengine.runtime.context import TranslationContext
+    from planengine.runtime.dataflow.stream import Stream
     from planengine.runtime.operators.group_aggregate import group_aggregate
     from planengine.runtime.session import get_spark
-    from planengine.runtime.stream import Stream
 
     spark = get_spark()
     root = Path(tempfile.mkdtemp(prefix="bench-tws-"))

@@ -195,7 +195,7 @@ class WindowTableFunction(ExecNode):
 
 @exec_node(_meta("window-aggregate", consumed=(STATE_TTL, O.LOCAL_TIME_ZONE.key),
                  operators=("window-aggregate",)),
-           # Version 2: same JSON, the aggregate library's native forms (runtime/aggregates/library.py:
+           # Version 2: same JSON, the aggregate library's native forms (runtime/operators/aggregates/library.py:
            # integer sums wrap like Flink's instead of failing, VAR/STDDEV as Flink reduces them): new state.
            _meta("window-aggregate", 2, consumed=(STATE_TTL, O.LOCAL_TIME_ZONE.key),
                  operators=("window-aggregate",)),

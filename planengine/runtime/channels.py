@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from planengine.runtime.connectors import QueryOptions
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.storage.files import validate_uid
-from planengine.runtime.stream import Stream
 from planengine.runtime.translators.sink import SinkQuery
 
 CHANNEL_DIR = "channel"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from planengine.connectors.options import parse_duration_ms
-from planengine.runtime.stream import Stream
+from planengine.runtime.dataflow.stream import Stream
 
 
 @dataclass(frozen=True)

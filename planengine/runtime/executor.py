@@ -38,6 +38,7 @@ from planengine.runtime.channels import cut
 from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.context import DrainControl, TranslationContext
 from planengine.runtime.control_token import control_token
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm.state_move import move_pending_state
 from planengine.runtime.progress_listener import Progress, ProgressListener
 from planengine.runtime.python_functions import register_user_functions
@@ -48,7 +49,6 @@ from planengine.runtime.storage.files import atomic_write_text
 from planengine.runtime.storage.job_root import JobRoot, Run, refuse_sinks_inside, resolve_job_root
 from planengine.runtime.storage.plan_in_force import install_run_plan, plan_to_run
 from planengine.runtime.storage.snapshots import last_committed_batch_id, take_snapshot
-from planengine.runtime.stream import Stream
 from planengine.runtime.topology import translate_plan
 from planengine.runtime.translators import get_translator
 from planengine.runtime.translators.watermark import write_end_of_input

@@ -20,7 +20,8 @@ Everything else may be tuned per deployment, later sources winning:
   chatter) instead of the terminal.
 
 The JVM operator library's jar (``planengine.runtime.jvm``) is appended to ``spark.jars``, then the extra jars of
-``planengine.runtime.extra_jars`` (Spark's Kafka connector from ``PLANENGINE_EXTRA_JARS`` or the set-up's cache).
+``planengine.runtime.connectors.extra_jars`` (Spark's Kafka connector from ``PLANENGINE_EXTRA_JARS`` or the set-up's
+cache).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from planengine.runtime.extra_jars import with_extra_jars
+from planengine.runtime.connectors.extra_jars import with_extra_jars
 from planengine.runtime.jvm import session_conf
 
 # The shuffle partitions of a plan that records no max parallelism (every plan compiled before it was recorded).

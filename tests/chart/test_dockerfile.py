@@ -146,15 +146,16 @@ def test_engine_has_java_17_python_311_and_pyspark_python():
 
 def test_engine_ships_the_kafka_connector_for_the_pinned_spark():
     """The image's Kafka jars are the lock's kafka-connector group, fetched and checked by the same fetcher as the
-    set-up (planengine/runtime/jars.lock, maven_jars.py): the engine image and the tests run the same jars."""
+    set-up (planengine/runtime/connectors/jars.lock, maven_jars.py): the engine image and the tests run the same
+    jars."""
     jars_stage = BY_NAME["kafka-jars"]
     copied = [copy_sources(c)[1] for c in jars_stage.all("COPY")]
-    assert ["planengine/runtime/maven_jars.py", "planengine/runtime/jars.lock"] in copied
-    for path in ("planengine/runtime/maven_jars.py", "planengine/runtime/jars.lock"):
+    assert ["planengine/runtime/connectors/maven_jars.py", "planengine/runtime/connectors/jars.lock"] in copied
+    for path in ("planengine/runtime/connectors/maven_jars.py", "planengine/runtime/connectors/jars.lock"):
         assert not dockerignore_excludes(path)
     script = " ".join(jars_stage.all("RUN"))
     assert "maven_jars.py fetch kafka-connector --dest /jars" in script
-    lock = (REPO / "planengine" / "runtime" / "jars.lock").read_text()
+    lock = (REPO / "planengine" / "runtime" / "connectors" / "jars.lock").read_text()
     connector = [line.split()[1] for line in lock.splitlines() if line.startswith("kafka-connector ")]
     for artifact in ("spark-sql-kafka-0-10_2.13:", "spark-token-provider-kafka-0-10_2.13:", "kafka-clients:",
                      "commons-pool2:"):

@@ -18,7 +18,7 @@ import pytest
 
 from planengine.functions.defaults import default_registry
 from planengine.ir.expressions import Call, Expr
-from planengine.runtime.expressions import render_spark_sql, render_spark_type
+from planengine.runtime.dataflow.expressions import render_spark_sql, render_spark_type
 from tests.functions.helpers import COLUMNS, RowScope, convert
 
 ROW: dict[str, Any] = {

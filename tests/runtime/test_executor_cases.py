@@ -37,7 +37,7 @@ def sink_changelog(spark, env: TableEnvironment, table: str, path: Path) -> list
 
     from planengine.runtime.connectors import spark_schema_ddl
     from planengine.runtime.connectors.filesystem import _json_readable
-    from planengine.runtime.expressions import render_spark_type
+    from planengine.runtime.dataflow.expressions import render_spark_type
 
     t = env.catalog_manager.get_table(env.catalog_manager.qualify([table])).object
     columns = t.schema.physical_columns

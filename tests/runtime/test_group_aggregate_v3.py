@@ -172,9 +172,9 @@ def test_bigint_sums_wrap_like_java_on_both_strategies(tmp_path: Path, spark: An
     native form and the JVM processor both wrap, batch by batch, and agree."""
     from pyspark.sql import functions as F
 
+    from planengine.runtime.dataflow.stream import ROWKIND, Stream
     from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
     from planengine.runtime.operators.native_group_aggregate import native_group_aggregate
-    from planengine.runtime.stream import ROWKIND, Stream
 
     env, plan = compile_plan(tmp_path, "INSERT INTO keyed SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k")
     sinks = CompiledPlan(plan.data, env.plan_session()).restore()

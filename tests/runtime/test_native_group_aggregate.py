@@ -189,8 +189,8 @@ def test_version_1_keeps_transform_with_state(tmp_path: Path, spark: Any) -> Non
 def test_changelog_is_plus_i_then_plus_u_across_a_restart(tmp_path: Path, spark: Any) -> None:
     """Flink's kinds for an upsert stream: +I on a key's first emission, +U after, also across a restart."""
     from planengine.runtime.connectors import spark_schema_ddl
+    from planengine.runtime.dataflow.stream import ROWKIND, Stream, column_names
     from planengine.runtime.operators.native_group_aggregate import native_group_aggregate
-    from planengine.runtime.stream import ROWKIND, Stream, column_names
 
     env, plan = compile_plan(tmp_path, sink("k STRING, c BIGINT, s BIGINT, lo BIGINT", "k", JDBC),
                              "INSERT INTO snk SELECT k, COUNT(*), SUM(v), MIN(v) FROM src GROUP BY k")
@@ -246,7 +246,7 @@ def test_file_sink_refuses_an_update_mode_stream(tmp_path: Path) -> None:
     from planengine.errors import ValidationError
     from planengine.runtime.connectors import QueryOptions
     from planengine.runtime.connectors.filesystem import write_filesystem
-    from planengine.runtime.stream import UPDATE, Stream, StreamFacts
+    from planengine.runtime.dataflow.stream import UPDATE, Stream, StreamFacts
     from tests.connectors.builders import build_ctx
 
     target = create_table_sink(build_ctx(options={"connector": "filesystem", "path": str(tmp_path),

@@ -15,8 +15,8 @@ from pyspark.sql import Row
 
 from planengine.errors import ValidationError
 from planengine.ir import types as T
-from planengine.runtime.aggregates.accumulators import UserAggregate
 from planengine.runtime.operators._codec import dump_state, load_state
+from planengine.runtime.operators.aggregates.accumulators import UserAggregate
 
 VALUES = [
     None, True, 0, -(2 ** 70), 1.5, -0.0, "text with \"quotes\" and ünïcode", b"\x00\x80\xff",

@@ -36,7 +36,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.runtime.expressions import render_spark_type
+from planengine.runtime.dataflow.expressions import render_spark_type
 
 GROUP = "planengine.runtime_connectors"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planengine.runtime.stream import ROWKIND
+from planengine.runtime.dataflow.stream import ROWKIND
 
 OP_FIELD = "op"
 ROW_KINDS = ("+I", "-U", "+U", "-D")

@@ -20,7 +20,7 @@ from typing import Any
 
 from planengine.ir.types import Kind
 from planengine.runtime.connectors import SourceFrame, source_reader
-from planengine.runtime.expressions import render_spark_type
+from planengine.runtime.dataflow.expressions import render_spark_type
 
 _INTEGRAL_RANGE = {Kind.TINYINT: (-128, 127), Kind.SMALLINT: (-32768, 32767), Kind.INT: (-(2**31), 2**31 - 1),
                    Kind.BIGINT: (-(2**62), 2**62)}

@@ -33,8 +33,8 @@ from planengine.runtime.connectors import (
     spark_schema_ddl,
 )
 from planengine.runtime.connectors import changelog_format as cf
-from planengine.runtime.expressions import render_spark_sql, render_spark_type
-from planengine.runtime.stream import APPEND, ROWKIND
+from planengine.runtime.dataflow.expressions import render_spark_sql, render_spark_type
+from planengine.runtime.dataflow.stream import APPEND, ROWKIND
 
 _SPARK_FORMAT = {"json": "json", "csv": "csv", "parquet": "parquet", "changelog-json": "json",
                  "debezium-json": "json"}

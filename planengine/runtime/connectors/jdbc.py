@@ -48,7 +48,7 @@ from planengine.runtime.connectors import (
     spark_schema_ddl,
 )
 from planengine.runtime.connectors.lookup_cache import cache_for, cached_lookup
-from planengine.runtime.stream import ROWKIND
+from planengine.runtime.dataflow.stream import ROWKIND
 
 log = logging.getLogger("planengine.runtime.jdbc")
 

@@ -1,7 +1,7 @@
 """``kafka`` and ``upsert-kafka`` at run time, through Spark's Kafka source and sink.
 
 The Spark Kafka connector (``spark-sql-kafka-0-10``) is not part of pyspark's wheel: the engine image ships it
-and the set-up fetches it (``planengine/runtime/jars.lock``, ``extra_jars``; docs/kafka.md). Without it, reading or
+and the set-up fetches it (``jars.lock`` and ``extra_jars`` beside this module; docs/kafka.md). Without it, reading or
 writing a Kafka table fails with a message saying how to get it (``KafkaJarsMissing``) instead of Spark's bare
 "data source not found". Before a query starts, the driver asks the cluster (``kafka_admin``): an unreachable
 ``properties.bootstrap.servers`` or a missing ``topic`` is one error naming the option, and ``group-offsets``
@@ -31,19 +31,19 @@ from typing import Any
 
 from planengine.connectors.kafka_translation import to_spark_kafka_options, to_spark_kafka_sink_options
 from planengine.errors import ValidationError
-from planengine.runtime import extra_jars
 from planengine.runtime.connectors import (
     BatchOptions,
     QueryOptions,
     SourceFrame,
     batch_sink_writer,
+    extra_jars,
     kafka_admin,
     sink_writer,
     source_reader,
     spark_schema_ddl,
 )
 from planengine.runtime.connectors import changelog_format as cf
-from planengine.runtime.stream import ROWKIND
+from planengine.runtime.dataflow.stream import ROWKIND
 
 log = logging.getLogger("planengine.runtime.kafka")
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from planengine.runtime.connectors import BatchOptions, BatchWriter, QueryOptions, batch_sink_writer, sink_writer
-from planengine.runtime.stream import ROWKIND
+from planengine.runtime.dataflow.stream import ROWKIND
 
 
 def flink_value(v: Any) -> str:

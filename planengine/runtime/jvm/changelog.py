@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm.movable import run_movable
 from planengine.runtime.jvm.typed import typed_input
-from planengine.runtime.stream import Stream
 
 
 def _stateful(stream: Stream, node: Any, df: Any, updating: bool) -> Stream:

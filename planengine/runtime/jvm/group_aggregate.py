@@ -16,10 +16,10 @@ from dataclasses import replace
 from typing import Any
 
 from planengine.plan import strategies
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm import run_operator
 from planengine.runtime.jvm.typed import spark_type as _spark_type
 from planengine.runtime.jvm.typed import typed_input
-from planengine.runtime.stream import Stream
 
 # Which nodes run here is recorded in the plan (planengine.plan.strategies); the names stay for the tests.
 JVM_AGGREGATES = strategies.JVM_AGGREGATES

@@ -7,8 +7,8 @@ the left fields ``l0..`` and the right fields ``r0..`` (the other side's NULL), 
 A non-equi condition depends on rows of both sides, so it cannot be computed in Spark expressions before the
 join. Version 2 keeps such a join on the Python operator (``refusal``, frozen: its plans translate the same
 forever). Version 3 runs it on the JVM too (``refusal_v3``): the condition is rendered as Spark SQL over the
-columns ``l0..``/``r0..`` by the same renderer as every other expression (``runtime/expressions.py``) and handed
-over in the spec; the processor resolves it with the session's analyzer on the driver and evaluates the
+columns ``l0..``/``r0..`` by the same renderer as every other expression (``runtime/dataflow/expressions.py``) and
+handed over in the spec; the processor resolves it with the session's analyzer on the driver and evaluates the
 Catalyst predicate per pair of rows (``io.planengine.jvm.ops.join.PairCondition``). Nothing is evaluated in
 Python. A condition with no such Spark form (a Python user function, a function without a Spark rendering)
 keeps version 3's node on the Python operator, which evaluates it itself.
@@ -22,10 +22,10 @@ from typing import Any
 from planengine.errors import ValidationError
 from planengine.plan import strategies
 from planengine.plan.state_moves import user_function_in
-from planengine.runtime.expressions import render_spark_sql
+from planengine.runtime.dataflow.expressions import render_spark_sql
+from planengine.runtime.dataflow.stream import ROWKIND, Stream
 from planengine.runtime.jvm.movable import run_movable
 from planengine.runtime.jvm.typed import spark_type
-from planengine.runtime.stream import ROWKIND, Stream
 
 SIDE = "_side"
 

@@ -32,14 +32,14 @@ from typing import Any
 
 from planengine.errors import InternalError, PlanIncompatible
 from planengine.ir.types import INTEGRAL, DataType, Kind
-from planengine.runtime.aggregates.accumulators import in_type
-from planengine.runtime.aggregates.library import canonical_name
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm import operators
 from planengine.runtime.jvm.group_aggregate import refusal, spec
 from planengine.runtime.jvm.movable import MovableGroupAggregate, MovableOperator
 from planengine.runtime.jvm.typed import typed_input
 from planengine.runtime.operators._codec import decode, decode_row
-from planengine.runtime.stream import Stream
+from planengine.runtime.operators.aggregates.accumulators import in_type
+from planengine.runtime.operators.aggregates.library import canonical_name
 
 
 def _state_rows(spark: Any, checkpoint: str, variable: str, operator_id: int) -> list[Any]:

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm import run_operator
-from planengine.runtime.stream import Stream
 
 
 @dataclass(frozen=True)

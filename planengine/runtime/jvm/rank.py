@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm.movable import run_movable
 from planengine.runtime.jvm.typed import typed_input
 from planengine.runtime.operators.rank import is_full_sort, sort_order
-from planengine.runtime.stream import Stream
 
 
 def spec(node: Any, stream: Stream, ctx: Any) -> dict[str, Any]:

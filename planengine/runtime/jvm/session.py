@@ -19,6 +19,7 @@ from typing import Any
 
 from planengine.ir.types import DataType
 from planengine.plan.strategies import jvm_calls_refusal
+from planengine.runtime.dataflow.stream import RECORD_WATERMARK, Stream, column_name
 from planengine.runtime.jvm import run_operator
 from planengine.runtime.jvm.group_aggregate import call_spec
 from planengine.runtime.jvm.movable import run_movable
@@ -26,7 +27,6 @@ from planengine.runtime.jvm.typed import typed_input
 from planengine.runtime.operators.window_aggregate import window_property_columns
 from planengine.runtime.operators.window_assign import END_MS, START_MS, millis_sql, ms, watermark_metadata
 from planengine.runtime.operators.window_state import TIME_MS
-from planengine.runtime.stream import RECORD_WATERMARK, Stream, column_name
 
 STATE_NAMES = ("windowAccumulators",)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from planengine.functions.spark_types import render_spark_type
 from planengine.ir.types import DataType
-from planengine.runtime.stream import ROWKIND, Stream
+from planengine.runtime.dataflow.stream import ROWKIND, Stream
 
 
 def spark_type(t: DataType) -> str:

@@ -31,8 +31,8 @@ from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
 
 from planengine.functions.spark_types import render_spark_type
 from planengine.ir.types import STRING, DataType
+from planengine.runtime.dataflow.stream import ROWKIND, Stream, column_names
 from planengine.runtime.operators._codec import converter, frame_rows, rows_frame, state_encoder
-from planengine.runtime.stream import ROWKIND, Stream, column_names
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = "+I", "-U", "+U", "-D"
 ACCUMULATE = frozenset((INSERT, UPDATE_AFTER))

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.runtime.expressions import render_spark_sql
-from planengine.runtime.stream import Stream, column_name
+from planengine.runtime.dataflow.expressions import render_spark_sql
+from planengine.runtime.dataflow.stream import Stream, column_name
 
 _JOIN_TYPES = {"INNER": "inner", "LEFT": "left_outer", "RIGHT": "right_outer", "FULL": "full_outer",
                "SEMI": "left_semi", "ANTI": "left_anti"}

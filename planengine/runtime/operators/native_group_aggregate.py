@@ -13,7 +13,7 @@ batch gets the same one): equal means the key was only seen by the current batch
 
 Known difference: an overflowing ``SUM``/``AVG`` over ``BIGINT`` or ``DECIMAL`` fails the query (Spark's ANSI
 arithmetic) where Flink wraps (``BIGINT``) or yields null (``DECIMAL``); the TWS operator fails there too.
-Version 3 takes the aggregate library's native forms (``runtime/aggregates/library.py``): integer sums are
+Version 3 takes the aggregate library's native forms (``runtime/operators/aggregates/library.py``): integer sums are
 split into 32-bit halves and wrap like Java; a DECIMAL(38, s) sum overflowing 38 digits still fails the query.
 """
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from planengine.ir.types import Kind
+from planengine.runtime.dataflow.stream import ROWKIND, UPDATE, Stream, column_name
 from planengine.runtime.operators.window_state import spark_type_name
-from planengine.runtime.stream import ROWKIND, UPDATE, Stream, column_name
 
 _BATCH_TIME = "_bt"
 _FIRST, _LAST = "_bt_first", "_bt_last"
@@ -87,7 +87,7 @@ def astuple_form(form: Any) -> tuple[Any, Any]:
 def native_group_aggregate(stream: Stream, node: Any, library_forms: bool = False) -> Stream:
     """The node as one update-mode streaming aggregation: columns keys ++ aggregates ++ ``_rowkind``.
 
-    ``library_forms`` (version 3): the aggregate library's native forms (``runtime/aggregates/library.py``),
+    ``library_forms`` (version 3): the aggregate library's native forms (``runtime/operators/aggregates/library.py``),
     whose integer sums wrap like Java's; version 2 keeps its own (a frozen state layout)."""
     from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
 
@@ -95,7 +95,7 @@ def native_group_aggregate(stream: Stream, node: Any, library_forms: bool = Fals
     df = stream.df.select(*[F.col(f"`{c}`").alias(c, metadata={}) for c in stream.columns])
     df = df.withColumn(_BATCH_TIME, F.current_timestamp())  # the micro-batch's timestamp
     if library_forms:
-        from planengine.runtime.aggregates.library import native_form  # noqa: PLC0415 — aggregates.library loads pandas/pyarrow/numpy
+        from planengine.runtime.operators.aggregates.library import native_form  # noqa: PLC0415 — aggregates.library loads pandas/pyarrow/numpy
 
         in_types = node.inputs[0].field_types
         calls = [_NativeCall(*astuple_form(native_form(i, c, stream.columns, in_types)))

@@ -29,10 +29,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.errors import ValidationError
+from planengine.runtime.dataflow.stream import RECORD_WATERMARK, Stream, column_name
 from planengine.runtime.operators.window_aggs import evaluate
 from planengine.runtime.operators.window_assign import as_event_time, millis_sql, watermark_metadata
 from planengine.runtime.operators.window_state import TIME_MS, run_with_state, spark_type_name, value_state
-from planengine.runtime.stream import RECORD_WATERMARK, Stream, column_name
 
 PENDING = "pendingRows"
 ACCUMULATORS = "accumulators"

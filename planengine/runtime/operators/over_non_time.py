@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.ir.types import DataType
+from planengine.runtime.dataflow.stream import Stream, column_name
 from planengine.runtime.operators._codec import decode
 from planengine.runtime.operators._tws import (
     UPDATE_AFTER,
@@ -35,7 +36,6 @@ from planengine.runtime.operators._tws import (
     run_keyed,
 )
 from planengine.runtime.operators.window_aggs import evaluate
-from planengine.runtime.stream import Stream, column_name
 
 STATE = "accumulators"
 STATE_SCHEMA = "rows STRING, seq BIGINT, ts BIGINT"

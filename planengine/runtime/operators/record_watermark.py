@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from planengine.runtime.stream import RECORD_WATERMARK
+from planengine.runtime.dataflow.stream import RECORD_WATERMARK
 
 __all__ = ["RECORD_WATERMARK", "emitted_before", "late_filter", "with_record_watermarks"]
 

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.runtime.expressions import render_spark_sql
+from planengine.runtime.dataflow.expressions import render_spark_sql
+from planengine.runtime.dataflow.stream import ROWKIND, Stream, column_name
 from planengine.runtime.operators.window_assign import millis_sql
 from planengine.runtime.operators.window_state import TIME_MS, run_with_state, value_state
-from planengine.runtime.stream import ROWKIND, Stream, column_name
 
 LEFT_PENDING = "leftPending"
 RIGHT_VERSIONS = "rightVersions"

@@ -19,9 +19,9 @@ from functools import cmp_to_key
 from typing import Any
 
 from planengine.errors import ValidationError
+from planengine.runtime.dataflow.stream import RECORD_WATERMARK, Stream, column_name
 from planengine.runtime.operators.window_assign import as_event_time, millis_sql, watermark_metadata
 from planengine.runtime.operators.window_state import TIME_MS, run_with_state, value_state
-from planengine.runtime.stream import RECORD_WATERMARK, Stream, column_name
 
 BUFFERED = "bufferedRows"
 

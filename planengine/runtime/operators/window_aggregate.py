@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.errors import ValidationError
+from planengine.runtime.dataflow.stream import Stream, column_name
 from planengine.runtime.operators.record_watermark import late_filter
 from planengine.runtime.operators.window_aggs import native_aggregate
 from planengine.runtime.operators.window_assign import (
@@ -36,7 +37,6 @@ from planengine.runtime.operators.window_assign import (
     timestamp_sql,
     watermark_metadata,
 )
-from planengine.runtime.stream import Stream, column_name
 
 
 def window_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequence[Any], spec: Any,
@@ -48,7 +48,7 @@ def window_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequen
     ``window_time`` / ``TUMBLE_ROWTIME``: end - 1 ms, an event-time column of the output).
 
     With ``input_types`` (the node's input field types; version 2 of the window aggregates) each call runs in
-    the aggregate library's native form (``runtime/aggregates/library.py``: integer sums wrap like Java's,
+    the aggregate library's native form (``runtime/operators/aggregates/library.py``: integer sums wrap like Java's,
     VAR/STDDEV as Flink reduces them); without, in version 1's ``window_aggs.native_aggregate`` (its state
     layout is frozen).
     """
@@ -65,7 +65,7 @@ def window_aggregate(stream: Stream, grouping: Sequence[int], aggregates: Sequen
     meta = watermark_metadata(df, stream.rowtime or time_col)
     keys = [F.col(f"`{column_name(g)}`").alias(f"_k{i}") for i, g in enumerate(grouping)]
     if input_types is not None:
-        from planengine.runtime.aggregates.library import native_form  # noqa: PLC0415 — aggregates.library loads pandas/pyarrow/numpy
+        from planengine.runtime.operators.aggregates.library import native_form  # noqa: PLC0415 — aggregates.library loads pandas/pyarrow/numpy
 
         forms = [native_form(i, call, stream.columns, input_types) for i, call in enumerate(aggregates)]
         aggs = [a for form in forms for a in form.aggregates]

@@ -89,9 +89,9 @@ def native_aggregate(call: Any, columns: Sequence[str]) -> Any:
 # --- Python evaluation --------------------------------------------------------------------------------------
 def evaluate(call: Any, rows: Sequence[Sequence[Any]], input_types: Sequence[Any] | None = None) -> Any:
     """``call`` over ``rows`` (tuples in input field order), with Flink's null and type rules: the library's
-    Python accumulators (``runtime/aggregates/accumulators.py``), the same the transformWithState group
+    Python accumulators (``runtime/operators/aggregates/accumulators.py``), the same the transformWithState group
     aggregate keeps in state; a Python aggregate function is called directly."""
-    from planengine.runtime.aggregates.accumulators import evaluate_rows  # noqa: PLC0415 — aggregates.accumulators loads pandas/pyarrow/numpy
+    from planengine.runtime.operators.aggregates.accumulators import evaluate_rows  # noqa: PLC0415 — aggregates.accumulators loads pandas/pyarrow/numpy
 
     user = getattr(call, "user_function", None)
     if user is not None:

@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.errors import ValidationError
-from planengine.runtime.expressions import render_spark_sql
+from planengine.runtime.dataflow.expressions import render_spark_sql
+from planengine.runtime.dataflow.stream import RECORD_WATERMARK, Stream, column_name
 from planengine.runtime.operators._pyexpr import compile_condition
 from planengine.runtime.operators.interval_join import equi_condition, prefixed, spark_join_type
 from planengine.runtime.operators.window_assign import as_event_time, millis_sql, watermark_metadata
 from planengine.runtime.operators.window_state import run_with_state, value_state
-from planengine.runtime.stream import RECORD_WATERMARK, Stream, column_name
 
 
 def window_join(left: Stream, right: Stream, join_type: str, left_keys: Sequence[int], right_keys: Sequence[int],

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.errors import ValidationError
+from planengine.runtime.dataflow.stream import Stream, column_name
 from planengine.runtime.operators.record_watermark import late_filter
 from planengine.runtime.operators.window_assign import as_event_time, millis_sql, watermark_metadata
-from planengine.runtime.stream import Stream, column_name
 
 
 def _compare_sql(keys: Sequence[Any], left: str, right: str) -> str:

@@ -26,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from planengine.runtime.dataflow.stream import RECORD_WATERMARK, Stream, column_name
 from planengine.runtime.operators.window_aggregate import window_property_columns
 from planengine.runtime.operators.window_aggs import evaluate
 from planengine.runtime.operators.window_assign import millis_sql, ms, watermark_metadata
 from planengine.runtime.operators.window_state import TIME_MS, run_with_state, spark_type_name, value_state
-from planengine.runtime.stream import RECORD_WATERMARK, Stream, column_name
 
 STATE = "windowAccumulators"
 

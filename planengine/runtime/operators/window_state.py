@@ -20,8 +20,8 @@ from typing import Any
 
 from planengine.errors import InternalError
 from planengine.functions.spark_types import render_spark_type
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.operators._codec import STATE_FORMAT, dump_state, load_state
-from planengine.runtime.stream import Stream
 
 TIME_MS = "_t_ms"
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.errors import ValidationError
+from planengine.runtime.dataflow.stream import Stream, column_name, hidden_columns
 from planengine.runtime.operators.window_aggregate import window_property_columns
 from planengine.runtime.operators.window_assign import assign_windows, watermark_metadata
-from planengine.runtime.stream import Stream, column_name, hidden_columns
 
 
 def window_table_function(stream: Stream, spec: Any, output_types: Sequence[Any]) -> Stream:

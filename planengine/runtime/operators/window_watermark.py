@@ -17,9 +17,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.operators.window_assign import as_event_time, watermark_metadata
 from planengine.runtime.operators.window_state import run_with_state, value_state
-from planengine.runtime.stream import Stream
 
 WATERMARK_COLUMN = "_current_watermark"
 

@@ -13,7 +13,7 @@ import pkgutil
 from collections.abc import Callable
 from typing import Any
 
-from planengine.runtime.stream import Stream
+from planengine.runtime.dataflow.stream import Stream
 
 Translator = Callable[[Any, list[Stream], Any], Stream]
 _TRANSLATORS: dict[tuple[str, int], Translator] = {}

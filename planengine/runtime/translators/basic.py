@@ -1,6 +1,6 @@
 """Stateless exec nodes as DataFrame expressions: calc, values, union, exchange, drop-update-before, correlate.
 
-Expressions are rendered to Spark SQL by ``planengine.runtime.expressions.render_spark_sql`` over the
+Expressions are rendered to Spark SQL by ``planengine.runtime.dataflow.expressions.render_spark_sql`` over the
 positional columns ``f0..fn``; the hidden columns (``_rowkind`` on updating edges, ``_record_wm`` below a
 per-record watermark assigner) pass through untouched.
 """
@@ -16,10 +16,10 @@ from planengine.errors import ValidationError
 from planengine.ir.expressions import Call, CorrelatedRef, FieldAccess, FunctionRef, InputRef
 from planengine.ir.types import Kind
 from planengine.runtime.connectors import spark_schema_ddl
-from planengine.runtime.expressions import render_spark_sql
+from planengine.runtime.dataflow.expressions import render_spark_sql
+from planengine.runtime.dataflow.stream import RECORD_WATERMARK, ROWKIND, Stream, column_name, hidden_columns
 from planengine.runtime.operators.window_watermark import WATERMARK_COLUMN, with_assigner_watermark
 from planengine.runtime.python_functions import produced_row_type, table_function_udf_name
-from planengine.runtime.stream import RECORD_WATERMARK, ROWKIND, Stream, column_name, hidden_columns
 from planengine.runtime.translators import translator
 
 

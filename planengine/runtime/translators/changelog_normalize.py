@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm import holds_state_of
 from planengine.runtime.jvm.changelog import jvm_changelog_normalize
 from planengine.runtime.operators.changelog_normalize import changelog_normalize
-from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from planengine.runtime.expressions import render_spark_type
-from planengine.runtime.stream import Stream, column_name
+from planengine.runtime.dataflow.expressions import render_spark_type
+from planengine.runtime.dataflow.stream import Stream, column_name
 from planengine.runtime.translators import translator
 from planengine.runtime.translators.basic import _expr, _keep_hidden
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.operators.window_aggregate import window_aggregate
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful
-from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
 from planengine.runtime.translators.window_aggregate import session_aggregate
 

@@ -6,9 +6,9 @@ from dataclasses import replace
 from typing import Any
 
 from planengine.errors import ValidationError
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.operators.interval_join import interval_join
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful
-from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm.join import jvm_join, refusal, refusal_v3
 from planengine.runtime.operators.join import join
-from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
 
 

@@ -17,10 +17,10 @@ from planengine.catalog.objects import ObjectIdentifier
 from planengine.connectors.base import SinkContext
 from planengine.errors import PlanError
 from planengine.runtime.connectors import QueryOptions, get_sink_writer
-from planengine.runtime.expressions import render_spark_type
+from planengine.runtime.dataflow.expressions import render_spark_type
+from planengine.runtime.dataflow.stream import ROWKIND, Stream, column_name
 from planengine.runtime.jvm import holds_state_of
 from planengine.runtime.jvm.changelog import jvm_upsert_materialize
-from planengine.runtime.stream import ROWKIND, Stream, column_name
 from planengine.runtime.translators import translator
 from planengine.runtime.translators.source import runtime_sink
 

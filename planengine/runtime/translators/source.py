@@ -13,7 +13,7 @@ from planengine.connectors.factories import FactoryContext
 from planengine.connectors.restore import restore_table_sink, restore_table_source
 from planengine.errors import ValidationError
 from planengine.runtime.connectors import get_source_reader
-from planengine.runtime.stream import ROWKIND, Stream, column_name
+from planengine.runtime.dataflow.stream import ROWKIND, Stream, column_name
 from planengine.runtime.translators import translator
 
 

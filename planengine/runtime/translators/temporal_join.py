@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.operators.temporal_join import temporal_join
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful
-from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
 
 

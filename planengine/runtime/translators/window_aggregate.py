@@ -18,11 +18,11 @@ import logging
 from typing import Any
 
 from planengine.plan.strategies import state_type_refusal
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm.session import jvm_session_aggregate, refusal
 from planengine.runtime.operators.window_aggregate import window_aggregate
 from planengine.runtime.operators.window_session import global_session_aggregate
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful
-from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
 
 log = logging.getLogger("planengine.runtime")
@@ -30,8 +30,8 @@ log = logging.getLogger("planengine.runtime")
 
 @translator("stream-exec-window-aggregate", 1, 2, 3, 4)
 def translate_window_aggregate(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    """Version 2 aggregates in the library's native forms (``runtime/aggregates/library.py``), version 1 in its
-    own (frozen with its state layout); sessions over other keys run on the Python operator in both, on the
+    """Version 2 aggregates in the library's native forms (``runtime/operators/aggregates/library.py``), version 1 in
+    its own (frozen with its state layout); sessions over other keys run on the Python operator in both, on the
     JVM from version 3 on (native forms as version 2)."""
     stream = after_stateful(inputs[0], node, ctx)
     library = list(node.inputs[0].field_types) if node.metadata.version >= 2 else None

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from planengine.ir.sorting import SortKey
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.operators.window_rank import window_rank
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful
-from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
 
 

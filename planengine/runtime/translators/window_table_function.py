@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.operators.window_table_function import window_table_function
-from planengine.runtime.stream import Stream
 from planengine.runtime.translators import translator
 
 

@@ -1,7 +1,8 @@
 """kafka / upsert-kafka through the real engine and a real broker: SQL in, records out.
 
 One broker per test process (``kafka_broker``, tests/fixtures/kafka.py), a fresh topic per test, the engine
-in-process on the shared SparkSession with the connector jars the set-up fetched (planengine/runtime/jars.lock).
+in-process on the shared SparkSession with the connector jars the set-up fetched
+(planengine/runtime/connectors/jars.lock).
 Records go in and come out through ``confluent-kafka``, so what a test reads is what a consumer would see.
 """
 

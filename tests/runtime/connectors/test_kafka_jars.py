@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from planengine.runtime import extra_jars, maven_jars
+from planengine.runtime.connectors import extra_jars, maven_jars
 
 REPO = Path(__file__).resolve().parents[3]
 

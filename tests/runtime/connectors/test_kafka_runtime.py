@@ -15,7 +15,7 @@ from planengine.connectors.discovery import create_table_sink, create_table_sour
 from planengine.connectors.kafka_translation import to_spark_kafka_options
 from planengine.runtime.connectors import get_sink_writer, get_source_reader
 from planengine.runtime.connectors import kafka as K
-from planengine.runtime.stream import Stream
+from planengine.runtime.dataflow.stream import Stream
 from tests.connectors.builders import build_ctx
 
 COLUMNS = [("id", "BIGINT"), ("name", "STRING"), ("ts", "TIMESTAMP(3)")]
@@ -176,7 +176,7 @@ def test_missing_jars_error_is_actionable(spark, tmp_path, monkeypatch) -> None:
     text = info.value.render()
     assert "the Kafka connector jars are not on Spark's classpath" in text
     assert f"looked in PLANENGINE_EXTRA_JARS='{tmp_path / 'jars'}'" in text
-    assert "python -m planengine.runtime.maven_jars fetch kafka-connector" in text and "engine image" in text
+    assert "python -m planengine.runtime.connectors.maven_jars fetch kafka-connector" in text and "engine image" in text
 
     from planengine.runtime.connectors import QueryOptions
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from planengine.runtime.stream import Stream, column_name
+from planengine.runtime.dataflow.stream import Stream, column_name
 
 
 @pytest.fixture(scope="session")

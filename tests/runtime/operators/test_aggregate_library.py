@@ -24,7 +24,7 @@ from planengine.ir.changelog import ALL
 from planengine.ir.types import parse_type
 from planengine.ir.windows import WindowSpec
 from planengine.plan.strategies import JVM_OVER_FUNCTIONS
-from planengine.runtime.aggregates.library import BUILTIN_AGGREGATES, native_inexact
+from planengine.runtime.operators.aggregates.library import BUILTIN_AGGREGATES, native_inexact
 from tests.runtime.operators.test_aggregate import input_node, node_ctx
 
 INT_MAX, LONG_MAX = 2147483647, 9223372036854775807

@@ -18,14 +18,14 @@ import logging
 import os
 from pathlib import Path
 
-from planengine.runtime import maven_jars
+from planengine.runtime.connectors import maven_jars
 
 log = logging.getLogger("planengine.runtime.extra_jars")
 
 ENV = "PLANENGINE_EXTRA_JARS"
 KAFKA_GROUP = "kafka-connector"
 #: What a user runs to get the connector jars into the default place (shown by the missing-jar error).
-FETCH_COMMAND = f"python -m planengine.runtime.maven_jars fetch {KAFKA_GROUP}"
+FETCH_COMMAND = f"python -m planengine.runtime.connectors.maven_jars fetch {KAFKA_GROUP}"
 
 
 def _listed(value: str) -> list[Path]:

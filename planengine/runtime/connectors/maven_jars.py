@@ -10,8 +10,8 @@ from the same committed list, and a file whose sha256 differs from the lock is r
 ``kafka-broker``: the tests' single-node broker). Commands (stdlib only, so the image's jar stage runs this file
 by path without installing planengine)::
 
-    python -m planengine.runtime.maven_jars fetch kafka-connector [--dest DIR]   # idempotent
-    python -m planengine.runtime.maven_jars lock kafka-broker org.apache.kafka:kafka_2.13:4.1.1 --transitive
+    python -m planengine.runtime.connectors.maven_jars fetch kafka-connector [--dest DIR]   # idempotent
+    python -m planengine.runtime.connectors.maven_jars lock kafka-broker org.apache.kafka:kafka_2.13:4.1.1 --transitive
 
 ``lock`` (a maintainer's command, needs Maven) resolves coordinates, checks each jar against the repository's
 published SHA-1 and prints lock lines to paste: that is how a version is bumped.
@@ -34,7 +34,7 @@ from pathlib import Path
 LOCK = Path(__file__).with_name("jars.lock")
 REPOSITORY = os.environ.get("PLANENGINE_MAVEN_REPOSITORY", "https://repo1.maven.org/maven2")
 #: Where the set-up keeps fetched jars, one folder per group: ``<checkout>/.tools/jars/<group>/`` (git-ignored).
-CACHE = Path(__file__).resolve().parent.parent.parent / ".tools" / "jars"  # no IndexError when run from /
+CACHE = Path(__file__).resolve().parent.parent.parent.parent / ".tools" / "jars"  # no IndexError when run from /
 _TIMEOUT_S = 120
 
 
@@ -151,8 +151,8 @@ def fetch(artifacts: Iterable[Artifact], dest: Path, repository: str = REPOSITOR
                 raise JarCheckFailed(
                     f"{artifact.coordinate} from {url} has sha256 {got}, but {LOCK.name} pins {artifact.sha256}: "
                     "the repository served a different file. Nothing was installed; if the change is intended, "
-                    f"regenerate the lock line with `python -m planengine.runtime.maven_jars lock {artifact.group} "
-                    f"{artifact.coordinate}`")
+                    "regenerate the lock line with `python -m planengine.runtime.connectors.maven_jars lock "
+                    f"{artifact.group} {artifact.coordinate}`")
             partial.replace(target)
         finally:
             partial.unlink(missing_ok=True)
@@ -214,7 +214,7 @@ def lock_lines(group: str, coordinates: Sequence[str], transitive: bool) -> list
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m planengine.runtime.maven_jars", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m planengine.runtime.connectors.maven_jars", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     get = commands.add_parser("fetch", help="download a group's jars (when missing) and check them")

@@ -4,7 +4,7 @@
 ``Aggregator``: JSON-serialisable accumulators (they live in operator state) with Flink's semantics.
 """
 
-from planengine.runtime.aggregates.accumulators import (
+from planengine.runtime.operators.aggregates.accumulators import (
     Aggregator,
     ValueBag,
     make_aggregator,

@@ -7,7 +7,7 @@ version and recomputes the plan id. Migration never re-plans: the topology, uids
 
 It also applies the engine's state moves (``planengine.plan.state_moves``): registered nodes on the Python
 ``transformWithState`` operator move to the JVM version of their node, and their state is converted when the
-migrated plan first starts from a snapshot of the old one (``planengine.runtime.jvm.state_move``).
+migrated plan first starts from a snapshot of the old one (``planengine.runtime.state.move``).
 """
 
 from __future__ import annotations

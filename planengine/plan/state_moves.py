@@ -4,7 +4,7 @@ Plan migrations (``planengine.plan.migrations``) rewrite node versions an engine
 keeps its layout. A state move is the other kind: the old version stays registered and restorable, but a newer
 version runs the same node on another operator whose state has another layout, so ``COMPILE PLAN 'new' FROM
 'old'`` / ``planengine migrate`` rewrite the node and the runtime converts the state when the migrated plan
-first starts from a snapshot of the old one (``planengine.runtime.jvm.state_move``).
+first starts from a snapshot of the old one (``planengine.runtime.state.move``).
 
 Today's moves (issue 9), each from the Python ``transformWithState`` operator to the JVM processor:
 

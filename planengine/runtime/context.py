@@ -44,7 +44,7 @@ class TranslationContext:
     # Filled by translators while translating; the executor writes their end-of-input markers on ``--drain``.
     drain_controls: list[DrainControl] = field(default_factory=list)
     # Filled by the JVM translators (runtime/jvm/movable.py): operators a plan migration may have moved from the
-    # Python operator; the executor converts their state before the queries start (runtime/jvm/state_move.py).
+    # Python operator; the executor converts their state before the queries start (runtime/state/move.py).
     state_move_candidates: list[Any] = field(default_factory=list)
 
     @property

@@ -39,10 +39,10 @@ from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.context import DrainControl, TranslationContext
 from planengine.runtime.control_token import control_token
 from planengine.runtime.dataflow.stream import Stream
-from planengine.runtime.jvm.state_move import move_pending_state
 from planengine.runtime.progress_listener import Progress, ProgressListener
 from planengine.runtime.python_functions import register_user_functions
 from planengine.runtime.session import get_spark, use_plan_partitions
+from planengine.runtime.state.move import move_pending_state
 from planengine.runtime.status_server import CAPABILITIES, StatusServer
 from planengine.runtime.storage import fencing
 from planengine.runtime.storage.files import atomic_write_text

@@ -125,7 +125,8 @@ def test_the_snapshot_check_follows_the_recorded_queries_and_refuses_a_changed_t
     shared plan does not have, so restoring it under the shared plan is refused rather than starting empty."""
     from types import SimpleNamespace
 
-    from planengine.runtime.state_check import _check_lineage, stateful_lineage
+    from planengine.runtime.state.lineage import stateful_lineage
+    from planengine.runtime.state_check import _check_lineage
 
     def compile_plan(shared: str) -> dict:
         env = TableEnvironment({"planengine.plan.shared-queries": shared})

@@ -1,4 +1,4 @@
-"""A state move's seed must emit nothing (``runtime/jvm/state_move.py``).
+"""A state move's seed must emit nothing (``runtime/state/move.py``).
 
 The seed starts the JVM processor from the converted state over an empty input and without a watermark (Spark's
 initial one, the epoch), so the event-time timers that state registers do not fire in it, and the move relies on
@@ -22,9 +22,9 @@ from planengine.ir import types as T
 from planengine.ir.aggregates import AggregateCall
 from planengine.runtime.jvm import operators
 from planengine.runtime.jvm.group_aggregate import call_spec
-from planengine.runtime.jvm.migrate import started_from
 from planengine.runtime.jvm.movable import MovableOperator
-from planengine.runtime.jvm.state_move import _empty_input, _run_seed
+from planengine.runtime.state.migrate import started_from
+from planengine.runtime.state.move import _empty_input, _run_seed
 
 # Sessions per f0 with COUNT(*), over (f0 STRING, f1 INT, _t_ms BIGINT): the session spec of runtime/jvm/session.py.
 SPEC = {"width": 2, "timeField": 2, "recordWatermarkField": None, "partitionKeys": [0], "grouping": [0],

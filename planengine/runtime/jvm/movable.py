@@ -3,7 +3,7 @@
 A translator that runs a node on a JVM processor records it here (``ctx.state_move_candidates``), with what a
 state move needs to start the same processor again from converted state: the node, the operator's entry
 point, its spec and its input. Before any query starts, the executor moves the state of those whose restored
-checkpoint still holds the Python operator's (``runtime/jvm/state_move.py``); for all others this costs
+checkpoint still holds the Python operator's (``runtime/state/move.py``); for all others this costs
 nothing but the record.
 """
 
@@ -31,7 +31,7 @@ class MovableOperator:
 
 @dataclass(frozen=True)
 class MovableGroupAggregate:
-    """The JVM group aggregate, whose initial state has its own shape (``runtime/jvm/migrate.py``)."""
+    """The JVM group aggregate, whose initial state has its own shape (``runtime/state/migrate.py``)."""
 
     node: Any
     stream: Stream

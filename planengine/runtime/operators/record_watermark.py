@@ -19,9 +19,9 @@ order (one partition per file split: a file's lines keep their order):
 * row ``i``'s candidate is ``rowtime - delay`` (milliseconds); the current watermark is the running
   maximum; it is emitted after row ``i`` when it exceeds the last emitted one by more than the interval.
 
-The column is computed on the JVM (``io.planengine.jvm.ops.watermark.RecordWatermarks``: a nondeterministic UDF
-over the rowtime's epoch micros, per task); ``emitted_before`` is the rule on plain values, the reference the JVM
-pass is tested against.
+The column is computed on the JVM (``jvm/record_watermark.py`` runs
+``io.planengine.jvm.ops.watermark.RecordWatermarks``: a nondeterministic UDF over the rowtime's epoch micros, per
+task); ``emitted_before`` is the rule on plain values, the reference the JVM pass is tested against.
 
 Operators combine it with the batch watermark they already have: the watermark a row meets is
 ``max(batch watermark, _record_wm)``. A two-input operator uses each side's own ``_record_wm``: within one
@@ -41,7 +41,7 @@ from typing import Any
 
 from planengine.runtime.dataflow.stream import RECORD_WATERMARK
 
-__all__ = ["RECORD_WATERMARK", "emitted_before", "late_filter", "with_record_watermarks"]
+__all__ = ["RECORD_WATERMARK", "emitted_before", "late_filter"]
 
 
 def emitted_before(rowtimes_ms: Sequence[int | None], delay: int, interval: int) -> list[int | None]:
@@ -55,14 +55,6 @@ def emitted_before(rowtimes_ms: Sequence[int | None], delay: int, interval: int)
             if current > last + interval:
                 last = current
     return out
-
-
-def with_record_watermarks(df: Any, rowtime: str, delay: int, interval: int) -> Any:
-    """``df`` plus ``_record_wm``: per partition, in row order (a stateless pass on the JVM, see above)."""
-    from planengine.runtime.jvm import run_operator  # noqa: PLC0415 — the JVM library loads only on Spark
-
-    spec = {"rowtime": rowtime, "delayMs": delay, "intervalMs": interval, "column": RECORD_WATERMARK}
-    return run_operator(df, "recordWatermarks", spec)
 
 
 def late_filter(window_end_ms: Any) -> Any:

@@ -37,28 +37,13 @@ from planengine.plan.state_moves import (
     restored_strategies,
     user_state,
 )
-from planengine.plan.topology import Dag, Topology, legacy_topology
 from planengine.runtime.session import get_spark
+from planengine.runtime.state.lineage import stateful_lineage
 from planengine.runtime.state_check.compare import ADVICE, compare_layouts
 from planengine.runtime.storage.checkpoint_layout import LayoutError, read_layout
 from planengine.runtime.storage.snapshots import read_snapshot
 
 log = logging.getLogger("planengine.runtime.state_check")
-
-
-def stateful_lineage(plan_json: dict[str, Any]) -> dict[str, list[tuple[int, str, tuple[str, ...]]]]:
-    """Query uid -> the stateful nodes (id, type, state names) the query computes, by id: the plan's recorded
-    queries (a fan-out query holds the state of everything in its streaming part, a channel consumer only what
-    lies below the channel), or one query per sink holding everything upstream of the sink."""
-    nodes = {int(n["id"]): n for n in plan_json.get("nodes", [])}
-    dag = Dag.from_plan(plan_json)
-    topology = Topology.from_plan(plan_json) or legacy_topology(dag)
-    out: dict[str, list[tuple[int, str, tuple[str, ...]]]] = {}
-    for query in topology.queries:
-        found = [(n, str(nodes[n]["type"]), tuple(s["name"] for s in nodes[n]["state"]))
-                 for n in topology.streaming_nodes(dag, query) if nodes[n].get("state")]
-        out[query.uid] = sorted(found)
-    return out
 
 
 def check_snapshot_state(plan_json: dict[str, Any], snapshot_dir: str, report: CheckReport, *,
@@ -68,7 +53,7 @@ def check_snapshot_state(plan_json: dict[str, Any], snapshot_dir: str, report: C
     Runtime support of the plan's nodes is the caller's check (``commands/check.py``); a plan with a node
     this engine cannot run is not probed.
     """
-    # Cycle: executor (through jvm.state_move) imports this package at module level.
+    # Cycle: executor imports this package at module level.
     from planengine.runtime.executor import unsupported_nodes  # noqa: PLC0415 — see the comment above
 
     info = read_snapshot(snapshot_dir)

@@ -75,7 +75,7 @@ def translate_group_aggregate_v3(node: Any, inputs: list[Stream], ctx: Any) -> S
     if node.strategy == JVM:
         log.info("node %d (group aggregate): JVM processor", node_id)
         # A node moved here from the Python operator may find that operator's state in its restored
-        # checkpoint: the executor converts it before the query starts (runtime/jvm/state_move.py).
+        # checkpoint: the executor converts it before the query starts (runtime/state/move.py).
         ctx.state_move_candidates.append(MovableGroupAggregate(node, stream))
         return jvm_group_aggregate(stream, node, ctx)
     if node.strategy == TRANSFORM_WITH_STATE:

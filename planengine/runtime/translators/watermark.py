@@ -33,7 +33,7 @@ from planengine.errors import ValidationError
 from planengine.ir.expressions import Call, InputRef, Literal
 from planengine.runtime.context import DrainControl
 from planengine.runtime.dataflow.stream import RECORD_WATERMARK, Stream, WatermarkFacts
-from planengine.runtime.operators.record_watermark import with_record_watermarks
+from planengine.runtime.jvm.record_watermark import with_record_watermarks
 from planengine.runtime.translators import translator
 
 EOI = "_end_of_input"

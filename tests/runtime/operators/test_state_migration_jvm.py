@@ -15,8 +15,8 @@ from planengine.exec import nodes as X
 from planengine.ir import types as T
 from planengine.ir.changelog import ALL
 from planengine.ir.types import parse_type
-from planengine.runtime.jvm.migrate import group_aggregate_with_initial_state, initial_state
 from planengine.runtime.operators.group_aggregate import group_aggregate
+from planengine.runtime.state.migrate import group_aggregate_with_initial_state, initial_state
 from tests.runtime.operators.test_aggregate import BIGINT_NN, agg, flink, input_node, node_ctx
 
 SCHEMA = "k STRING, v INT, tag STRING, _rowkind STRING"

@@ -44,7 +44,7 @@ from typing import Any
 
 from planengine.errors import InternalError, PlanIncompatible
 from planengine.plan.state_moves import JVM_OPERATOR, PYTHON_OPERATORS, user_state
-from planengine.runtime.state_check import stateful_lineage
+from planengine.runtime.state.lineage import stateful_lineage
 from planengine.runtime.storage.snapshots import last_committed_batch_id
 
 log = logging.getLogger("planengine.runtime.state_move")
@@ -156,7 +156,7 @@ def _seed(spark: Any, checkpoint: Path, uid: str, op: OperatorMetadata, candidat
           work: Path) -> MovedState:
     """Convert the Python operator's state and run the JVM processor's seed from it in ``work/seed`` (nothing in
     the run's checkpoint changes here)."""
-    from planengine.runtime.jvm import migrate  # noqa: PLC0415 — jvm.migrate loads pandas/pyarrow/numpy; only an actual state move needs them
+    from planengine.runtime.state import migrate  # noqa: PLC0415 — migrate loads pandas/pyarrow/numpy; only an actual state move needs them
 
     node_id = ctx.node_id(candidate.node)
     batch = last_committed_batch_id(checkpoint)

@@ -25,7 +25,7 @@ RUN pyspark="$(python -c 'import re, tomllib; print(next(r for r in tomllib.load
  && python -m build --wheel --outdir /dist . && ls /dist/planengine-*.whl \
  && python -m zipfile -l /dist/planengine-*.whl | grep -q 'planengine/runtime/jvm/jars/planengine-jvm-spark'
 
-# --- kafka-jars: Spark's Kafka connector, the group kafka-connector of planengine/runtime/connectors/jars.lock ------------
+# --- kafka-jars: Spark's Kafka connector, the group kafka-connector of planengine/runtime/connectors/jars.lock -
 # The connector jars are not in pyspark's wheel. The set-up fetches the same lock (tests/setup/prepare.d/25-kafka.sh),
 # so the image and the tests run the same jars; the fetcher (stdlib only, run by path) downloads each from Maven
 # Central and refuses one whose sha256 differs from the lock. docs/kafka.md says why the connector is 4.2.0.
@@ -65,12 +65,12 @@ RUN jars="$(python -c 'import os, pyspark; print(os.path.join(os.path.dirname(py
  && mkdir -p /var/lib/planengine/jobs \
  && chown -R 10001:10001 /var/lib/planengine
 # The connector jars are in PySpark's own jars/ (above), on every driver's and executor's class path: the engine
-# adds nothing to spark.jars (planengine/runtime/connectors/extra_jars.py; set and empty turns its search for a checkout's
-# set-up cache off, which an image does not have anyway).
+# adds nothing to spark.jars (planengine/runtime/connectors/extra_jars.py; set and empty turns its search for a
+# checkout's set-up cache off, which an image does not have anyway).
 ENV PLANENGINE_EXTRA_JARS=""
 # Executor pods (Spark on Kubernetes starts them from this image) run Spark's executor backend through this
 # launcher; the operator's executor pod template names it (builders.EXECUTOR_COMMAND).
-COPY --chmod=0755 planengine/runtime/spark-executor.sh /usr/local/bin/planengine-spark-executor
+COPY --chmod=0755 planengine/runtime/engine/spark-executor.sh /usr/local/bin/planengine-spark-executor
 WORKDIR /home/planengine
 # The operator's pods run as this user (builders.ENGINE_UID; tests/chart/test_dockerfile.py checks both).
 USER 10001:10001

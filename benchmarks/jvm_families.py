@@ -85,7 +85,7 @@ from pathlib import Path
 from planengine.api import TableEnvironment
 from planengine.plan import serde
 from planengine.plan.compiled_plan import CompiledPlan
-from planengine.runtime.session import get_spark
+from planengine.runtime.engine.session import get_spark
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark, when run as a script
 from p2_pyflink import FLINK_VENV, ensure_flink_venv, machine

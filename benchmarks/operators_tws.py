@@ -43,10 +43,10 @@ def main() -> None:
     from planengine.ir.aggregates import AggregateCall
     from planengine.ir.changelog import ALL
     from planengine.ir.types import parse_type
-    from planengine.runtime.context import TranslationContext
     from planengine.runtime.dataflow.stream import Stream
+    from planengine.runtime.engine.context import TranslationContext
+    from planengine.runtime.engine.session import get_spark
     from planengine.runtime.operators.group_aggregate import group_aggregate
-    from planengine.runtime.session import get_spark
 
     spark = get_spark()
     root = Path(tempfile.mkdtemp(prefix="bench-tws-"))

@@ -30,7 +30,7 @@ from pathlib import Path
 from planengine.api import TableEnvironment
 from planengine.plan import serde
 from planengine.plan.compiled_plan import CompiledPlan
-from planengine.runtime.session import get_spark
+from planengine.runtime.engine.session import get_spark
 
 STATEMENT = "INSERT INTO upsert_sink SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k"
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from planengine.api import TableEnvironment
 from planengine.plan import serde
 from planengine.plan.compiled_plan import CompiledPlan
-from planengine.runtime.session import get_spark
+from planengine.runtime.engine.session import get_spark
 
 STATEMENT = ("INSERT INTO counts SELECT k, window_start, COUNT(*) "
              "FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY k, window_start, window_end")

@@ -94,7 +94,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    from planengine.runtime.session import get_spark
+    from planengine.runtime.engine.session import get_spark
 
     spark = get_spark()
     base = Path(tempfile.mkdtemp(prefix="p1-"))

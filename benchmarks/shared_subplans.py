@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from planengine.api import TableEnvironment
-from planengine.runtime.session import get_spark, stop_spark
+from planengine.runtime.engine.session import get_spark, stop_spark
 
 TOPOLOGIES = {"shared": "true", "per-sink": "false"}
 

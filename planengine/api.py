@@ -260,11 +260,11 @@ class TableEnvironment(CatalogStatements):
         return None if found is None else found.function
 
     def execute_plan(self, plan: CompiledPlan, **options: Any) -> Any:
-        """Run a plan in this session (``planengine.runtime.executor.execute_compiled_plan`` takes the options).
+        """Run a plan in this session (``planengine.runtime.engine.executor.execute_compiled_plan`` takes the options).
 
         The plan layer never runs anything itself: the runtime sits above it and is called from here."""
         try:
-            from planengine.runtime.executor import execute_compiled_plan  # noqa: PLC0415 — deferred: pyspark is optional
+            from planengine.runtime.engine.executor import execute_compiled_plan  # noqa: PLC0415 — deferred: pyspark is optional
         except ImportError as error:
             raise PlanError(
                 f"executing plans needs the Spark runtime ({error})",

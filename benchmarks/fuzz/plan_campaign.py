@@ -145,7 +145,7 @@ def _json_body(out: str, code: int) -> bool:
 
 # --- HTTP -------------------------------------------------------------------------------------------------
 def http_campaign(count: int, seed: int, start: int, hang_seconds: float) -> dict[str, Any]:
-    from planengine.runtime.status_server import StatusServer
+    from planengine.runtime.engine.status_server import StatusServer
     from tests.fuzz.test_driver_api_fuzz import TOKEN, RecordingDriver, exchange, healthy
 
     rng = random.Random(seed)

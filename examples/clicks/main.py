@@ -84,7 +84,7 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from planengine.api import TableEnvironment
     from planengine.plan.compiled_plan import CompiledPlan
-    from planengine.runtime.session import get_spark
+    from planengine.runtime.engine.session import get_spark
 
     work = Path(os.environ.get("CLICKS_WORK_DIR") or tempfile.mkdtemp(prefix="planengine-clicks-"))
     shutil.rmtree(work, ignore_errors=True)

@@ -34,7 +34,7 @@ async def stop(base_url: str, *, snapshot: bool, drain: bool = False, timeout: f
                token: str | None = None) -> dict[str, Any]:
     """``POST /v1/stop``: stop at a batch boundary, answer the snapshot id (as ``"snapshot"``), exit 0."""
     answer = await _post(base_url, "/v1/stop", {"snapshot": snapshot, "drain": drain}, timeout, token)
-    # The engine answers {"stopped": true, "snapshotId": id} (planengine/runtime/status_server.py); callers read
+    # The engine answers {"stopped": true, "snapshotId": id} (planengine/runtime/engine/status_server.py); callers read
     # "snapshot". An answer without an id is a stop without a snapshot (or none was possible).
     if isinstance(answer, dict) and answer.get("snapshot") is None:
         answer["snapshot"] = answer.get("snapshotId")

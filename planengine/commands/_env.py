@@ -6,7 +6,7 @@ import argparse
 
 from planengine.api import TableEnvironment
 from planengine.errors import UserError
-from planengine.runtime.session import FIXED_CONF, set_cli_conf
+from planengine.runtime.engine.session import FIXED_CONF, set_cli_conf
 from planengine.sql.source_text import decode_source as decode_text
 from planengine.sql.source_text import read_source
 

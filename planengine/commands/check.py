@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 def _check_runtime_support(plan_json: dict, report) -> None:  # type: ignore[no-untyped-def,type-arg]
     """Every node must have a Spark translation in this engine, or the plan cannot run here (exit 4)."""
     try:
-        from planengine.runtime.executor import unsupported_nodes  # noqa: PLC0415 — optional: the Spark runtime may not be installed where plans are checked
+        from planengine.runtime.engine.executor import unsupported_nodes  # noqa: PLC0415 — optional: the Spark runtime may not be installed where plans are checked
     except ImportError:
         report.add("incompatible", "this engine has no Spark runtime installed", hint="pip install planengine[spark]")
         return

@@ -11,7 +11,7 @@ boundary with a snapshot.
 
 ``--standby`` (with ``--plan`` and ``--status-port``) starts a warm standby for an upgrade: JVM, session,
 plan and warm-up now, the run at ``POST /v1/start {"fromSnapshot": ...}``; it writes nothing in the job
-root before that (``planengine.runtime.standby``).
+root before that (``planengine.runtime.engine.standby``).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from planengine.commands.compile import split_program
 from planengine.errors import UserError
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.serde import MAX_PARALLELISM
-from planengine.runtime.control_token import TOKEN_FILE_ENV, control_token
-from planengine.runtime.session import SHUFFLE_PARTITIONS_KEY, cli_conf, plan_shuffle_partitions
-from planengine.runtime.standby import run_standby as serve
+from planengine.runtime.engine.control_token import TOKEN_FILE_ENV, control_token
+from planengine.runtime.engine.session import SHUFFLE_PARTITIONS_KEY, cli_conf, plan_shuffle_partitions
+from planengine.runtime.engine.standby import run_standby as serve
 from planengine.runtime.storage.job_root import JobRoot
 from planengine.runtime.storage.plan_in_force import plan_to_run
 
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_standby(args: argparse.Namespace) -> int:
-    """``--standby``: the plan is read, never written (the start installs it); see ``runtime.standby``."""
+    """``--standby``: the plan is read, never written (the start installs it); see ``runtime.engine.standby``."""
     if not args.plan or args.status_port is None or args.from_snapshot or args.until_idle:
         raise UserError("--standby needs --plan and --status-port, and takes the snapshot from POST /v1/start",
                         hint="planengine run --plan P --job-root D --standby --status-port N; then "

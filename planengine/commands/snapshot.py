@@ -11,7 +11,7 @@ import argparse
 import json
 
 from planengine.errors import UserError
-from planengine.runtime.executor import SPARK_VERSION
+from planengine.runtime.engine.executor import SPARK_VERSION
 from planengine.runtime.storage.job_root import JobRoot
 from planengine.runtime.storage.snapshots import take_snapshot
 from planengine.version import ENGINE_VERSION

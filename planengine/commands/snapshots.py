@@ -14,7 +14,7 @@ import json
 import shutil
 
 from planengine.errors import UserError
-from planengine.runtime.session import get_spark
+from planengine.runtime.engine.session import get_spark
 from planengine.runtime.state_check import state_operators
 from planengine.runtime.storage.job_root import JobRoot
 from planengine.runtime.storage.snapshots import inspect_snapshot, list_snapshots

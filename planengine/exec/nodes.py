@@ -333,7 +333,7 @@ FULL_SORT_FETCH = 2147483647
 
 @exec_node(_meta("sort-limit", consumed=(STATE_TTL, O.NON_TEMPORAL_SORT.key), operators=("sort-limit",)),
            # Version 2: same JSON, new strategy for ORDER BY without LIMIT (fetch 2147483647): Flink's
-           # StreamSortOperator, sorted at the end of input (runtime/translators/sort_limit.py); version 1
+           # StreamSortOperator, sorted at the end of input (runtime/engine/translators/sort_limit.py); version 1
            # keeps the Top-N over everything for its plans.
            _meta("sort-limit", 2, consumed=(STATE_TTL, O.NON_TEMPORAL_SORT.key),
                  operators=("sort-limit",)),

@@ -44,7 +44,7 @@ OPTION_DEFAULTS: dict[str, str] = {o.key: o.default for o in REGISTRY.options()
 TOPOLOGY_PREFIXES = ("table.exec.", "table.optimizer.", "table.local-time-zone")
 # The job's max parallelism (Flink's name): Spark's shuffle partitions, i.e. how many partitions every state
 # store has, which a checkpoint fixes for good. Recorded only when set, so a plan compiled without it keeps
-# its bytes and runs with the legacy 2 (``runtime.session``).
+# its bytes and runs with the legacy 2 (``runtime.engine.session``).
 MAX_PARALLELISM = "pipeline.max-parallelism"
 # Planner option: record the shared topology for plans whose sinks share nodes (default on).
 SHARED_QUERIES = "planengine.plan.shared-queries"

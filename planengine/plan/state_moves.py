@@ -160,9 +160,9 @@ def _candidate(node: dict[str, Any], strategy: str | None) -> tuple[str, int, in
 
 def _python_session(node: dict[str, Any]) -> bool:
     """Whether a window aggregate's JSON is a SESSION over other keys than the grouping (the sessions the
-    Python operator keeps in versions 1 and 2; ``translators/window_aggregate.py``). A session partitioned by
-    its grouping keys runs natively unless below a per-record watermark assigner, which the node does not say:
-    such a node keeps version 2 (and its Python state)."""
+    Python operator keeps in versions 1 and 2; ``runtime/engine/translators/window_aggregate.py``). A session
+    partitioned by its grouping keys runs natively unless below a per-record watermark assigner, which the node
+    does not say: such a node keeps version 2 (and its Python state)."""
     grouping = set(node.get("grouping", []))
     if node.get("windowing"):
         spec, default = node["windowing"], set()  # a SESSION TVF without PARTITION BY: sessions over all rows

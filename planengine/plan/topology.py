@@ -57,7 +57,7 @@ class Dag:
     batch_capable: frozenset[int] = frozenset()  # nodes a fan-out may evaluate per micro-batch (compile only)
     consumers: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     # node id -> the plan's recorded operator uids: a node moved to a newer version keeps the uids its state
-    # was written under (runtime.context.uid does the same), so its query keeps its checkpoint.
+    # was written under (runtime.engine.context.uid does the same), so its query keeps its checkpoint.
     uids: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
 
     @staticmethod

@@ -279,7 +279,7 @@ def _run_once(program: Program, workdir: Path, keep: bool) -> Outcome:
 def _stop_leftover_queries() -> None:
     """A failed run may leave queries running in the shared session; stop them so the next program is clean."""
     try:
-        from planengine.runtime.session import get_spark
+        from planengine.runtime.engine.session import get_spark
 
         for q in get_spark().streams.active:
             q.stop()

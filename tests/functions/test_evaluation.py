@@ -301,7 +301,7 @@ def spark():
     runtime tests share, and made their results depend on test order.
     """
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    from planengine.runtime.session import get_spark
+    from planengine.runtime.engine.session import get_spark
 
     yield get_spark()
 

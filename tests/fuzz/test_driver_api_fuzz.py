@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from planengine.runtime import status_server as S
-from planengine.runtime.status_server import StatusServer
+from planengine.runtime.engine import status_server as S
+from planengine.runtime.engine.status_server import StatusServer
 from tests.fuzz.plan_mutants import http_request
 
 SEED = 20261128

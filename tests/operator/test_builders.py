@@ -29,7 +29,7 @@ def parse_engine_args(args):
     """The container args as the engine's entrypoint parses them (a wrong flag is argparse's exit 2)."""
     from planengine.cli import build_parser
     from planengine.commands._env import spark_conf_from_args
-    from planengine.runtime.session import set_cli_conf
+    from planengine.runtime.engine.session import set_cli_conf
 
     parsed = build_parser().parse_args(args)
     try:

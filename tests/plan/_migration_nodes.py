@@ -52,7 +52,7 @@ def _translate(node: Any, inputs: list[Any], ctx: Any) -> Any:
 
 
 def install(versions: tuple[int, ...] = (1, 2), dropped: tuple[int, ...] = (), with_migration: bool = False) -> None:
-    from planengine.runtime import translators
+    from planengine.runtime.engine import translators
 
     for v in versions:
         B.restore_registration(TagNode, META[v])
@@ -65,7 +65,7 @@ def install(versions: tuple[int, ...] = (1, 2), dropped: tuple[int, ...] = (), w
 
 
 def uninstall() -> None:
-    from planengine.runtime import translators
+    from planengine.runtime.engine import translators
 
     for v in META:
         translators._TRANSLATORS.pop((NAME, v), None)

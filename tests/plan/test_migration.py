@@ -219,7 +219,7 @@ def test_cli_migrate_without_migration_exits_4(tmp_path: Path) -> None:
 def test_migrated_node_keeps_its_operator_uid_at_run_time() -> None:
     """State is addressed by uid: the runtime must use the plan's recorded uid, not one derived from the new
     version (``2_stream-exec-test-tag-2_tagger`` would start from empty state)."""
-    from planengine.runtime.context import TranslationContext
+    from planengine.runtime.engine.context import TranslationContext
 
     T.install(versions=(2,), dropped=(1,), with_migration=True)
     old = T.plan_with_tag_node(1)

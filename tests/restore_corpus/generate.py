@@ -74,7 +74,7 @@ def generate_case(name: str, *, write: bool, force: bool = False) -> dict[str, A
 
 def _run_phase_one(program: Program, data: Path) -> tuple[Any, Path]:
     from planengine.api import TableEnvironment
-    from planengine.runtime.session import get_spark
+    from planengine.runtime.engine.session import get_spark
     from planengine.runtime.storage.snapshots import checkpoint_info
 
     env = TableEnvironment(dict(COMPILE_CONFIG))

@@ -35,7 +35,7 @@ def add_rows(tmp: Path, name: str, rows: list[dict]) -> None:
 
 
 def sink_rows(tmp: Path) -> list[int]:
-    from planengine.runtime.session import get_spark
+    from planengine.runtime.engine.session import get_spark
 
     if not (tmp / "snk" / "_spark_metadata").is_dir():
         return []

@@ -6,7 +6,7 @@ import pytest
 
 from planengine.cli import main as cli_main
 from planengine.errors import UserError
-from planengine.runtime.control_token import TOKEN_FILE_ENV, control_token
+from planengine.runtime.engine.control_token import TOKEN_FILE_ENV, control_token
 
 
 def test_no_token_file_means_no_token(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,7 +24,7 @@ from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.restore import COMPATIBLE, CheckReport
 from planengine.plan.strategies import JVM, NATIVE
 from planengine.plan.strategies import TRANSFORM_WITH_STATE as TWS
-from planengine.runtime.context import TranslationContext
+from planengine.runtime.engine.context import TranslationContext
 
 DDL = """
 CREATE FUNCTION weighted_avg AS 'tests.golden.udfs.WeightedAvg' LANGUAGE PYTHON;

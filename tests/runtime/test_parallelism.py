@@ -14,7 +14,7 @@ import pytest
 
 from planengine.api import TableEnvironment
 from planengine.errors import UserError
-from planengine.runtime.session import SHUFFLE_PARTITIONS_KEY
+from planengine.runtime.engine.session import SHUFFLE_PARTITIONS_KEY
 
 DDL = """
 CREATE TABLE clicks (id BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)

@@ -133,7 +133,7 @@ def test_a_fan_out_failing_between_its_sinks_replays_the_batch_and_each_sink_has
     """The fan-out writes its sinks one after the other inside one ``foreachBatch``: a failure after the first
     sink committed batch 1 and before the second wrote it makes Spark replay batch 1 (same offsets, the state of
     batch 0). The first sink must skip it (its manifest has it), the second must write it: once each."""
-    from planengine.runtime.executor import Job
+    from planengine.runtime.engine.executor import Job
 
     env = _env(tmp_path)
     write_rows(tmp_path / "src", "first", [{"k": "a", "v": 1}, {"k": "b", "v": 2}])

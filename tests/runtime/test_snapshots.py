@@ -258,7 +258,7 @@ def spark():
     every later test in the process (test-order-dependent results), so the settings are set and put back.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from planengine.runtime.session import get_spark
+    from planengine.runtime.engine.session import get_spark
 
     session = get_spark()
     previous = {key: session.conf.get(key, None) for key in MAINTENANCE_CONF}

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from planengine.runtime.status_server import DriverControl, StatusServer, escape_label_value, render_metrics
+from planengine.runtime.engine.status_server import DriverControl, StatusServer, escape_label_value, render_metrics
 
 STATUS = {
     "engineVersion": "0.1",

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from planengine.errors import UserError
-from planengine.runtime.status_server import StatusServer, parse_start_request
+from planengine.runtime.engine.status_server import StatusServer, parse_start_request
 
 
 class Running:

@@ -10,7 +10,7 @@ import pytest
 
 from planengine.exec import base as B
 from planengine.exec import nodes  # noqa: F401 - registers the node classes
-from planengine.runtime.translators import BROKEN_MODULES, get_translator
+from planengine.runtime.engine.translators import BROKEN_MODULES, get_translator
 
 CORE = {"stream-exec-table-source-scan", "stream-exec-calc", "stream-exec-values", "stream-exec-union",
         "stream-exec-exchange", "stream-exec-watermark-assigner", "stream-exec-sink", "stream-exec-correlate",
@@ -29,7 +29,7 @@ def test_node_has_translator(name: str, version: int) -> None:
 
 
 def test_unsupported_nodes_lists_unknown_versions() -> None:
-    from planengine.runtime.executor import unsupported_nodes
+    from planengine.runtime.engine.executor import unsupported_nodes
 
     plan = {"nodes": [{"id": 1, "type": "stream-exec-calc_1"}, {"id": 2, "type": "stream-exec-calc_99"}]}
     assert unsupported_nodes(plan) == [{"node": 2, "type": "stream-exec-calc_99"}]
@@ -38,7 +38,7 @@ def test_unsupported_nodes_lists_unknown_versions() -> None:
 def test_every_translator_module_imports() -> None:
     """A translator module that fails to import leaves its nodes silently unregistered (xfail above), so a
     renamed helper elsewhere would turn running plans into 'unsupported' ones: fail loudly instead."""
-    from planengine.runtime.translators import load_all
+    from planengine.runtime.engine.translators import load_all
 
     load_all()
     assert BROKEN_MODULES == {}

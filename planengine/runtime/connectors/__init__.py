@@ -19,7 +19,7 @@ Contracts:
   (``f0..fn`` = the table's persisted columns, in table order) and ``_rowkind`` when ``stream.updating``.
   Writers that commit through ``foreachBatch`` call ``query.fence(batch_id)`` before writing.
 * A batch writer ``open(sink, node, ctx, options) -> write(stream, batch_id)``, for sinks whose planner side
-  says ``writes_micro_batches()``: a query shared by several sinks (``planengine.runtime.topology``) calls
+  says ``writes_micro_batches()``: a query shared by several sinks (``planengine.runtime.engine.topology``) calls
   ``write`` from its ``foreachBatch`` with the sink's rows of one micro-batch (a static DataFrame, same columns
   as above) and the batch id. Writing a batch id twice must leave the table as writing it once (Spark replays
   the last batch after a failure): the file sink's manifest, the JDBC commit table keyed by ``options.name``

@@ -18,7 +18,7 @@ batch is merged per key (last change wins; ``-U`` ignored), then deleted (``-D``
 (``INSERT … ON CONFLICT (pk) DO UPDATE``) in that order; without one, rows are inserted. See docs/jdbc.md.
 
 Lookups: ``JdbcLookupFunction`` fetches the rows of many keys with one ``SELECT … WHERE (k…) IN (…)``
-through a per-process ``lookup_cache`` (``'lookup.cache' = 'PARTIAL'``); ``translators/lookup_join.py``
+through a per-process ``lookup_cache`` (``'lookup.cache' = 'PARTIAL'``); ``engine/translators/lookup_join.py``
 calls it from an Arrow UDF.
 """
 

@@ -9,7 +9,7 @@ How it is wired:
 
 * ``build``: the Java 17 sources under ``java/`` are compiled against the installed PySpark's ``jars/`` into
   ``planengine-jvm-spark<version>.jar`` (``make venv``; rebuilt when the sources or the Spark version change).
-* ``session_conf``: ``planengine.runtime.session`` adds the jar to ``spark.jars`` before the JVM starts, so
+* ``session_conf``: ``planengine.runtime.engine.session`` adds the jar to ``spark.jars`` before the JVM starts, so
   the driver's gateway and the executors load it. When it is missing and cannot be built (no JDK), the session
   still starts and only translating a node that needs the library fails, with the remedy.
 * ``run_operator``: a translator hands the input DataFrame and the node's spec (JSON: keys, aggregate calls,
@@ -63,8 +63,8 @@ def operators(spark: Any) -> Any:
     if not isinstance(cls, JavaClass):
         raise JvmLibraryUnavailable(
             f"the JVM operator library ({OPERATORS_CLASS}) is not on this SparkSession's classpath",
-            hint="start the session with planengine.runtime.session.get_spark() (it adds the jar to spark.jars), "
-                 "or add the jar printed by `python -m planengine.runtime.jvm` to spark.jars")
+            hint="start the session with planengine.runtime.engine.session.get_spark() (it adds the jar to "
+                 "spark.jars), or add the jar printed by `python -m planengine.runtime.jvm` to spark.jars")
     return cls
 
 

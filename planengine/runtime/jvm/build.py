@@ -6,7 +6,7 @@ The Java 17 sources under ``planengine/runtime/jvm/java/`` are compiled with the
 ``pyspark/jars/*`` of the interpreter running this module (no Maven, nothing downloaded), so each engine venv
 builds its own jar: ``.venv/bin/python -m planengine.runtime.jvm`` for Spark 4.3,
 ``.venv-spark42/bin/python -m planengine.runtime.jvm`` for the second engine on Spark 4.2. ``make venv``
-runs it; the session (``planengine.runtime.session``) calls ``ensure_jar`` before starting the JVM, so an
+runs it; the session (``planengine.runtime.engine.session``) calls ``ensure_jar`` before starting the JVM, so an
 editable checkout whose Java sources changed gets a fresh jar on its next start.
 
 A jar is named after the Spark version it was compiled against (``planengine-jvm-spark4.3.0.jar``) and has a

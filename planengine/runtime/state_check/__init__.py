@@ -37,9 +37,11 @@ from planengine.plan.state_moves import (
     restored_strategies,
     user_state,
 )
-from planengine.runtime.session import get_spark
+from planengine.runtime.engine.executor import unsupported_nodes
+from planengine.runtime.engine.session import get_spark
 from planengine.runtime.state.lineage import stateful_lineage
 from planengine.runtime.state_check.compare import ADVICE, compare_layouts
+from planengine.runtime.state_check.probe import expected_layouts, stored_session_conf
 from planengine.runtime.storage.checkpoint_layout import LayoutError, read_layout
 from planengine.runtime.storage.snapshots import read_snapshot
 
@@ -53,9 +55,6 @@ def check_snapshot_state(plan_json: dict[str, Any], snapshot_dir: str, report: C
     Runtime support of the plan's nodes is the caller's check (``commands/check.py``); a plan with a node
     this engine cannot run is not probed.
     """
-    # Cycle: executor imports this package at module level.
-    from planengine.runtime.executor import unsupported_nodes  # noqa: PLC0415 — see the comment above
-
     info = read_snapshot(snapshot_dir)
     if not info.complete:
         report.add(INCOMPATIBLE, f"snapshot {snapshot_dir} is incomplete: {info.problem}",
@@ -148,9 +147,6 @@ def _declares_state(plan_json: dict[str, Any]) -> bool:
 def _compare_with_probe(plan_json: dict[str, Any], stored: dict[str, dict[str, Any]], info: Any,
                         report: CheckReport, session: PlanSession, spark: Any,
                         moves: dict[int, StateMove] | None = None) -> None:
-    # Cycle: probe imports this package (its report types).
-    from planengine.runtime.state_check.probe import expected_layouts, stored_session_conf  # noqa: PLC0415 — see the comment above
-
     if spark is None:
         spark = get_spark()
     began = time.monotonic()

@@ -34,13 +34,13 @@ from typing import Any
 
 from planengine.plan import serde
 from planengine.plan.compiled_plan import CompiledPlan
-from planengine.runtime.context import TranslationContext
-from planengine.runtime.executor import TRANSIENT_FAILURES, check_runtime_support
-from planengine.runtime.python_functions import register_user_functions
-from planengine.runtime.session import use_plan_partitions
+from planengine.runtime.engine.context import TranslationContext
+from planengine.runtime.engine.executor import TRANSIENT_FAILURES, check_runtime_support
+from planengine.runtime.engine.python_functions import register_user_functions
+from planengine.runtime.engine.session import use_plan_partitions
+from planengine.runtime.engine.topology import translate_plan
+from planengine.runtime.engine.translators.watermark import EOI
 from planengine.runtime.storage.checkpoint_layout import read_layout
-from planengine.runtime.topology import translate_plan
-from planengine.runtime.translators.watermark import EOI
 
 SCAN = "stream-exec-table-source-scan"
 # Failures of Spark's Python worker plumbing on a loaded machine (the executor retries the same ones).
@@ -171,7 +171,7 @@ def _translate(plan: Any, spark: Any, tmp: Path, notes: list[str]) -> list[_Quer
     def read_channel(head: Any, uid: str, path: Any, consumer: Any, ctx: Any) -> Any:
         return _channel_reader(head, uid, empty)
 
-    # The same queries as ``run`` (runtime/topology.py): a fan-out query's state is all in the stream it
+    # The same queries as ``run`` (runtime/engine/topology.py): a fan-out query's state is all in the stream it
     # hands to foreachBatch, which the probe writes to noop like any other query's.
     translate_plan(sinks, plan.data, ctx, lambda query, stream: queries.append(
         _Query(query.uid, stream.df, stream.output_mode)), read_channel=read_channel, on_scan=scan)

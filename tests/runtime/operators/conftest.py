@@ -24,11 +24,11 @@ from planengine.runtime.dataflow.stream import Stream, column_name
 
 @pytest.fixture(scope="session")
 def spark():
-    """The engine's own session (``planengine.runtime.session``); same object as ``tests/runtime``'s fixture."""
+    """The engine's own session (``planengine.runtime.engine.session``); same object as ``tests/runtime``'s fixture."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["TZ"] = "UTC"  # collected TIMESTAMPs are converted with the process zone
     time.tzset()
-    from planengine.runtime.session import get_spark
+    from planengine.runtime.engine.session import get_spark
 
     return get_spark()
 

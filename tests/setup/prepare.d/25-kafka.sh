@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Kafka jars from Maven Central, pinned by planengine/runtime/connectors/jars.lock and checked by sha256, into
 # <repo>/.tools/jars/<group>/ (git-ignored):
-#   kafka-connector  Spark's Kafka source and sink; the engine loads them from there (planengine/runtime/connectors/extra_jars.py)
+#   kafka-connector  Spark's Kafka source and sink; the engine loads them from there
+#                    (planengine/runtime/connectors/extra_jars.py)
 #   kafka-broker     a single-node KRaft broker for the tests (tests/fixtures/kafka.py)
 # The same lock feeds the Dockerfile's kafka-jars stage, so the engine image and the tests run the same jars.
 #

@@ -13,10 +13,10 @@ from dataclasses import replace
 from typing import Any
 
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.translators import translator
+from planengine.runtime.engine.translators.window_aggregate import session_aggregate
 from planengine.runtime.operators.window_aggregate import window_aggregate
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful
-from planengine.runtime.translators import translator
-from planengine.runtime.translators.window_aggregate import session_aggregate
 
 
 @translator("stream-exec-group-window-aggregate", 1, 2, 3, 4)

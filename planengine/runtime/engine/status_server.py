@@ -15,7 +15,7 @@ Endpoints::
     GET  /metrics     Prometheus text format 0.0.4
 
 Access: the mutating endpoints (``POST /v1/stop``, ``POST /v1/start``) need ``Authorization: Bearer <token>``
-with the driver's control token (``planengine.runtime.control_token``: ``--control-token-file`` or
+with the driver's control token (``planengine.runtime.engine.control_token``: ``--control-token-file`` or
 ``PLANENGINE_CONTROL_TOKEN_FILE``), compared in constant time. A driver without a token accepts them only when it
 listens on loopback; one published beyond it refuses them (403). ``/healthz``, ``/v1/status`` and ``/metrics`` are
 read-only and open, so probes and Prometheus scrapers need no secret; who may reach the port at all is the
@@ -26,7 +26,7 @@ a handler thread), at most ``MAX_HANDLERS`` requests are served at once (a furth
 slot, then gets 503), and a ``Content-Length`` that is negative, not a number, repeated, or more than the bytes
 sent is answered 400 (over ``MAX_BODY_BYTES``: 413) before anything happens.
 
-``POST /v1/start`` exists for a warm standby (``planengine run --standby``, ``planengine.runtime.standby``):
+``POST /v1/start`` exists for a warm standby (``planengine run --standby``, ``planengine.runtime.engine.standby``):
 the driver's control then implements ``StartableControl``; a driver started the ordinary way answers 409.
 The operator tells a standby-capable engine from an older one by ``"standby"`` in ``capabilities``.
 
@@ -52,7 +52,7 @@ from urllib.parse import urlsplit
 
 from planengine.errors import UserError
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("planengine.runtime.status_server")  # fixed: log lines show it (cli.py)
 
 MAX_BODY_BYTES = 64 * 1024
 # Seconds a connection may take to send a request line, headers or body, or to read the answer.

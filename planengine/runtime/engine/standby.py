@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from planengine.errors import UserError
-from planengine.runtime import executor
-from planengine.runtime.control_token import control_token
-from planengine.runtime.session import get_spark
-from planengine.runtime.status_server import CAPABILITIES, StatusServer
+from planengine.runtime.engine import executor
+from planengine.runtime.engine.control_token import control_token
+from planengine.runtime.engine.session import get_spark
+from planengine.runtime.engine.status_server import CAPABILITIES, StatusServer
 from planengine.runtime.storage.job_root import JobRoot, Run
 from planengine.runtime.storage.plan_in_force import plan_to_run
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.translators import translator
 from planengine.runtime.jvm import holds_state_of
 from planengine.runtime.jvm.changelog import jvm_deduplicate
 from planengine.runtime.operators.deduplicate import deduplicate
-from planengine.runtime.translators import translator
 
 
 @translator("stream-exec-deduplicate", 1)

@@ -31,9 +31,9 @@ from planengine.runtime.connectors.filesystem_lookup import read_dimension
 from planengine.runtime.connectors.jdbc import JdbcLookupFunction
 from planengine.runtime.dataflow.expressions import render_spark_expression, render_spark_sql, render_spark_type
 from planengine.runtime.dataflow.stream import ROWKIND, Stream, column_name
+from planengine.runtime.engine.translators import translator
+from planengine.runtime.engine.translators.source import factory_context
 from planengine.runtime.operators.lookup_function import field_name, lookup_udf
-from planengine.runtime.translators import translator
-from planengine.runtime.translators.source import factory_context
 
 LAMBDA_VAR = "__d"
 CANDIDATES = "__lookup_rows"

@@ -27,11 +27,11 @@ from typing import Any
 from planengine.errors import InternalError
 from planengine.plan.strategies import JVM, NATIVE, TRANSFORM_WITH_STATE, group_aggregate_jvm_refusal
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.translators import translator
 from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
 from planengine.runtime.jvm.movable import MovableGroupAggregate
 from planengine.runtime.operators.group_aggregate import group_aggregate
 from planengine.runtime.operators.native_group_aggregate import native_group_aggregate
-from planengine.runtime.translators import translator
 
 log = logging.getLogger("planengine.runtime")
 

@@ -19,11 +19,11 @@ from typing import Any
 
 from planengine.plan.strategies import state_type_refusal
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.translators import translator
 from planengine.runtime.jvm.session import jvm_session_aggregate, refusal
 from planengine.runtime.operators.window_aggregate import window_aggregate
 from planengine.runtime.operators.window_session import global_session_aggregate
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful
-from planengine.runtime.translators import translator
 
 log = logging.getLogger("planengine.runtime")
 

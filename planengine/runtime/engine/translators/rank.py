@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.translators import translator
 from planengine.runtime.jvm import holds_state_of
 from planengine.runtime.jvm.rank import jvm_rank
 from planengine.runtime.operators.rank import rank
-from planengine.runtime.translators import translator
 
 
 @translator("stream-exec-rank", 1)

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from planengine.runtime.context import DrainControl
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.context import DrainControl
+from planengine.runtime.engine.translators import translator
+from planengine.runtime.engine.translators.watermark import EOI, control_directory
 from planengine.runtime.jvm import holds_state_of
 from planengine.runtime.jvm.rank import jvm_sort_limit
 from planengine.runtime.operators.rank import full_sort, is_full_sort, limit, sort_limit
-from planengine.runtime.translators import translator
-from planengine.runtime.translators.watermark import EOI, control_directory
 
 EOI_TIME = "_end_of_input_time"
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.translators import translator
 from planengine.runtime.operators.window_join import window_join, window_join_at_window_end
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful
-from planengine.runtime.translators import translator
 
 
 @translator("stream-exec-window-join", 1, 2, 3)

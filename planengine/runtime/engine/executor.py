@@ -34,24 +34,24 @@ from planengine.errors import PlanIncompatible, UserError
 from planengine.exec import base as B
 from planengine.plan import serde
 from planengine.plan.compiled_plan import CompiledPlan
-from planengine.runtime.channels import cut
 from planengine.runtime.connectors import QueryOptions
-from planengine.runtime.context import DrainControl, TranslationContext
-from planengine.runtime.control_token import control_token
 from planengine.runtime.dataflow.stream import Stream
-from planengine.runtime.progress_listener import Progress, ProgressListener
-from planengine.runtime.python_functions import register_user_functions
-from planengine.runtime.session import get_spark, use_plan_partitions
+from planengine.runtime.engine.channels import cut
+from planengine.runtime.engine.context import DrainControl, TranslationContext
+from planengine.runtime.engine.control_token import control_token
+from planengine.runtime.engine.progress_listener import Progress, ProgressListener
+from planengine.runtime.engine.python_functions import register_user_functions
+from planengine.runtime.engine.session import get_spark, use_plan_partitions
+from planengine.runtime.engine.status_server import CAPABILITIES, StatusServer
+from planengine.runtime.engine.topology import translate_plan
+from planengine.runtime.engine.translators import get_translator
+from planengine.runtime.engine.translators.watermark import write_end_of_input
 from planengine.runtime.state.move import move_pending_state
-from planengine.runtime.status_server import CAPABILITIES, StatusServer
 from planengine.runtime.storage import fencing
 from planengine.runtime.storage.files import atomic_write_text
 from planengine.runtime.storage.job_root import JobRoot, Run, refuse_sinks_inside, resolve_job_root
 from planengine.runtime.storage.plan_in_force import install_run_plan, plan_to_run
 from planengine.runtime.storage.snapshots import last_committed_batch_id, take_snapshot
-from planengine.runtime.topology import translate_plan
-from planengine.runtime.translators import get_translator
-from planengine.runtime.translators.watermark import write_end_of_input
 from planengine.version import ENGINE_VERSION
 
 log = logging.getLogger("planengine.runtime")
@@ -171,7 +171,7 @@ class Job:
         ctx = TranslationContext(self.spark, config, ids, run_dir=self.run.path,
                                  job_root=Path(self.job_root.path))
         ctx.cut = lambda stream, name: self._cut(stream, name, ctx)
-        # The plan's queries: its recorded shared topology, or one per sink (runtime/topology.py).
+        # The plan's queries: its recorded shared topology, or one per sink (runtime/engine/topology.py).
         translate_plan(sinks, self.plan.data, ctx, lambda query, stream: self._specs.append(query))
         self.drain_controls = list(ctx.drain_controls)
         self._state_moves = (ctx, list(ctx.state_move_candidates))
@@ -498,7 +498,7 @@ def start_job(plan: CompiledPlan, root: JobRoot, spark: Any, from_snapshot: str 
               paced: bool = True) -> Job:
     """Open (fork) the run, translate the plan into it and start its queries under the run lock.
 
-    Shared by a cold start and a standby's ``POST /v1/start`` (``planengine.runtime.standby``): the run
+    Shared by a cold start and a standby's ``POST /v1/start`` (``planengine.runtime.engine.standby``): the run
     directory, the translation (control directories, channels live in the run) and the lock all belong
     to the run, so none of it can happen before the snapshot to start from is known."""
     run = open_run(root, plan.plan_id, from_snapshot)

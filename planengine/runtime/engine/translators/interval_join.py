@@ -7,9 +7,9 @@ from typing import Any
 
 from planengine.errors import ValidationError
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.translators import translator
 from planengine.runtime.operators.interval_join import interval_join
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful
-from planengine.runtime.translators import translator
 
 
 @translator("stream-exec-interval-join", 1)

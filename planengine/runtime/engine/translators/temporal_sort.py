@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.translators import translator
 from planengine.runtime.operators.temporal_sort import temporal_sort
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful
-from planengine.runtime.translators import translator
 
 
 @translator("stream-exec-temporal-sort", 1, 2)

@@ -11,8 +11,8 @@ from typing import Any
 
 from planengine.runtime.dataflow.expressions import render_spark_type
 from planengine.runtime.dataflow.stream import Stream, column_name
-from planengine.runtime.translators import translator
-from planengine.runtime.translators.basic import _expr, _keep_hidden
+from planengine.runtime.engine.translators import translator
+from planengine.runtime.engine.translators.basic import _expr, _keep_hidden
 
 _EXPANDED = "_expanded"
 

@@ -29,13 +29,13 @@ from planengine.catalog.objects import ObjectIdentifier
 from planengine.connectors.base import SinkContext
 from planengine.exec import base as B
 from planengine.plan.topology import Dag, Query, Topology
-from planengine.runtime.channels import channel_path
 from planengine.runtime.connectors import BatchOptions, QueryOptions, get_batch_sink_writer
 from planengine.runtime.connectors.filesystem import file_stream_sink
 from planengine.runtime.dataflow.stream import Stream
-from planengine.runtime.translators import get_translator
-from planengine.runtime.translators.sink import SinkQuery, runtime_sink, sink_label, table_rows
-from planengine.runtime.translators.watermark import with_drainable_watermark
+from planengine.runtime.engine.channels import channel_path
+from planengine.runtime.engine.translators import get_translator
+from planengine.runtime.engine.translators.sink import SinkQuery, runtime_sink, sink_label, table_rows
+from planengine.runtime.engine.translators.watermark import with_drainable_watermark
 
 log = logging.getLogger("planengine.runtime")
 

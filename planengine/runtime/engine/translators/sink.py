@@ -19,10 +19,10 @@ from planengine.errors import PlanError
 from planengine.runtime.connectors import QueryOptions, get_sink_writer
 from planengine.runtime.dataflow.expressions import render_spark_type
 from planengine.runtime.dataflow.stream import ROWKIND, Stream, column_name
+from planengine.runtime.engine.translators import translator
+from planengine.runtime.engine.translators.source import runtime_sink
 from planengine.runtime.jvm import holds_state_of
 from planengine.runtime.jvm.changelog import jvm_upsert_materialize
-from planengine.runtime.translators import translator
-from planengine.runtime.translators.source import runtime_sink
 
 
 @dataclass

@@ -14,9 +14,9 @@ import logging
 from typing import Any
 
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.translators import translator
 from planengine.runtime.jvm.join import jvm_join, refusal, refusal_v3
 from planengine.runtime.operators.join import join
-from planengine.runtime.translators import translator
 
 
 @translator("stream-exec-join", 1)

@@ -14,7 +14,7 @@ from planengine.connectors.restore import restore_table_sink, restore_table_sour
 from planengine.errors import ValidationError
 from planengine.runtime.connectors import get_source_reader
 from planengine.runtime.dataflow.stream import ROWKIND, Stream, column_name
-from planengine.runtime.translators import translator
+from planengine.runtime.engine.translators import translator
 
 
 def factory_context(table_spec: Any, ctx: Any) -> FactoryContext:

@@ -19,8 +19,8 @@ from typing import Any
 
 from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.translators.sink import SinkQuery
 from planengine.runtime.storage.files import validate_uid
-from planengine.runtime.translators.sink import SinkQuery
 
 CHANNEL_DIR = "channel"
 

@@ -18,9 +18,9 @@ from planengine.ir.types import Kind
 from planengine.runtime.connectors import spark_schema_ddl
 from planengine.runtime.dataflow.expressions import render_spark_sql
 from planengine.runtime.dataflow.stream import RECORD_WATERMARK, ROWKIND, Stream, column_name, hidden_columns
+from planengine.runtime.engine.python_functions import produced_row_type, table_function_udf_name
+from planengine.runtime.engine.translators import translator
 from planengine.runtime.operators.window_watermark import WATERMARK_COLUMN, with_assigner_watermark
-from planengine.runtime.python_functions import produced_row_type, table_function_udf_name
-from planengine.runtime.translators import translator
 
 
 def _expr(e: Any, columns: list[str]) -> Any:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.translators import translator
 from planengine.runtime.jvm import holds_state_of
 from planengine.runtime.jvm.changelog import jvm_changelog_normalize
 from planengine.runtime.operators.changelog_normalize import changelog_normalize
-from planengine.runtime.translators import translator
 
 
 @translator("stream-exec-changelog-normalize", 1)

@@ -19,11 +19,11 @@ import logging
 from typing import Any
 
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.translators import translator
 from planengine.runtime.jvm.over_aggregate import jvm_over_aggregate, refusal
 from planengine.runtime.operators.over_aggregate import over_aggregate
 from planengine.runtime.operators.over_non_time import non_time_over_aggregate
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful
-from planengine.runtime.translators import translator
 
 
 @translator("stream-exec-over-aggregate", 1)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.translators import translator
 from planengine.runtime.operators.window_table_function import window_table_function
-from planengine.runtime.translators import translator
 
 
 @translator("stream-exec-window-table-function", 1)

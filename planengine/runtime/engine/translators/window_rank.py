@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from planengine.runtime.dataflow.stream import Stream
+from planengine.runtime.engine.translators import translator
 from planengine.runtime.operators.window_rank import window_rank
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful
-from planengine.runtime.translators import translator
 
 
 @translator("stream-exec-window-rank", 1)

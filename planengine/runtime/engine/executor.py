@@ -121,6 +121,7 @@ class QueryState:
     kind: str
     label: str = ""  # the sink table's name (or "channel <name>"): what progress lines show
     query: Any = None
+    query_id: str = ""  # the query's id (its checkpoint's, the same across restarts), read once: events name it
     rows: int = 0
     batches: int = 0
     last_batch_id: int = -1
@@ -191,6 +192,7 @@ class Job:
             state = QueryState(spec.uid, spec.kind, _label(spec, self._specs))
             state.spec = spec
             state.query = spec.start(self._query_options(spec))
+            state.query_id = str(state.query.id)
             self.queries.append(state)
         self.state = "RUNNING"
         log.info("run %s: started %d queries: %s", self.run.run_id, len(self.queries),
@@ -217,6 +219,7 @@ class Job:
                         q.label or q.uid, message.splitlines()[0][:200], q.restarts, MAX_TRANSIENT_RESTARTS)
             time.sleep(min(30.0, 2.0 * q.restarts))
             q.query = q.spec.start(self._query_options(q.spec))
+            q.query_id = str(q.query.id)
 
     def fence(self, batch_id: int = -1) -> None:
         """Raise before a commit when this run no longer holds the job root (another driver took over)."""
@@ -302,7 +305,7 @@ class Job:
     def _on_progress(self, p: Progress) -> None:
         """A batch committed (any query of the session: only this job's count): counts for the status API and
         the progress display, and the run lock's fence."""
-        mine = [q for q in self.queries if q.query is not None and str(q.query.id) == p.query_id]
+        mine = [q for q in self.queries if q.query_id == p.query_id]
         for q in mine:
             q.last_batch_id = p.batch_id
             q.last_commit_at = p.timestamp

@@ -55,3 +55,15 @@ def test_no_jdk_or_pyspark_builds_nothing(monkeypatch: pytest.MonkeyPatch, capsy
     assert class_archive.archive_path("") is None
     assert class_archive.build("", quiet=True) is None
     assert "nothing built" in capsys.readouterr().err
+
+
+def test_a_workload_that_overruns_builds_nothing_and_fails_nothing(machine: tuple[Path, Path],
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture) -> None:
+    def overrun(*args: object, **kwargs: object) -> None:
+        raise class_archive.subprocess.TimeoutExpired(cmd="python", timeout=1)
+
+    monkeypatch.setattr(class_archive.subprocess, "run", overrun)
+    assert class_archive.build("-XX:+UseSerialGC", quiet=True) is None
+    assert "took over" in capsys.readouterr().err
+    assert not list((class_archive.ARCHIVE_DIR).glob("*"))

@@ -93,6 +93,14 @@ _MOVES: dict[tuple[str, int], int] = {
     ("stream-exec-window-aggregate", 2): 3,
     ("stream-exec-group-window-aggregate", 2): 3,
 }
+
+
+def registered_moves() -> dict[tuple[str, int], int]:
+    """``(name, retired version) -> target version`` of every move: the retired versions docs/jvm-operators.md
+    lists (restorable, never written by a compile, left only by a move)."""
+    return dict(_MOVES)
+
+
 _SESSIONS = frozenset({"stream-exec-window-aggregate", "stream-exec-group-window-aggregate"})
 
 _RECORDS_STRATEGY = frozenset({GROUP_AGGREGATE})

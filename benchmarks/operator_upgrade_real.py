@@ -63,6 +63,13 @@ RESULTS = REPO / "benchmarks" / "results" / "operator_reconcile.md"
 # One section per launcher (the local one keeps its historical title, which earlier results are filed under).
 SECTIONS = {"local": "## Upgrade downtime with the real engine",
             "kubernetes": "## Upgrade downtime with the real engine on the Kubernetes launcher"}
+
+
+def section(launcher: str, executors: int) -> str:
+    """The results file's heading for one launcher and executor count (0: the historical titles)."""
+    if executors == 0:
+        return SECTIONS[launcher]
+    return f"{SECTIONS[launcher]}, {executors} executor pods"
 SETUPS = {
     "local": "Real kopf + the real control plane + the local launcher + the real `planengine` CLI (through "
              "`tests/operator/e2e/engine_wrapper.py`, which records and `exec`s).",
@@ -80,8 +87,21 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-def upgrades(count: int, launcher: str = "local") -> list[dict[str, Any]]:
+def executor_spec(executors: int) -> dict[str, Any]:
+    """The job's ``spec`` fields for ``executors`` executor pods (none: Spark runs the tasks in the driver).
+
+    A quarter core requested per executor, as ``tests/operator/e2e/test_executor_pods.py``: the scenario node
+    declares a cluster worker's capacity, so the active driver, the warm standby and both drivers' executors fit
+    at once (on this 2-core machine they share its cores, which the load figures show)."""
+    if executors == 0:
+        return {}
+    return {"executor": {"instances": executors, "cores": 1, "memory": "1Gi"},
+            "sparkConf": {"spark.kubernetes.executor.request.cores": "250m"}}
+
+
+def upgrades(count: int, launcher: str = "local", executors: int = 0) -> list[dict[str, Any]]:
     measured: list[dict[str, Any]] = []
+    extra = executor_spec(executors)
     if launcher == "kubernetes":
         os.environ[DRIVER_URL_ENV] = "http://{endpoint}:{port}"  # the kubelet's pod IPs; no cluster DNS here
     # A killed driver may still be removing its RocksDB files when the directory goes: not the benchmark's failure.
@@ -91,13 +111,16 @@ def upgrades(count: int, launcher: str = "local") -> list[dict[str, Any]]:
                                                     "metadata": {"name": "bench"}})
         (Path(tmp) / "world").mkdir()
         world = World(Path(tmp) / "world", plane, "bench", "real", launcher, operator_identity=identity)
+        if executors:
+            assert world.kubelet is not None
+            world.kubelet.executor_pods = True  # the drivers' Spark asks the API server for executor pods
         os.environ["KUBECONFIG"] = str(world.operator_kubeconfig)
         root = world.storage_root(Path(tmp) / "root")  # on Kubernetes: the subPath "root" of the jobs claim
         world.start_operator()
         name = "bench"
         try:
             world.add_input(name, 3)
-            world.apply(world.job_manifest(name, "0.1", storage=root))
+            world.apply(world.job_manifest(name, "0.1", storage=root, **extra))
             world.wait_status(name, lambda s: s.get("phase") == "Running", "Running", timeout=120)
             world.assert_exactly_once(name, timeout=900)
             engines = ["0.1", REAL_TARGET]
@@ -111,7 +134,7 @@ def upgrades(count: int, launcher: str = "local") -> list[dict[str, Any]]:
                 wait_for(lambda: len(world.output(name)) >= len(world.input_rows(name)), 600,
                          "the old engine is caught up")
                 with world.feeding(name, every=0.5):
-                    world.apply(world.job_manifest(name, target, storage=root))
+                    world.apply(world.job_manifest(name, target, storage=root, **extra))
                     status = world.wait_status(
                         name, lambda s, r=before["runId"]: (s.get("upgrade") or {}).get("step") == "Succeeded"
                         and s.get("runId") != r, f"upgrade {index} Succeeded", timeout=900)
@@ -130,6 +153,7 @@ def upgrades(count: int, launcher: str = "local") -> list[dict[str, Any]]:
                     "downtime": handover_downtime(root, world.sink(name), old, new, snap),
                     "stop": snapshot_at - old_commit, "handover": session - snapshot_at,
                     "first_batch": first_new - session, "lead": snapshot_at - call["at"],
+                    "executors": executors,
                 })
                 print(measured[-1], flush=True)
             rows, missing, duplicates = exactly_once(world, name)
@@ -150,14 +174,19 @@ def exactly_once(world: World, name: str, settle: float = 300) -> tuple[int, int
     return len(wanted), len(set(wanted) - set(got)), len(got) - len(set(got))
 
 
-def render(measured: list[dict[str, Any]], command: str, launcher: str = "local") -> str:
+def render(measured: list[dict[str, Any]], command: str, launcher: str = "local", executors: int = 0) -> str:
     downtimes = [m["downtime"] for m in measured]
+    where = (f" Each driver runs {executors} executor pods (a quarter core requested each), which the drivers' "
+             "Spark creates through the API server and the kubelet runs through `planengine-spark-executor`; "
+             "the standby's executors start with it." if executors else "")
+    setup = SETUPS[launcher].replace("executors in-process, `local[1]`", "executors as below") if executors \
+        else SETUPS[launcher]
     lines = [
-        SECTIONS[launcher],
+        section(launcher, executors),
         "",
         f"- Command: `{command}`; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} cores; engine builds: "
         f"`.venv` (PySpark 4.3) and `.venv-spark42` ({'PySpark 4.2' if spark42_available() else 'missing: .venv'})",
-        f"- {SETUPS[launcher]} The harness job (json -> calc -> "
+        f"- {setup}{where} The harness job (json -> calc -> "
         "file sink, plus a 10 s tumbling-window count), one input file per "
         f"0.5 s; {measured[0]['rows'] if measured else 0} input rows; at the end "
         f"{measured[0]['missing'] if measured else 0} missing and {measured[0]['duplicates'] if measured else 0} "
@@ -198,15 +227,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--upgrades", type=int, default=5)
     parser.add_argument("--launcher", choices=sorted(SECTIONS), default="local",
                         help="local: driver processes on this machine; kubernetes: pods run by the test kubelet")
+    parser.add_argument("--executors", type=int, default=0,
+                        help="executor pods per driver (Kubernetes launcher only; 0: tasks run in the driver)")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
+    if args.executors and args.launcher != "kubernetes":
+        parser.error("--executors needs --launcher kubernetes (the local launcher has no pods)")
     started = time.monotonic()
     if args.launcher == "kubernetes" and (why := sandbox.available()) is not None:
         print(f"operator_upgrade_real --launcher kubernetes: {why}", file=sys.stderr)
         return 2
-    measured = upgrades(args.upgrades, args.launcher)
+    measured = upgrades(args.upgrades, args.launcher, args.executors)
     command = "python -m benchmarks.operator_upgrade_real" + (f" {' '.join(argv)}" if argv else "")
-    text = render(measured, command, args.launcher) + f"- Wall time {time.monotonic() - started:.0f} s.\n"
+    text = render(measured, command, args.launcher, args.executors)
+    text += f"- Wall time {time.monotonic() - started:.0f} s.\n"
     write_section(text, Path(args.out))
     print(text)
     return 0

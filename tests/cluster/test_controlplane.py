@@ -14,6 +14,7 @@ import pytest
 from tests.cluster.client import ApiError
 from tests.cluster.controlplane import K8S_VERSION, ControlPlane
 from tests.cluster.waits import wait_for
+from tests.fixtures.cluster import own_control_plane
 
 REPO = Path(__file__).resolve().parents[2]
 KUBECTL = REPO / ".tools" / "bin" / "kubectl"
@@ -32,6 +33,7 @@ def configmap(name: str, namespace: str, owner: dict[str, Any] | None = None) ->
 
 
 def test_kubectl_reports_the_pinned_server_version(control_plane: ControlPlane, tmp_path: Path) -> None:
+    own_control_plane(control_plane)  # a user's cluster runs its own version
     run = subprocess.run([str(KUBECTL), "--kubeconfig", str(control_plane.kubeconfigs["admin"]), "--cache-dir",
                           str(tmp_path), "version", "-o", "json"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr

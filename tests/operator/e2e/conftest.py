@@ -17,6 +17,7 @@ if str(_REPO) not in sys.path:  # `pytest` as well as `python -m pytest`
     sys.path.insert(0, str(_REPO))
 
 from planengine_operator.launchers.kubernetes import DRIVER_URL_ENV  # noqa: E402
+from tests.fixtures.cluster import own_control_plane  # noqa: E402
 from tests.operator.e2e.harness import ENGINE_KIND, KUBECTL, REAL_ENGINE, World  # noqa: E402
 from tests.operator.kubelet import sandbox  # noqa: E402
 
@@ -54,13 +55,14 @@ def _world(kind: str, launcher: str, kapi, tmp_path, monkeypatch) -> Iterator[Wo
         pytest.skip(f"PLANENGINE_E2E_LAUNCHER={LAUNCHERS}: the {launcher} launcher is not selected")
     if not KUBECTL.exists():
         pytest.skip(f"{KUBECTL} is missing: run `bash tests/setup/prepare.sh`")
+    plane, namespace, identity = kapi
     if launcher == "kubernetes":
+        own_control_plane(plane)  # the test kubelet joins as a node: a certificate from the cluster's own CA
         why = sandbox.available()
         if why is not None:
             pytest.skip(why)
         # The operator reaches drivers at the pod address their Service selects (the test kubelet's pod IPs).
         monkeypatch.setenv(DRIVER_URL_ENV, "http://{endpoint}:{port}")
-    plane, namespace, identity = kapi
     built = World(tmp_path, plane, namespace, kind, launcher, operator_identity=identity)
     monkeypatch.setenv("KUBECONFIG", str(built.operator_kubeconfig))  # kopf logs in as the chart's operator
     yield built

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fixtures.cluster import own_control_plane
 from tests.operator.e2e.harness import ON_KUBERNETES, World
 
 pytestmark = [pytest.mark.timeout(300)]
@@ -14,6 +15,7 @@ pytestmark = [pytest.mark.timeout(300)]
 
 @ON_KUBERNETES
 def test_an_upgrade_survives_the_api_server_and_etcd_restarting(world: World) -> None:
+    own_control_plane(world.plane)  # kills etcd and the API server
     world.start_operator()
     world.add_input("cpf", 3)
     world.apply(world.job_manifest("cpf", "0.1"))

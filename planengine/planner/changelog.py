@@ -194,13 +194,12 @@ def _sink_requirement(sink: X.Sink, connectors: ConnectorMap) -> str:
             hint=f"give {sink.table.identifier} a PRIMARY KEY (upsert) or use a connector/format that accepts a "
                  "changelog, e.g. 'format' = 'changelog-json'",
         )
-    if accepted.contains(RowKind.UPDATE_BEFORE):
+    if accepted.contains(RowKind.UPDATE_BEFORE) or not requested.contains(RowKind.UPDATE_AFTER):
+        # Inserts and deletes only (a semi/anti join's output): there is no update kind to leave out, and a
+        # delete names its whole row, so the sink needs no key; nothing below changes what it sends.
         return BEFORE_AND_AFTER
-    schema = sink.table.resolved.table.schema if sink.table.resolved is not None else None
-    if schema is None or schema.primary_key is None:
-        raise UnsupportedQueryError(
-            f"sink {sink.table.identifier} accepts upserts (I,UA,D) but declares no PRIMARY KEY",
-            hint="add PRIMARY KEY (...) NOT ENFORCED to the sink table")
+    # An upsert sink without a PRIMARY KEY (blackhole, a plug-in) gets update-afters as Flink sends them
+    # (FlinkChangelogModeInferenceProgram asks for onlyAfter, else beforeAndAfter): no key to materialize by.
     return ONLY_UPDATE_AFTER
 
 

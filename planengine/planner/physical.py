@@ -402,7 +402,8 @@ class PhysicalConverter:
         left, right, condition, positions = pushed
         inner = replace(node, left=left, right=right, condition=condition)
         types = [f.type for f in inner.row_type.fields]
-        projection = tuple(InputRef(p, types[p]) for p in positions)
+        # A semi or anti join outputs its left side only: the right side's positions are not in its row.
+        projection = tuple(InputRef(p, types[p]) for p in positions[:len(node.field_names)])
         return self.convert(L.LogicalCalc(inner, projection, tuple(node.field_names)))
 
     def _LogicalJoin(self, node: L.LogicalJoin) -> ExecNode:

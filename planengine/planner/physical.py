@@ -37,6 +37,7 @@ from planengine.planner import logical as L
 from planengine.planner.connectors import ConnectorMap, create_sink, create_source
 from planengine.planner.join_keys import push_key_expressions
 from planengine.planner.rex_converter import convert_expression
+from planengine.planner.source_metadata import reading_metadata
 from planengine.sql import parse_expression
 
 _RANK_FUNCTIONS = ("ROW_NUMBER", "RANK", "DENSE_RANK")
@@ -91,26 +92,33 @@ class PhysicalConverter:
         ref = node.table
         schema = ref.table.schema
         table = X.TableSpec(str(ref.identifier), ref, ref.temporary)
-        self._sources.setdefault(table, create_source(ref, self.ctx.config))
+        source = self._sources.setdefault(table, create_source(ref, self.ctx.config))
         physical_fields = [c for c in schema.columns if c.kind != "computed"]
         produced = node.produced_type or row(*(RowField(c.name, c.type.without_time_attribute())
                                                for c in physical_fields))
+        abilities = node.ability_specs
+        metadata = reading_metadata(ref.identifier, schema, source) if node.produced_type is None else None
+        if metadata is not None:  # physical columns, then the metadata keys: projected back below
+            produced, abilities = metadata.produced_type, (*abilities, metadata.spec)
+            source.apply_readable_metadata(list(metadata.spec.metadata_keys), produced)
         scan: ExecNode = X.TableSourceScan(
             inputs=(), output_type=produced, table=table,
-            abilities=node.ability_specs, description=f"TableSourceScan(table=[{ref.identifier.name}])",
+            abilities=abilities, description=f"TableSourceScan(table=[{ref.identifier.name}])",
         )
         if node.produced_type is not None:
             return scan
-        # Computed columns and the rowtime marker, then the watermark.
+        # Computed columns (and METADATA columns in their declared places) and the rowtime marker, then the
+        # watermark.
         computed = [c for c in schema.columns if c.kind == "computed"]
         rowtime = schema.watermark_specs[0].rowtime_attribute if schema.watermark_specs else None
-        if rowtime and not computed:
+        positions = metadata.positions if metadata is not None else {f.name: i for i, f in enumerate(produced.fields)}
+        if rowtime and not computed and metadata is None:
             # The rowtime marker is part of the scan's output type; no Calc is needed.
             marked = [RowField(f.name, f.type.with_time_attribute(TimeAttribute.ROWTIME) if f.name == rowtime
                                else f.type) for f in produced.fields]
             scan = X.TableSourceScan(inputs=(), output_type=row(*marked), table=scan.table,  # type: ignore[attr-defined]
                                      abilities=node.ability_specs, description=scan.description)
-        elif computed:
+        elif computed or metadata is not None:
             scope = _FieldScope([f.name for f in produced.fields], produced.field_names(), list(produced.fields))
             exprs: list[Expr] = []
             names = []
@@ -118,8 +126,11 @@ class PhysicalConverter:
                 if c.kind == "computed":
                     e = convert_expression(_parse(c.expression or ""), scope, self.ctx.registry)
                 else:
-                    i = produced.field_names().index(c.name)
+                    i = positions[c.name]
                     e = InputRef(i, produced.fields[i].type)
+                    declared = c.type.without_time_attribute().with_nullable(True)
+                    if c.kind == "metadata" and e.type.without_time_attribute().with_nullable(True) != declared:
+                        e = self._cast(e, c.type.without_time_attribute())  # the declared type, as Flink casts
                 if c.name == rowtime:
                     e = _mark_rowtime(e)
                 elif c.type.is_proctime and not e.type.is_proctime:
@@ -138,6 +149,11 @@ class PhysicalConverter:
                                        watermark=wm, description=f"WatermarkAssigner(rowtime=[{spec.rowtime_attribute}]"
                                                                  f", watermark=[{wm}])")
         return scan
+
+    def _cast(self, e: Expr, target: DataType) -> Expr:
+        cast = self.ctx.registry.resolve("CAST")
+        assert cast is not None, "CAST is a built-in function"
+        return Call(FunctionRef(cast.name, cast.version), (e,), target.with_nullable(e.type.nullable))
 
     def _LogicalValues(self, node: L.LogicalValues) -> ExecNode:
         return X.Values(inputs=(), output_type=node.row_type, tuples=node.rows, description="Values")

@@ -77,6 +77,35 @@ def test_json_topic_to_json_topic_with_key(tmp_path: Path, spark, kafka_broker) 
         ('{"id":2}', '{"id":2,"label":"N2"}'), ('{"id":null}', '{"id":null,"label":"?"}')]
 
 
+def test_metadata_columns_read_topic_partition_offset_and_timestamp(tmp_path: Path, spark, kafka_broker) -> None:
+    """``METADATA FROM 'offset'`` and friends, declared between physical columns, a computed column over one and
+    the rowtime on the record timestamp: the scan asks Spark's Kafka source for the keys (the plan's
+    ``ReadingMetadata`` ability) and every column lands in its declared place."""
+    src, out = kafka_broker.topic("meta-in", partitions=2), kafka_broker.topic("meta-out")
+    kafka_broker.produce(src, [(None, json.dumps({"id": i}), T0 + i * 1000) for i in range(3)], partition=0)
+    kafka_broker.produce(src, [(None, json.dumps({"id": 10}), T0 + 60_000)], partition=1)
+    env = TableEnvironment()
+    env.execute_sql(f"""
+        CREATE TABLE src (
+          part INT METADATA FROM 'partition' VIRTUAL,
+          id BIGINT,
+          `offset` BIGINT METADATA VIRTUAL,
+          t STRING METADATA FROM 'topic' VIRTUAL,
+          ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp',
+          next_offset AS `offset` + 1,
+          WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+          WITH ({with_options('kafka', kafka_broker, src, format='json', **{'scan.startup.mode': 'earliest-offset'})});
+        CREATE TABLE out_t (id BIGINT, part INT, off BIGINT, next_offset BIGINT, same_topic BOOLEAN, `at` STRING)
+          WITH ({with_options('kafka', kafka_broker, out, format='json')});
+    """)
+    run_until_idle(env, "INSERT INTO out_t SELECT id, part, `offset`, next_offset, t = '" + src + "', "
+                        "DATE_FORMAT(ts, 'HH:mm:ss') FROM src", tmp_path / "job")
+    got = sorted((v["id"], v["part"], v["off"], v["next_offset"], v["same_topic"], v["at"]) for v in values(
+        kafka_broker.records(out)))
+    assert got == [(0, 0, 0, 1, True, "12:00:00"), (1, 0, 1, 2, True, "12:00:01"), (2, 0, 2, 3, True, "12:00:02"),
+                   (10, 1, 0, 1, True, "12:01:00")]
+
+
 def debezium(op: str, before: dict | None, after: dict | None) -> str:
     return json.dumps({"before": before, "after": after, "op": op, "source": {"table": "users"}, "ts_ms": T0})
 

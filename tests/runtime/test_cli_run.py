@@ -52,6 +52,9 @@ def test_run_until_idle_then_restore_plan(tmp_path: Path, spark) -> None:
     assert first.returncode == 0, first.stderr[-3000:]
     summary = json.loads(first.stdout.strip().splitlines()[-1])
     assert summary["snapshot"].startswith("s-")
+    # The start-up line: the run, the plan, the root and the state it starts from (nothing, the first time).
+    assert f"run {summary['runId']} started: plan " in first.stderr
+    assert f"job root {root}, from empty state; no status port" in first.stderr
     assert (root / "plan.json").is_file()
     assert sink_rows(tmp_path) == [2]
     # --conf reached Spark and, compiling here, became the plan's max parallelism
@@ -63,6 +66,7 @@ def test_run_until_idle_then_restore_plan(tmp_path: Path, spark) -> None:
                  "--conf", "spark.sql.shuffle.partitions=5")
     assert second.returncode == 0, second.stderr[-3000:]
     assert sink_rows(tmp_path) == [2, 3]  # continued: nothing lost, nothing twice
+    assert f"from snapshot {summary['snapshot']}" in second.stderr  # which snapshot the restore resumed from
     assert "spark.sql.shuffle.partitions=5 ignored: the plan runs with 3" in second.stderr
     assert offsets_conf(root)["spark.sql.shuffle.partitions"] == "3"
 

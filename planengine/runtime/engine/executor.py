@@ -459,6 +459,7 @@ def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str
     refuse_sinks_inside(root, plan.data)
     plan = _install_plan(root, plan, from_snapshot)
     spark = get_spark()
+    resumed = _resumed_run(root)
     job = start_job(plan, root, spark, from_snapshot, paced=not until_idle if paced is None else paced)
     run = job.run
     server = None
@@ -466,6 +467,9 @@ def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str
         if status_port is not None:
             server = StatusServer(job, host=status_host(), port=status_port, token=control_token()).start()
             write_driver_file(root, run.run_id, server.port, server.url)
+        if job.progress:
+            print(startup_line(root, run, plan, None if server is None else server.url, resumed=resumed),
+                  file=sys.stderr, flush=True)
         if until_idle:
             job.process_available()
             job.stop(snapshot=True, drain=drain, reason="stop")
@@ -484,6 +488,30 @@ def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str
         if server is not None and (until_idle or block or job.state == "STOPPED"):
             server.close()
             remove_driver_file(root, run.run_id)
+
+
+def _resumed_run(root: JobRoot) -> bool:
+    """Whether ``open_run`` will resume the complete run ``PLANENGINE_RUN_ID`` names (its own checkpoints)."""
+    run_id = os.environ.get("PLANENGINE_RUN_ID") or None
+    return run_id is not None and root.is_complete_run(run_id)
+
+
+def startup_line(root: JobRoot, run: Run, plan: CompiledPlan, status_url: str | None, *, resumed: bool) -> str:
+    """What a user of ``planengine run`` needs first: which run of which plan started where, from what state
+    (its own checkpoints resumed, the snapshot it forked, or nothing), and where to ask how it goes."""
+    try:
+        forked = run.info().get("fromSnapshot")
+    except (OSError, ValueError):
+        forked = None
+    if resumed:
+        origin = "resuming its own checkpoints"
+    elif forked:
+        origin = f"from snapshot {forked}"
+    else:
+        origin = "from empty state"
+    status = f"status {status_url.rstrip('/')}/v1/status" if status_url else "no status port (--status-port N)"
+    return (f"[planengine] run {run.run_id} started: plan {plan.plan_id[:12]}, job root {root.path}, {origin}; "
+            f"{status}")
 
 
 def trigger_options(plan_config: dict[str, Any]) -> dict[str, Any]:

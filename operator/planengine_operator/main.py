@@ -15,7 +15,7 @@ from typing import Any
 import kopf
 from aiohttp import web
 
-from planengine_operator import kube, metrics, sources, webhook
+from planengine_operator import kube, metrics, oplog, sources, webhook
 from planengine_operator.cli import build_launcher
 from planengine_operator.config import OperatorConfig
 from planengine_operator.fleet import Fleet
@@ -54,6 +54,7 @@ async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="planengine.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="planengine.io")
     settings.posting.level = logging.INFO
+    oplog.quiet_ticks()
     settings.watching.server_timeout = 300
     settings.networking.request_timeout = 60
     if Runtime.reconciler is None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import kopf
 
-from planengine_operator import builders, kube, metrics, sources, statemachine, validation
+from planengine_operator import builders, kube, metrics, oplog, sources, statemachine, validation
 from planengine_operator.config import OperatorConfig
 from planengine_operator.launchers.base import JobRef, Launcher, LaunchError, ToolPending, ToolRun
 from planengine_operator.models import JobSpec, JobStatus, status_patch
@@ -116,6 +116,7 @@ class Reconciler:
                 await self.launcher.delete_snapshot(self._job(body, memo), snapshot_id)
             metrics.observe_transition(old, new)
         for event in decision.events:
+            oplog.log_decision(body["metadata"]["namespace"], body["metadata"]["name"], memo.status, event)
             kopf.event(body, type=event.type, reason=event.reason, message=event.message[:1000])
 
     def _job(self, body: kopf.Body, memo: Any) -> JobRef:

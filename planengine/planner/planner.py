@@ -25,6 +25,7 @@ from planengine.planner.convert import PlannerContext, QueryConverter, cast_to
 from planengine.planner.final_rewrites import insert_exchanges, merge_exec_calcs
 from planengine.planner.per_record_watermarks import per_record_watermarks
 from planengine.planner.physical import PhysicalContext, PhysicalConverter
+from planengine.planner.processing_time import refuse_processing_time
 from planengine.planner.programs import TraceStep, explain_dag, optimize
 from planengine.planner.rank_strategy import record_rank_strategies
 from planengine.planner.rules.context import RuleContext
@@ -59,6 +60,7 @@ class Planner:
         optimized = optimize(list(logical), RuleContext(self.registry, self.config), steps)
         physical = PhysicalConverter(PhysicalContext(self.registry, self.config))
         sinks, connectors = physical.convert_sinks(optimized)
+        sinks = refuse_processing_time(sinks)
         sinks = infer_changelog(sinks, connectors, self.config)
         sinks = merge_exec_calcs(sinks)
         sinks = insert_exchanges(sinks)

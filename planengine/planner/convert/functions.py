@@ -64,9 +64,14 @@ class FunctionConversion:
             raise UnsupportedQueryError(f"unsupported LATERAL {inner.sql()}", location=self.location(lateral))
         resolved = self.resolve_user_function(call)
         if resolved is None or resolved[1].kind != "table":
-            raise ValidationError(f"{call.name} is not a table function", location=self.location(lateral),
-                                  hint="register a Python generator with @udtf(result_type='ROW<...>') via "
-                                       "CREATE TEMPORARY FUNCTION ... LANGUAGE PYTHON")
+            # Flink's temporal table functions (``LATERAL TABLE(Rates(o.rowtime))``) come from its Table API
+            # (createTemporalTableFunction) and have no SQL definition: say what to write instead.
+            raise ValidationError(
+                f"{call.name} is not a table function", location=self.location(lateral),
+                hint="for a temporal table function (LATERAL TABLE(Rates(o.rowtime)), not supported by planengine) "
+                     "join the versioned table instead: JOIN Rates FOR SYSTEM_TIME AS OF o.rowtime ON <key> (Rates "
+                     "with a PRIMARY KEY and a WATERMARK); for a Python table function, register a generator with "
+                     "@udtf(result_type='ROW<...>') via CREATE TEMPORARY FUNCTION ... LANGUAGE PYTHON")
         if on is not None and not (isinstance(on, exp.Boolean) and on.this is True):
             raise UnsupportedQueryError("LEFT JOIN LATERAL TABLE supports only ON TRUE", location=self.location(on))
         ref, loaded = resolved

@@ -14,6 +14,7 @@ import pytest
 
 from planengine.errors import InternalError
 from planengine.runtime.jvm import build
+from planengine.runtime.jvm.specs import AggCallSpec, GroupAggregateSpec, KeyedRowCountSpec, SparkType
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -128,7 +129,7 @@ def test_a_processor_keeps_state_across_batches_and_a_restart(spark, tmp_path):
 
     def run() -> None:
         df = spark.readStream.schema("k STRING, v INT").option("maxFilesPerTrigger", 1).json(str(src))
-        out = run_operator(df, "keyedRowCount", {"keys": [0]})
+        out = run_operator(df, "keyedRowCount", KeyedRowCountSpec(keys=(0,)))
         query = (out.writeStream.option("checkpointLocation", str(tmp_path / "ck"))
                  .foreachBatch(lambda b, _: collected.extend(tuple(r) for r in b.collect())).start())
         try:
@@ -150,6 +151,10 @@ def test_a_bad_spec_fails_on_the_driver_with_its_path(spark):
     from planengine.runtime.jvm import run_operator
 
     df = spark.range(3).selectExpr("CAST(id AS INT) AS f0")
+    call = AggCallSpec(function="SUM", version=1, args=(5,), filter_arg=None, distinct=False,
+                       result_type=SparkType("BIGINT"), constants=())
+    spec = GroupAggregateSpec(grouping=(), agg_calls=(call,), output_types=(SparkType("BIGINT"),),
+                              need_retraction=False, input_updating=False, generate_update_before=True,
+                              mini_batch=False, state_ttl_ms=0, state_names=("accumulators", "distinctValues"))
     with pytest.raises(InternalError, match=r"\$\.aggCalls\[0\]\.args .*field 5"):
-        run_operator(df, "groupAggregate", {"grouping": [], "inputUpdating": False, "outputTypes": ["BIGINT"],
-                                            "aggCalls": [{"function": "SUM", "args": [5], "resultType": "BIGINT"}]})
+        run_operator(df, "groupAggregate", spec)

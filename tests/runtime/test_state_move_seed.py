@@ -23,13 +23,15 @@ from planengine.ir.aggregates import AggregateCall
 from planengine.runtime.jvm import operators
 from planengine.runtime.jvm.group_aggregate import call_spec
 from planengine.runtime.jvm.movable import MovableOperator
+from planengine.runtime.jvm.specs import SessionAggregateSpec
 from planengine.runtime.state.migrate import started_from
 from planengine.runtime.state.move import _empty_input, _run_seed
 
 # Sessions per f0 with COUNT(*), over (f0 STRING, f1 INT, _t_ms BIGINT): the session spec of runtime/jvm/session.py.
-SPEC = {"width": 2, "timeField": 2, "recordWatermarkField": None, "partitionKeys": [0], "grouping": [0],
-        "gapMs": 5000, "aggCalls": [call_spec(AggregateCall("COUNT", None, (), T.BIGINT.with_nullable(False), "n"))],
-        "stateTtlMs": 0, "stateNames": ["windowAccumulators"]}
+SPEC = SessionAggregateSpec(
+    width=2, time_field=2, record_watermark_field=None, partition_keys=(0,), grouping=(0,), gap_ms=5000,
+    agg_calls=(call_spec(AggregateCall("COUNT", None, (), T.BIGINT.with_nullable(False), "n")),), state_ttl_ms=0,
+    state_names=("windowAccumulators",))
 OPERATOR = "node 5 (stream-exec-window-aggregate_4, JVM processor sessionAggregate) in query 9_q, Spark operator 0"
 
 
@@ -41,7 +43,7 @@ def _session_seed(spark: Any, work: Path, session_end: int) -> Callable[[], Any]
     schema = StructType([StructField("f0", StringType()), StructField("f1", IntegerType()),
                          StructField("_t_ms", LongType())])
     seed_input = _empty_input(spark, schema, work / "input")
-    spec = json.dumps(SPEC)
+    spec = SPEC.to_text()
     state_type = StructType.fromJson(json.loads(str(operators(spark).initialStateType("sessionAggregate",
                                                                                       seed_input._jdf, spec))))
     session = (session_end - 5000, session_end, [("k", 7), ("k", 8)])

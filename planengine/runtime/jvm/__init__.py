@@ -12,20 +12,21 @@ How it is wired:
 * ``session_conf``: ``planengine.runtime.engine.session`` adds the jar to ``spark.jars`` before the JVM starts, so
   the driver's gateway and the executors load it. When it is missing and cannot be built (no JDK), the session
   still starts and only translating a node that needs the library fails, with the remedy.
-* ``run_operator``: a translator hands the input DataFrame and the node's spec (JSON: keys, aggregate calls,
-  Spark types, flags) to a static entry point of ``io.planengine.jvm.Operators`` and gets the output back
-  as a DataFrame. Expressions stay in Spark SQL around the operator; nothing runs in a Python worker.
+* ``run_operator``: a translator hands the input DataFrame and the node's spec (a dataclass of ``specs``, sent as
+  JSON: keys, aggregate calls, Spark types, flags; the family's Java record reads it) to a static entry point of
+  ``io.planengine.jvm.Operators`` and gets the output back as a DataFrame. Expressions stay in Spark SQL around the
+  operator; nothing runs in a Python worker.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from planengine.errors import InternalError
 from planengine.plan.strategies import state_type_refusal
 from planengine.runtime.jvm.build import JvmLibraryUnavailable, ensure_jar
+from planengine.runtime.jvm.specs import JvmSpec
 
 log = logging.getLogger("planengine.runtime.jvm")
 
@@ -84,7 +85,7 @@ def holds_state_of(node: Any, types: Any, ctx: Any, what: str) -> bool:
     return False
 
 
-def run_operator(df: Any, entry: str, spec: dict[str, Any]) -> Any:
+def run_operator(df: Any, entry: str, spec: JvmSpec) -> Any:
     """``Operators.<entry>(df, spec as JSON)`` as a PySpark DataFrame.
 
     The JVM validates the spec when the operator is built (on the driver, before the query starts); a
@@ -95,7 +96,7 @@ def run_operator(df: Any, entry: str, spec: dict[str, Any]) -> Any:
     spark = df.sparkSession
     method = getattr(operators(spark), entry)
     try:
-        jdf = method(df._jdf, json.dumps(spec, sort_keys=True, separators=(",", ":")))
+        jdf = method(df._jdf, spec.to_text())
     except Exception as error:  # py4j.protocol.Py4JJavaError or pyspark's converted JVM exception
         raise InternalError(f"the JVM operator {entry} rejected its spec: {_java_message(error)}") from error
     return DataFrame(jdf, spark)

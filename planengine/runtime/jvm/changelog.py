@@ -14,6 +14,7 @@ from typing import Any
 
 from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm.movable import run_movable
+from planengine.runtime.jvm.specs import ChangelogNormalizeSpec, DeduplicateSpec, UpsertMaterializeSpec
 from planengine.runtime.jvm.typed import typed_input
 
 
@@ -25,16 +26,16 @@ def _stateful(stream: Stream, node: Any, df: Any, updating: bool) -> Stream:
 def jvm_deduplicate(stream: Stream, node: Any, ctx: Any) -> Stream:
     """``stream-exec-deduplicate``: keyed by the unique key; insert-only output for proctime keep-first."""
     insert_only = node.changelog_mode.contains_only_inserts()
-    spec = {
-        "uniqueKeys": list(node.unique_keys),
-        "keepLastRow": bool(node.keep_last_row),
-        "isRowtime": bool(node.is_rowtime),
-        "orderField": int(node.order_field),
-        "generateUpdateBefore": bool(node.generate_update_before),
-        "insertOnly": insert_only,
-        "stateTtlMs": int(ctx.state_ttl_ms(node)),
-        "stateNames": list(type(node).STATE_NAMES),
-    }
+    spec = DeduplicateSpec(
+        unique_keys=tuple(node.unique_keys),
+        keep_last_row=bool(node.keep_last_row),
+        is_rowtime=bool(node.is_rowtime),
+        order_field=int(node.order_field),
+        generate_update_before=bool(node.generate_update_before),
+        insert_only=insert_only,
+        state_ttl_ms=int(ctx.state_ttl_ms(node)),
+        state_names=tuple(type(node).STATE_NAMES),
+    )
     typed = typed_input(stream, node.field_types)
     df = run_movable(typed, "deduplicate", spec, node, ctx, [typed.columns[k] for k in node.unique_keys])
     return _stateful(stream, node, df, updating=not insert_only)
@@ -42,12 +43,12 @@ def jvm_deduplicate(stream: Stream, node: Any, ctx: Any) -> Stream:
 
 def jvm_changelog_normalize(stream: Stream, node: Any, ctx: Any) -> Stream:
     """``stream-exec-changelog-normalize``: keyed by the unique key, a full changelog with before-images."""
-    spec = {
-        "uniqueKeys": list(node.unique_keys),
-        "generateUpdateBefore": bool(node.generate_update_before),
-        "stateTtlMs": int(ctx.state_ttl_ms(node)),
-        "stateNames": list(type(node).STATE_NAMES),
-    }
+    spec = ChangelogNormalizeSpec(
+        unique_keys=tuple(node.unique_keys),
+        generate_update_before=bool(node.generate_update_before),
+        state_ttl_ms=int(ctx.state_ttl_ms(node)),
+        state_names=tuple(type(node).STATE_NAMES),
+    )
     typed = typed_input(stream, node.field_types)
     df = run_movable(typed, "changelogNormalize", spec, node, ctx, [typed.columns[k] for k in node.unique_keys])
     return _stateful(stream, node, df, updating=True)
@@ -56,7 +57,8 @@ def jvm_changelog_normalize(stream: Stream, node: Any, ctx: Any) -> Stream:
 def jvm_upsert_materialize(stream: Stream, keys: Any, ctx: Any, node: Any) -> Stream:
     """The sink's upsert materializer: ``stream`` (the sink's input) keyed by the sink key positions ``keys``."""
     names = getattr(type(node), "STATE_NAMES", ()) or ("materializedRows",)
-    spec = {"upsertKeys": list(keys), "stateTtlMs": int(ctx.state_ttl_ms(node)), "stateNames": [names[0]]}
+    spec = UpsertMaterializeSpec(upsert_keys=tuple(keys), state_ttl_ms=int(ctx.state_ttl_ms(node)),
+                                 state_names=(names[0],))
     typed = typed_input(stream, node.inputs[0].field_types)
     df = run_movable(typed, "upsertMaterialize", spec, node, ctx, [typed.columns[k] for k in keys])
     return Stream(df=df, fields=tuple(stream.fields), updating=True, rowtime=None,

@@ -18,6 +18,7 @@ from typing import Any
 from planengine.plan import strategies
 from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm import run_operator
+from planengine.runtime.jvm.specs import AggCallSpec, GroupAggregateSpec, SparkType
 from planengine.runtime.jvm.typed import spark_type as _spark_type
 from planengine.runtime.jvm.typed import typed_input
 
@@ -26,32 +27,32 @@ JVM_AGGREGATES = strategies.JVM_AGGREGATES
 refusal = strategies.group_aggregate_jvm_refusal
 
 
-def call_spec(call: Any) -> dict[str, Any]:
-    """One aggregate call as the JVM library reads it (``io.planengine.jvm.agg.AggCall.parse``)."""
-    return {
-        "function": str(call.function).upper(),
-        "version": call.version or 1,
-        "args": list(call.args),
-        "filterArg": call.filter_arg,
-        "distinct": bool(call.distinct),
-        "resultType": _spark_type(call.type),
-        "constants": [None if c.value is None else str(c.value) for c in call.constants],
-    }
+def call_spec(call: Any) -> AggCallSpec:
+    """One aggregate call as the JVM library reads it (``io.planengine.jvm.spec.AggCallSpec``)."""
+    return AggCallSpec(
+        function=str(call.function).upper(),
+        version=call.version or 1,
+        args=tuple(call.args),
+        filter_arg=call.filter_arg,
+        distinct=bool(call.distinct),
+        result_type=SparkType(_spark_type(call.type)),
+        constants=tuple(None if c.value is None else str(c.value) for c in call.constants),
+    )
 
 
-def spec(node: Any, stream: Stream, ctx: Any) -> dict[str, Any]:
-    """The JSON spec ``GroupAggregate.apply`` reads (see its Javadoc)."""
-    return {
-        "grouping": list(node.grouping),
-        "aggCalls": [call_spec(call) for call in node.aggregates],
-        "outputTypes": [_spark_type(t) for t in node.field_types],
-        "needRetraction": bool(node.need_retraction),
-        "inputUpdating": bool(stream.updating),
-        "generateUpdateBefore": bool(node.generate_update_before),
-        "miniBatch": str(ctx.option(node, "table.exec.mini-batch.enabled", "false")).lower() == "true",
-        "stateTtlMs": int(ctx.state_ttl_ms(node)),
-        "stateNames": list(type(node).STATE_NAMES),
-    }
+def spec(node: Any, stream: Stream, ctx: Any) -> GroupAggregateSpec:
+    """The spec ``GroupAggregate.apply`` reads (``io.planengine.jvm.spec.GroupAggregateSpec``)."""
+    return GroupAggregateSpec(
+        grouping=tuple(node.grouping),
+        agg_calls=tuple(call_spec(call) for call in node.aggregates),
+        output_types=tuple(SparkType(_spark_type(t)) for t in node.field_types),
+        need_retraction=bool(node.need_retraction),
+        input_updating=bool(stream.updating),
+        generate_update_before=bool(node.generate_update_before),
+        mini_batch=str(ctx.option(node, "table.exec.mini-batch.enabled", "false")).lower() == "true",
+        state_ttl_ms=int(ctx.state_ttl_ms(node)),
+        state_names=tuple(type(node).STATE_NAMES),
+    )
 
 
 def jvm_group_aggregate(stream: Stream, node: Any, ctx: Any) -> Stream:

@@ -25,6 +25,7 @@ from planengine.plan.state_moves import user_function_in
 from planengine.runtime.dataflow.expressions import render_spark_sql
 from planengine.runtime.dataflow.stream import ROWKIND, Stream
 from planengine.runtime.jvm.movable import run_movable
+from planengine.runtime.jvm.specs import JoinSpec
 from planengine.runtime.jvm.typed import spark_type
 
 SIDE = "_side"
@@ -98,19 +99,19 @@ def jvm_join(left: Stream, right: Stream, node: Any, ctx: Any) -> Stream:
     """``stream-exec-join`` on the JVM processor; a non-equi condition (``refusal_v3`` None) goes along as Spark
     SQL over ``l0..``/``r0..``."""
     insert_only = node.changelog_mode.contains_only_inserts()
-    spec = {
-        "joinType": str(node.join_type).upper(),
-        "leftWidth": len(node.inputs[0].field_types),
-        "rightWidth": len(node.inputs[1].field_types),
-        "leftKeys": list(node.left_keys),
-        "rightKeys": list(node.right_keys),
-        "filterNulls": [1 if f else 0 for f in node.filter_nulls],
-        "insertOnly": insert_only,
-        "stateTtlMs": int(ctx.state_ttl_ms(node)),
-        "stateNames": list(type(node).STATE_NAMES),
-    }
-    if node.non_equi_condition is not None:
-        spec["condition"] = render_spark_sql(node.non_equi_condition, condition_columns(node))
+    condition = node.non_equi_condition
+    spec = JoinSpec(
+        join_type=str(node.join_type).upper(),
+        left_width=len(node.inputs[0].field_types),
+        right_width=len(node.inputs[1].field_types),
+        left_keys=tuple(node.left_keys),
+        right_keys=tuple(node.right_keys),
+        filter_nulls=tuple(1 if f else 0 for f in node.filter_nulls),
+        insert_only=insert_only,
+        state_ttl_ms=int(ctx.state_ttl_ms(node)),
+        state_names=tuple(type(node).STATE_NAMES),
+        condition=None if condition is None else render_spark_sql(condition, condition_columns(node)),
+    )
     df = run_movable(_sides(left, right, node), "join", spec, node, ctx, [f"_k{i}" for i in range(len(node.left_keys))])
     return Stream(df=df, fields=tuple(node.field_names), updating=not insert_only, rowtime=None,
                   facts=replace(left.facts, stateful=True))

@@ -15,6 +15,7 @@ from typing import Any
 
 from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm import run_operator
+from planengine.runtime.jvm.specs import JvmSpec
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class MovableOperator:
 
     node: Any
     entry: str
-    spec: dict[str, Any]
+    spec: JvmSpec
     input_df: Any  # the operator's input DataFrame (typed, ``_rowkind`` last on updating edges)
     key_columns: tuple[str, ...]
 
@@ -41,7 +42,7 @@ class MovableGroupAggregate:
         return self.stream.df
 
 
-def run_movable(df: Any, entry: str, spec: dict[str, Any], node: Any, ctx: Any, key_columns: Sequence[str]) -> Any:
+def run_movable(df: Any, entry: str, spec: JvmSpec, node: Any, ctx: Any, key_columns: Sequence[str]) -> Any:
     """``run_operator`` that also records the operator as a state move candidate of ``ctx``."""
     ctx.state_move_candidates.append(MovableOperator(node, entry, spec, df, tuple(key_columns)))
     return run_operator(df, entry, spec)

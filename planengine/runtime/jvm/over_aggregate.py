@@ -30,6 +30,7 @@ from planengine.runtime.dataflow.stream import RECORD_WATERMARK, Stream
 from planengine.runtime.jvm import run_operator
 from planengine.runtime.jvm.group_aggregate import call_spec
 from planengine.runtime.jvm.movable import run_movable
+from planengine.runtime.jvm.specs import OverAggregateSpec
 from planengine.runtime.jvm.typed import typed_input
 from planengine.runtime.operators.over_aggregate import over_output, rowtime_column
 from planengine.runtime.operators.window_assign import millis_sql
@@ -85,17 +86,17 @@ def jvm_over_aggregate(stream: Stream, partition_keys: Sequence[int], order_keys
     # Event-time marks off: Spark would drop rows behind the watermark before the processor decides (Flink's
     # lateness here is the last processed timestamp, not the watermark).
     df = df.select(*[F.col(f"`{c}`").alias(c, metadata={}) for c in df.columns])
-    spec = {
-        "width": n,
-        "timeField": n,
-        "recordWatermarkField": n + 1 if stream.record_watermark else None,
-        "partitionKeys": list(partition_keys),
-        "mode": str(frame.mode).upper(),
-        "lower": _lower(frame),
-        "aggCalls": [call_spec(call) for call in aggregates],
-        "stateTtlMs": int(ttl_ms),
-        "stateNames": list(STATE_NAMES),
-    }
+    spec = OverAggregateSpec(
+        width=n,
+        time_field=n,
+        record_watermark_field=n + 1 if stream.record_watermark else None,
+        partition_keys=tuple(partition_keys),
+        mode=str(frame.mode).upper(),
+        lower=_lower(frame),
+        agg_calls=tuple(call_spec(call) for call in aggregates),
+        state_ttl_ms=int(ttl_ms),
+        state_names=STATE_NAMES,
+    )
     if node is None:
         out = run_operator(df, "overAggregate", spec)
     else:

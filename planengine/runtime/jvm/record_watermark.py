@@ -12,9 +12,10 @@ from typing import Any
 
 from planengine.runtime.dataflow.stream import RECORD_WATERMARK
 from planengine.runtime.jvm import run_operator
+from planengine.runtime.jvm.specs import RecordWatermarkSpec
 
 
 def with_record_watermarks(df: Any, rowtime: str, delay: int, interval: int) -> Any:
     """``df`` plus ``_record_wm``: per partition, in row order (see ``operators/record_watermark.py``)."""
-    spec = {"rowtime": rowtime, "delayMs": delay, "intervalMs": interval, "column": RECORD_WATERMARK}
+    spec = RecordWatermarkSpec(rowtime=rowtime, delay_ms=delay, interval_ms=interval, column=RECORD_WATERMARK)
     return run_operator(df, "recordWatermarks", spec)

@@ -23,6 +23,7 @@ from planengine.runtime.dataflow.stream import RECORD_WATERMARK, Stream, column_
 from planengine.runtime.jvm import run_operator
 from planengine.runtime.jvm.group_aggregate import call_spec
 from planengine.runtime.jvm.movable import run_movable
+from planengine.runtime.jvm.specs import SessionAggregateSpec
 from planengine.runtime.jvm.typed import typed_input
 from planengine.runtime.operators.window_aggregate import window_property_columns
 from planengine.runtime.operators.window_assign import END_MS, START_MS, millis_sql, ms, watermark_metadata
@@ -54,17 +55,17 @@ def jvm_session_aggregate(stream: Stream, grouping: Sequence[int], aggregates: S
     df = stream.df.select(*stream.columns, *extra) if in_types is None else typed_input(stream, in_types, extra)
     # Event-time marks off: the processor judges lateness on the merged session, not Spark on the row.
     df = df.select(*[F.col(f"`{c}`").alias(c, metadata={}) for c in df.columns])
-    session_spec = {
-        "width": n,
-        "timeField": n,
-        "recordWatermarkField": n + 1 if stream.record_watermark else None,
-        "partitionKeys": list(spec.partition_keys),
-        "grouping": list(grouping),
-        "gapMs": ms(spec.gap),
-        "aggCalls": [call_spec(call) for call in aggregates],
-        "stateTtlMs": int(ttl_ms),
-        "stateNames": list(STATE_NAMES),
-    }
+    session_spec = SessionAggregateSpec(
+        width=n,
+        time_field=n,
+        record_watermark_field=n + 1 if stream.record_watermark else None,
+        partition_keys=tuple(spec.partition_keys),
+        grouping=tuple(grouping),
+        gap_ms=ms(spec.gap),
+        agg_calls=tuple(call_spec(call) for call in aggregates),
+        state_ttl_ms=int(ttl_ms),
+        state_names=STATE_NAMES,
+    )
     if node is None:
         out = run_operator(df, "sessionAggregate", session_spec)
     else:

@@ -99,7 +99,7 @@ def initial_state(spark: Any, checkpoint: str, operator_id: int, node: Any, stre
     in_types = list(node.inputs[0].field_types)
     typed = typed_input(stream, in_types)
     state_type = StructType.fromJson(json.loads(str(
-        operators(spark).groupAggregateInitialStateType(typed._jdf, json.dumps(spec(node, stream, ctx))))))
+        operators(spark).groupAggregateInitialStateType(typed._jdf, spec(node, stream, ctx).to_text()))))
     retraction = bool(node.need_retraction) or stream.updating
     bagged = [i for i, c in enumerate(node.aggregates)
               if c.distinct or (retraction and canonical_name(c) in ("MIN", "MAX"))]
@@ -136,7 +136,7 @@ def group_aggregate_with_initial_state(stream: Stream, node: Any, ctx: Any, init
 
     typed = typed_input(stream, list(node.inputs[0].field_types))
     spark = typed.sparkSession
-    jdf = operators(spark).groupAggregateWithInitialState(typed._jdf, json.dumps(spec(node, stream, ctx)),
+    jdf = operators(spark).groupAggregateWithInitialState(typed._jdf, spec(node, stream, ctx).to_text(),
                                                          initial._jdf)
     return Stream(df=DataFrame(jdf, spark), fields=tuple(node.field_names), updating=True, rowtime=None,
                   facts=replace(stream.facts, stateful=True))
@@ -239,7 +239,7 @@ def keyed_initial_state(spark: Any, checkpoint: str, operator_id: int, op: Movab
     readers = _PYTHON_STATE.get(name)
     if readers is None:
         raise InternalError(f"no state conversion for {name}")
-    spec_json = json.dumps(op.spec, sort_keys=True, separators=(",", ":"))
+    spec_json = op.spec.to_text()
     state_type = StructType.fromJson(json.loads(str(operators(spark).initialStateType(op.entry, seed_df._jdf,
                                                                                       spec_json))))
     variables = list(type(op.node).STATE_NAMES[:len(readers)])
@@ -277,5 +277,5 @@ def started_from(moved: Any, seed_df: Any, initial: Any, ctx: Any) -> Any:
     if isinstance(moved, MovableGroupAggregate):
         return group_aggregate_with_initial_state(moved.stream.with_df(seed_df), moved.node, ctx, initial).df
     spark = seed_df.sparkSession
-    spec_json = json.dumps(moved.spec, sort_keys=True, separators=(",", ":"))
+    spec_json = moved.spec.to_text()
     return DataFrame(operators(spark).withInitialState(moved.entry, seed_df._jdf, spec_json, initial._jdf), spark)

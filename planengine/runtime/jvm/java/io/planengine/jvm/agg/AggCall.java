@@ -1,6 +1,6 @@
 package io.planengine.jvm.agg;
 
-import com.fasterxml.jackson.databind.JsonNode;
+import io.planengine.jvm.spec.AggCallSpec;
 import io.planengine.jvm.spec.Spec;
 import java.io.Serializable;
 import java.util.ArrayList;
@@ -37,24 +37,31 @@ public final class AggCall implements Serializable {
     this.constants = constants;
   }
 
-  /** {@code {"function", "version", "args", "filterArg", "distinct", "resultType", "constants"}}. */
-  public static AggCall parse(Spec spec, StructType input) {
-    int[] args = spec.ints("args");
+  /**
+   * {@code call} over {@code input}: its arguments' types read from the input. An argument beyond the input fails
+   * with the call's {@code path} in the spec ({@code $.aggCalls[1]}).
+   */
+  public static AggCall bind(AggCallSpec call, String path, StructType input) {
+    int[] args = call.args();
     DataType[] argTypes = new DataType[args.length];
     for (int i = 0; i < args.length; i++) {
       if (args[i] < 0 || args[i] >= input.size()) {
-        throw spec.error("args", "refers to input field " + args[i] + " of " + input.size());
+        throw Spec.at(path + ".args", "refers to input field " + args[i] + " of " + input.size());
       }
       argTypes[i] = input.fields()[args[i]].dataType();
     }
-    List<String> constants = new ArrayList<>();
-    for (Spec c : spec.list("constants")) {
-      JsonNode v = c.json();
-      constants.add(v.isNull() ? null : v.asText());
+    return new AggCall(call.function().toUpperCase(java.util.Locale.ROOT), call.version(), args,
+        call.filterArg() == null ? -1 : call.filterArg(), call.distinct(), call.resultType(), argTypes,
+        call.constants());
+  }
+
+  /** Each of a spec's {@code calls} (its field {@code field}, {@code $.aggCalls}) bound to {@code input}, in order. */
+  public static List<AggCall> bindAll(List<AggCallSpec> calls, String field, StructType input) {
+    List<AggCall> out = new ArrayList<>(calls.size());
+    for (int i = 0; i < calls.size(); i++) {
+      out.add(bind(calls.get(i), field + "[" + i + "]", input));
     }
-    return new AggCall(spec.string("function").toUpperCase(java.util.Locale.ROOT), spec.intValue("version", 1),
-        args, spec.index("filterArg"), spec.bool("distinct", false), spec.type("resultType"), argTypes,
-        constants);
+    return out;
   }
 
   public DataType argType() {

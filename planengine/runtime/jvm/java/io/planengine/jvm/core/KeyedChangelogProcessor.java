@@ -14,8 +14,9 @@ import org.apache.spark.sql.types.StructType;
  * The base of every keyed changelog operator: a {@code transformWithState} processor over rows grouped by
  * key, reading the hidden {@code _rowkind} column and emitting a changelog.
  *
- * <p>A subclass gets its node's plan spec (JSON, parsed in {@link #open}), opens its named state variables
- * there, and implements {@link #process} for one key's rows of a micro-batch. Spark groups a micro-batch by
+ * <p>A subclass gets its node's plan spec as its typed record {@code S} (a record of {@code io.planengine.jvm.spec},
+ * read from the JSON by {@link #readSpec} on each executor, so the processor travels as the JSON text), opens its
+ * named state variables in {@link #open}, and implements {@link #process} for one key's rows of a micro-batch. Spark groups a micro-batch by
  * key with a stable sort, so a key's rows arrive in the order the input partition produced them.
  *
  * <p>State TTL: Spark only expires state variables in {@code ProcessingTime} mode, which never goes idle (a
@@ -28,7 +29,7 @@ import org.apache.spark.sql.types.StructType;
  * {@link StateVariables} derives from the variables {@code open} opens, and writes it into them; a processor
  * whose state needs more than that overrides it.
  */
-public abstract class KeyedChangelogProcessor
+public abstract class KeyedChangelogProcessor<S>
     extends StatefulProcessorWithInitialState<Row, Row, Row, Row> {
   private static final long serialVersionUID = 1L;
 
@@ -54,7 +55,7 @@ public abstract class KeyedChangelogProcessor
     emitter = new Emitter(outputKind);
     kindIndex = Layout.kindIndex(inputSchema);
     variables = new StateVariables();
-    open(Spec.parse(specJson), inputSchema, variables.recording(getHandle()));
+    open(readSpec(Spec.parse(specJson)), inputSchema, variables.recording(getHandle()));
   }
 
   @Override
@@ -97,12 +98,15 @@ public abstract class KeyedChangelogProcessor
    */
   public StructType initialStateType() {
     StateVariables opened = new StateVariables();
-    open(Spec.parse(specJson), inputSchema, opened.recording(null));
+    open(readSpec(Spec.parse(specJson)), inputSchema, opened.recording(null));
     return opened.initialStateType(getClass().getSimpleName());
   }
 
-  /** Parse the node spec and open the named state variables. */
-  protected abstract void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle);
+  /** The family's typed spec ({@code XSpec.from}): the one place its JSON is read. */
+  protected abstract S readSpec(Spec json);
+
+  /** Take the node's spec and open the named state variables. */
+  protected abstract void open(S spec, StructType inputSchema, StatefulProcessorHandle handle);
 
   /** One key's rows of a micro-batch; emit the changelog they cause. */
   protected abstract void process(Row key, ChangelogInput input, Emitter out);

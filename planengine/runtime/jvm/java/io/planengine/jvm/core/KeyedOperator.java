@@ -17,16 +17,16 @@ import org.apache.spark.sql.types.StructType;
 public final class KeyedOperator {
   private final Dataset<Row> input;
   private final int[] keyFields;
-  private final KeyedChangelogProcessor processor;
+  private final KeyedChangelogProcessor<?> processor;
   private final StructType output;
   private final TimeMode timeMode;
 
-  public KeyedOperator(Dataset<Row> input, int[] keyFields, KeyedChangelogProcessor processor, StructType output) {
+  public KeyedOperator(Dataset<Row> input, int[] keyFields, KeyedChangelogProcessor<?> processor, StructType output) {
     this(input, keyFields, processor, output, TimeMode.None());
   }
 
   /** An operator with timers: {@code timeMode} as {@code transformWithState} takes it (event-time operators). */
-  public KeyedOperator(Dataset<Row> input, int[] keyFields, KeyedChangelogProcessor processor, StructType output,
+  public KeyedOperator(Dataset<Row> input, int[] keyFields, KeyedChangelogProcessor<?> processor, StructType output,
       TimeMode timeMode) {
     this.input = input;
     this.keyFields = keyFields;

@@ -17,13 +17,12 @@ public final class Layout {
   }
 
   /**
-   * The first {@code width} (spec) input fields, nullable: the row as the plan sees it. The event-time
-   * operators' translators append the time and per-record watermark columns after them.
+   * The first {@code width} (the spec's {@code $.width}) input fields, nullable: the row as the plan sees it. The
+   * event-time operators' translators append the time and per-record watermark columns after them.
    */
-  public static StructType dataFields(Spec spec, StructType input) {
-    int width = spec.intValue("width", -1);
+  public static StructType dataFields(int width, StructType input) {
     if (width < 0 || width > input.size()) {
-      throw spec.error("width", "must be between 0 and the input's " + input.size() + " fields");
+      throw Spec.at("$.width", "must be between 0 and the input's " + input.size() + " fields");
     }
     StructType out = new StructType();
     for (int i = 0; i < width; i++) {

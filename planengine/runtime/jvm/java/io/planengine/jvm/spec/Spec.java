@@ -4,11 +4,17 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Function;
 import org.apache.spark.sql.types.DataType;
 
 /**
  * A node's plan spec as the engine hands it to the JVM: JSON, read with paths in every error, so a spec
  * the Python side got wrong fails at query start with the field that is wrong rather than mid-stream.
+ *
+ * <p>Each family reads its spec once into a typed record of this package ({@code DeduplicateSpec}, ...), whose
+ * {@code from(Spec)} is the only code that walks the JSON; a Python dataclass of the same fields
+ * ({@code planengine/runtime/jvm/specs.py}) writes it, and a test compares the two
+ * ({@code tests/jvm/spec_pairs.py}).
  */
 public final class Spec {
   private static final ObjectMapper MAPPER = new ObjectMapper();
@@ -71,6 +77,49 @@ public final class Spec {
 
   public int intValue(String field, int otherwise) {
     return (int) longValue(field, otherwise);
+  }
+
+  /** An optional integer field: null when absent or null. */
+  public Integer nullableInt(String field) {
+    return has(field) ? intValue(field, 0) : null;
+  }
+
+  /** An optional integer field: null when absent or null. */
+  public Long nullableLong(String field) {
+    return has(field) ? longValue(field, 0L) : null;
+  }
+
+  /** An optional string field: null when absent or null. */
+  public String nullableString(String field) {
+    return has(field) ? string(field) : null;
+  }
+
+  /** An optional list of integers: null when absent or null (an empty list stays empty). */
+  public int[] nullableInts(String field) {
+    return has(field) ? ints(field) : null;
+  }
+
+  /** Each item of the list {@code field} read by {@code read} (empty when absent), in order. */
+  public <T> List<T> list(String field, Function<Spec, T> read) {
+    List<T> out = new ArrayList<>();
+    for (Spec item : list(field)) {
+      out.add(read.apply(item));
+    }
+    return out;
+  }
+
+  /** A list of Spark SQL types in DDL text; an item that is not one fails with its path. */
+  public List<DataType> types(String field) {
+    List<DataType> out = new ArrayList<>();
+    for (Spec item : list(field)) {
+      String text = item.node.asText();
+      try {
+        out.add(DataType.fromDDL(text));
+      } catch (Exception e) {
+        throw at(item.path, "is not a Spark type: " + text);
+      }
+    }
+    return out;
   }
 
   /** An optional integer field: -1 when absent or null. */
@@ -143,6 +192,14 @@ public final class Spec {
   }
 
   public IllegalArgumentException error(String field, String problem) {
-    return new IllegalArgumentException("operator spec " + path + "." + field + " " + problem);
+    return at(path + "." + field, problem);
+  }
+
+  /**
+   * The error of the field at {@code path} ({@code $.aggCalls[1].args}): for what a typed spec can only check
+   * once it meets the input (a position beyond the input's fields), after the JSON has been read.
+   */
+  public static IllegalArgumentException at(String path, String problem) {
+    return new IllegalArgumentException("operator spec " + path + " " + problem);
   }
 }

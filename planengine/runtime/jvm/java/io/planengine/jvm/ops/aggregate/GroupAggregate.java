@@ -2,8 +2,8 @@ package io.planengine.jvm.ops.aggregate;
 
 import io.planengine.jvm.core.Keyed;
 import io.planengine.jvm.core.Layout;
+import io.planengine.jvm.spec.GroupAggregateSpec;
 import io.planengine.jvm.spec.Spec;
-import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
@@ -17,35 +17,28 @@ import org.apache.spark.sql.types.StructType;
  * {@code stream-exec-group-aggregate} on the JVM: the input grouped by the grouping fields, one
  * {@link GroupAggregateProcessor} per key, output {@code f0..fn ++ _rowkind}.
  *
- * <p>Spec: {@code grouping} (input positions), {@code aggCalls} ({@link io.planengine.jvm.agg.AggCall}),
- * {@code outputTypes} (Spark DDL per output field), {@code needRetraction}, {@code inputUpdating},
- * {@code generateUpdateBefore}, {@code miniBatch}, {@code stateTtlMs}, {@code stateNames}
- * ({@code [accumulators, distinctValues]}).
+ * <p>Spec: {@link GroupAggregateSpec}.
  */
 public final class GroupAggregate {
   private GroupAggregate() {}
 
   public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
-    Spec spec = Spec.parse(specJson);
+    GroupAggregateSpec spec = GroupAggregateSpec.parse(specJson);
     StructType schema = input.schema();
     boolean updating = Layout.kindIndex(schema) >= 0;
-    if (updating != spec.bool("inputUpdating", false)) {
-      throw spec.error("inputUpdating", "says " + spec.bool("inputUpdating", false) + " but the input "
+    if (updating != spec.inputUpdating()) {
+      throw Spec.at("$.inputUpdating", "says " + spec.inputUpdating() + " but the input "
           + (updating ? "has" : "has no") + " _rowkind column");
     }
     GroupAggregateProcessor.functions(spec, schema); // fails here, on the driver, for a bad spec
-    List<DataType> types = new ArrayList<>();
-    for (Spec t : spec.list("outputTypes")) {
-      types.add(DataType.fromDDL(t.json().asText()));
-    }
-    StructType out = Keyed.outputSchema(types, true);
-    return Keyed.by(input, spec.ints("grouping")).transformWithState(
+    StructType out = Keyed.outputSchema(spec.outputTypes(), true);
+    return Keyed.by(input, spec.grouping()).transformWithState(
         new GroupAggregateProcessor(specJson, schema), TimeMode.None(), OutputMode.Append(), Encoders.row(out));
   }
 
   /** The Spark type (JSON) of the {@code state} column a migration's initial state must have. */
   public static String initialStateType(Dataset<Row> input, String specJson) {
-    return GroupAggregateProcessor.initialStateType(Spec.parse(specJson), input.schema()).json();
+    return GroupAggregateProcessor.initialStateType(GroupAggregateSpec.parse(specJson), input.schema()).json();
   }
 
   /**
@@ -54,19 +47,16 @@ public final class GroupAggregate {
    * initial state in a query's first batch only, so this is for a query starting without a checkpoint.
    */
   public static Dataset<Row> applyWithInitialState(Dataset<Row> input, String specJson, Dataset<Row> initial) {
-    Spec spec = Spec.parse(specJson);
+    GroupAggregateSpec spec = GroupAggregateSpec.parse(specJson);
     StructType schema = input.schema();
     StructType expected = GroupAggregateProcessor.initialStateType(spec, schema);
     DataType given = initial.schema().apply("state").dataType();
     if (!given.sameType(expected)) {
-      throw spec.error("(initial state)", "has type " + given.simpleString() + "; the processor needs "
+      throw Spec.at("$.(initial state)", "has type " + given.simpleString() + "; the processor needs "
           + expected.simpleString());
     }
-    List<DataType> types = new ArrayList<>();
-    for (Spec t : spec.list("outputTypes")) {
-      types.add(DataType.fromDDL(t.json().asText()));
-    }
-    int[] grouping = spec.ints("grouping");
+    List<DataType> types = spec.outputTypes();
+    int[] grouping = spec.grouping();
     int[] initialKeys = new int[grouping.length];
     for (int i = 0; i < grouping.length; i++) {
       initialKeys[i] = initial.schema().fieldIndex(schema.fields()[grouping[i]].name());

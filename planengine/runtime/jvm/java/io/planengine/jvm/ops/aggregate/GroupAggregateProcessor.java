@@ -11,6 +11,7 @@ import io.planengine.jvm.core.Emitter;
 import io.planengine.jvm.core.KeyedChangelogProcessor;
 import io.planengine.jvm.core.RowKind;
 import io.planengine.jvm.core.Values;
+import io.planengine.jvm.spec.GroupAggregateSpec;
 import io.planengine.jvm.spec.Spec;
 import java.util.ArrayList;
 import java.util.List;
@@ -44,7 +45,7 @@ import org.apache.spark.sql.types.StructType;
  * refreshed). A retraction for a group without state is ignored. With mini-batch the key's rows of a
  * micro-batch fold into one change, as Flink does per bundle.
  */
-public final class GroupAggregateProcessor extends KeyedChangelogProcessor {
+public final class GroupAggregateProcessor extends KeyedChangelogProcessor<GroupAggregateSpec> {
   private static final long serialVersionUID = 1L;
 
   private transient Bound[] aggs;
@@ -78,11 +79,10 @@ public final class GroupAggregateProcessor extends KeyedChangelogProcessor {
   }
 
   /** The functions of a spec, validated: used on the driver (to fail before the query starts) and here. */
-  static List<AggregateFunction> functions(Spec spec, StructType input) {
-    boolean retraction = spec.bool("needRetraction", false) || spec.bool("inputUpdating", false);
+  static List<AggregateFunction> functions(GroupAggregateSpec spec, StructType input) {
     List<AggregateFunction> out = new ArrayList<>();
-    for (Spec call : spec.list("aggCalls")) {
-      out.add(AggregateFunctions.create(AggCall.parse(call, input), retraction));
+    for (AggCall call : AggCall.bindAll(spec.aggCalls(), "$.aggCalls", input)) {
+      out.add(AggregateFunctions.create(call, spec.retracting()));
     }
     return out;
   }
@@ -98,13 +98,18 @@ public final class GroupAggregateProcessor extends KeyedChangelogProcessor {
   }
 
   @Override
-  protected void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle) {
+  protected GroupAggregateSpec readSpec(Spec json) {
+    return GroupAggregateSpec.from(json);
+  }
+
+  @Override
+  protected void open(GroupAggregateSpec spec, StructType inputSchema, StatefulProcessorHandle handle) {
     List<AggregateFunction> functions = functions(spec, inputSchema);
-    keyCount = spec.ints("grouping").length;
-    generateUpdateBefore = spec.bool("generateUpdateBefore", true);
-    miniBatch = spec.bool("miniBatch", false);
-    ttlMs = spec.longValue("stateTtlMs", 0L);
-    List<String> names = spec.strings("stateNames");
+    keyCount = spec.grouping().length;
+    generateUpdateBefore = spec.generateUpdateBefore();
+    miniBatch = spec.miniBatch();
+    ttlMs = spec.stateTtlMs();
+    List<String> names = spec.stateNames();
     List<DataType> slotTypes = new ArrayList<>();
     List<Integer> slotAggs = new ArrayList<>();
     aggs = new Bound[functions.size()];
@@ -151,7 +156,7 @@ public final class GroupAggregateProcessor extends KeyedChangelogProcessor {
    * The initial state a migration provides per key: {@code state STRUCT<accumulators, bags ARRAY<STRUCT<key,
    * count>>>} (bags only when an aggregate keeps a value multiset), in exactly this processor's layouts.
    */
-  static StructType initialStateType(Spec spec, StructType input) {
+  static StructType initialStateType(GroupAggregateSpec spec, StructType input) {
     List<AggregateFunction> functions = functions(spec, input);
     List<DataType> slotTypes = new ArrayList<>();
     List<Integer> slotAggs = new ArrayList<>();

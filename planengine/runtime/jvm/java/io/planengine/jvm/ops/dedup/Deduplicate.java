@@ -8,6 +8,7 @@ import io.planengine.jvm.core.KeyedOperator;
 import io.planengine.jvm.core.RowKind;
 import io.planengine.jvm.core.StoredRow;
 import io.planengine.jvm.core.Values;
+import io.planengine.jvm.spec.DeduplicateSpec;
 import io.planengine.jvm.spec.Spec;
 import java.util.Arrays;
 import org.apache.spark.sql.Dataset;
@@ -30,11 +31,9 @@ import org.apache.spark.sql.types.StructType;
  *       with a NULL rowtime never replaces a kept row.
  * </ul>
  *
- * <p>Spec: {@code uniqueKeys}, {@code keepLastRow}, {@code isRowtime}, {@code orderField},
- * {@code generateUpdateBefore}, {@code insertOnly} (the node's output changelog), {@code stateTtlMs},
- * {@code stateNames}.
+ * <p>Spec: {@link DeduplicateSpec}.
  */
-public final class Deduplicate extends KeyedChangelogProcessor {
+public final class Deduplicate extends KeyedChangelogProcessor<DeduplicateSpec> {
   private static final long serialVersionUID = 1L;
 
   private transient boolean keepLast;
@@ -54,10 +53,10 @@ public final class Deduplicate extends KeyedChangelogProcessor {
   }
 
   public static KeyedOperator prepare(Dataset<Row> input, String specJson) {
-    Spec spec = Spec.parse(specJson);
-    boolean insertOnly = spec.bool("insertOnly", false);
+    DeduplicateSpec spec = DeduplicateSpec.parse(specJson);
+    boolean insertOnly = spec.insertOnly();
     StructType data = StoredRow.dataFields(input.schema());
-    return new KeyedOperator(input, spec.ints("uniqueKeys"), new Deduplicate(specJson, input.schema(), !insertOnly),
+    return new KeyedOperator(input, spec.uniqueKeys(), new Deduplicate(specJson, input.schema(), !insertOnly),
         Keyed.outputSchema(Arrays.asList(fieldTypes(data)), !insertOnly));
   }
 
@@ -70,15 +69,20 @@ public final class Deduplicate extends KeyedChangelogProcessor {
   }
 
   @Override
-  protected void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle) {
-    keepLast = spec.bool("keepLastRow", false);
-    rowtime = spec.bool("isRowtime", false);
-    orderField = spec.intValue("orderField", -1);
-    generateUpdateBefore = spec.bool("generateUpdateBefore", true);
-    ttlMs = spec.longValue("stateTtlMs", 0L);
+  protected DeduplicateSpec readSpec(Spec json) {
+    return DeduplicateSpec.from(json);
+  }
+
+  @Override
+  protected void open(DeduplicateSpec spec, StructType inputSchema, StatefulProcessorHandle handle) {
+    keepLast = spec.keepLastRow();
+    rowtime = spec.isRowtime();
+    orderField = spec.orderField();
+    generateUpdateBefore = spec.generateUpdateBefore();
+    ttlMs = spec.stateTtlMs();
     StructType data = StoredRow.dataFields(inputSchema);
     width = data.size();
-    kept = StoredRow.open(handle, spec.strings("stateNames").get(0), data);
+    kept = StoredRow.open(handle, spec.stateNames().get(0), data);
   }
 
   private boolean replaces(Object[] prev, Object[] row) {

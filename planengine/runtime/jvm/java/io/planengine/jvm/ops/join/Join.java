@@ -6,6 +6,7 @@ import io.planengine.jvm.core.KeyedChangelogProcessor;
 import io.planengine.jvm.core.Keyed;
 import io.planengine.jvm.core.KeyedOperator;
 import io.planengine.jvm.core.RowKind;
+import io.planengine.jvm.spec.JoinSpec;
 import io.planengine.jvm.spec.Spec;
 import java.util.ArrayList;
 import java.util.List;
@@ -34,11 +35,9 @@ import org.apache.spark.sql.types.StructType;
  * other side with the same key are matches: only pairs that satisfy it join and count as associations of an
  * outer (or semi/anti left) row, as in Flink's operators.
  *
- * <p>Spec: {@code joinType}, {@code leftWidth}, {@code rightWidth}, {@code leftKeys}, {@code rightKeys}
- * (positions within each side), {@code filterNulls}, {@code insertOnly}, {@code stateTtlMs},
- * {@code stateNames}, optional {@code condition} (Spark SQL over {@code l0..} and {@code r0..}).
+ * <p>Spec: {@link JoinSpec}.
  */
-public final class Join extends KeyedChangelogProcessor {
+public final class Join extends KeyedChangelogProcessor<JoinSpec> {
   private static final long serialVersionUID = 1L;
 
   private transient int nl;
@@ -64,24 +63,23 @@ public final class Join extends KeyedChangelogProcessor {
   }
 
   public static KeyedOperator prepare(Dataset<Row> input, String specJson) {
-    Spec spec = Spec.parse(specJson);
+    JoinSpec spec = JoinSpec.parse(specJson);
     StructType schema = input.schema();
-    String type = spec.string("joinType").toUpperCase(java.util.Locale.ROOT);
-    int nl = spec.intValue("leftWidth", 0);
-    int nr = spec.intValue("rightWidth", 0);
+    int nl = spec.leftWidth();
+    int nr = spec.rightWidth();
     int first = schema.fieldIndex("l0");
     List<DataType> out = new ArrayList<>();
-    int width = type.equals("SEMI") || type.equals("ANTI") ? nl : nl + nr;
+    int width = spec.semiOrAnti() ? nl : nl + nr;
     for (int i = 0; i < width; i++) {
       out.add(schema.fields()[first + i].dataType());
     }
-    int keyCount = spec.ints("leftKeys").length;
+    int keyCount = spec.leftKeys().length;
     int[] keyColumns = new int[keyCount];
     for (int i = 0; i < keyCount; i++) {
       keyColumns[i] = schema.fieldIndex("_k" + i);
     }
-    boolean insertOnly = spec.bool("insertOnly", false);
-    String sql = spec.string("condition", "");
+    boolean insertOnly = spec.insertOnly();
+    String sql = spec.condition() == null ? "" : spec.condition();
     PairCondition condition = sql.isEmpty() ? null
         : PairCondition.resolve(input.sparkSession(), sql, sideFields(schema, "l", nl), sideFields(schema, "r", nr));
     return new KeyedOperator(input, keyColumns, new Join(specJson, schema, !insertOnly, condition),
@@ -98,21 +96,26 @@ public final class Join extends KeyedChangelogProcessor {
   }
 
   @Override
-  protected void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle) {
-    String type = spec.string("joinType").toUpperCase(java.util.Locale.ROOT);
-    nl = spec.intValue("leftWidth", 0);
-    nr = spec.intValue("rightWidth", 0);
-    keys = new int[][] {spec.ints("leftKeys"), spec.ints("rightKeys")};
-    int[] nulls = spec.ints("filterNulls");
+  protected JoinSpec readSpec(Spec json) {
+    return JoinSpec.from(json);
+  }
+
+  @Override
+  protected void open(JoinSpec spec, StructType inputSchema, StatefulProcessorHandle handle) {
+    String type = spec.joinType();
+    nl = spec.leftWidth();
+    nr = spec.rightWidth();
+    keys = new int[][] {spec.leftKeys(), spec.rightKeys()};
+    int[] nulls = spec.filterNulls();
     filterNulls = new boolean[keys[0].length];
     for (int i = 0; i < filterNulls.length; i++) {
       filterNulls[i] = nulls.length == 0 || nulls[i] != 0;
     }
     outer = new boolean[] {type.equals("LEFT") || type.equals("FULL"), type.equals("RIGHT") || type.equals("FULL")};
-    semiAnti = type.equals("SEMI") || type.equals("ANTI");
+    semiAnti = spec.semiOrAnti();
     anti = type.equals("ANTI");
-    ttlMs = spec.longValue("stateTtlMs", 0L);
-    List<String> names = spec.strings("stateNames");
+    ttlMs = spec.stateTtlMs();
+    List<String> names = spec.stateNames();
     sides = new SideRows[2];
     StructType[] fields = {sideFields(inputSchema, "l", nl), sideFields(inputSchema, "r", nr)};
     for (int s = 0; s < 2; s++) {

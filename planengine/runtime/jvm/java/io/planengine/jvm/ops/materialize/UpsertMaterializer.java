@@ -10,6 +10,7 @@ import io.planengine.jvm.core.Scala;
 import io.planengine.jvm.core.StoredRow;
 import io.planengine.jvm.core.Values;
 import io.planengine.jvm.spec.Spec;
+import io.planengine.jvm.spec.UpsertMaterializeSpec;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.sql.Dataset;
@@ -39,9 +40,9 @@ import org.apache.spark.sql.types.StructType;
  *       removed: {@code +U} the new latest; an older one: nothing. A retraction of an unknown row is ignored.
  * </ul>
  *
- * <p>Spec: {@code upsertKeys} (input positions), {@code stateTtlMs}, {@code stateNames}.
+ * <p>Spec: {@link UpsertMaterializeSpec}.
  */
-public final class UpsertMaterializer extends KeyedChangelogProcessor {
+public final class UpsertMaterializer extends KeyedChangelogProcessor<UpsertMaterializeSpec> {
   private static final long serialVersionUID = 1L;
 
   private transient long ttlMs;
@@ -57,12 +58,12 @@ public final class UpsertMaterializer extends KeyedChangelogProcessor {
   }
 
   public static KeyedOperator prepare(Dataset<Row> input, String specJson) {
-    Spec spec = Spec.parse(specJson);
+    UpsertMaterializeSpec spec = UpsertMaterializeSpec.parse(specJson);
     List<DataType> types = new ArrayList<>();
     for (StructField f : StoredRow.dataFields(input.schema()).fields()) {
       types.add(f.dataType());
     }
-    return new KeyedOperator(input, spec.ints("upsertKeys"), new UpsertMaterializer(specJson, input.schema()),
+    return new KeyedOperator(input, spec.upsertKeys(), new UpsertMaterializer(specJson, input.schema()),
         Keyed.outputSchema(types, true));
   }
 
@@ -72,11 +73,16 @@ public final class UpsertMaterializer extends KeyedChangelogProcessor {
   }
 
   @Override
-  protected void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle) {
-    ttlMs = spec.longValue("stateTtlMs", 0L);
+  protected UpsertMaterializeSpec readSpec(Spec json) {
+    return UpsertMaterializeSpec.from(json);
+  }
+
+  @Override
+  protected void open(UpsertMaterializeSpec spec, StructType inputSchema, StatefulProcessorHandle handle) {
+    ttlMs = spec.stateTtlMs();
     StructType data = StoredRow.dataFields(inputSchema);
     width = data.size();
-    state = handle.getValueState(spec.strings("stateNames").get(0), Encoders.row(stateType(data)),
+    state = handle.getValueState(spec.stateNames().get(0), Encoders.row(stateType(data)),
         TTLConfig.NONE());
   }
 

@@ -8,6 +8,7 @@ import io.planengine.jvm.core.KeyedOperator;
 import io.planengine.jvm.core.RowKind;
 import io.planengine.jvm.core.StoredRow;
 import io.planengine.jvm.core.Values;
+import io.planengine.jvm.spec.ChangelogNormalizeSpec;
 import io.planengine.jvm.spec.Spec;
 import java.util.ArrayList;
 import java.util.List;
@@ -33,9 +34,9 @@ import org.apache.spark.sql.types.StructType;
  *       {@code +U} alone produces the right pair from state.
  * </ul>
  *
- * <p>Spec: {@code uniqueKeys}, {@code generateUpdateBefore}, {@code stateTtlMs}, {@code stateNames}.
+ * <p>Spec: {@link ChangelogNormalizeSpec}.
  */
-public final class ChangelogNormalize extends KeyedChangelogProcessor {
+public final class ChangelogNormalize extends KeyedChangelogProcessor<ChangelogNormalizeSpec> {
   private static final long serialVersionUID = 1L;
 
   private transient boolean generateUpdateBefore;
@@ -52,22 +53,27 @@ public final class ChangelogNormalize extends KeyedChangelogProcessor {
   }
 
   public static KeyedOperator prepare(Dataset<Row> input, String specJson) {
-    Spec spec = Spec.parse(specJson);
+    ChangelogNormalizeSpec spec = ChangelogNormalizeSpec.parse(specJson);
     List<DataType> types = new ArrayList<>();
     for (StructField f : StoredRow.dataFields(input.schema()).fields()) {
       types.add(f.dataType());
     }
-    return new KeyedOperator(input, spec.ints("uniqueKeys"), new ChangelogNormalize(specJson, input.schema()),
+    return new KeyedOperator(input, spec.uniqueKeys(), new ChangelogNormalize(specJson, input.schema()),
         Keyed.outputSchema(types, true));
   }
 
   @Override
-  protected void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle) {
-    generateUpdateBefore = spec.bool("generateUpdateBefore", true);
-    ttlMs = spec.longValue("stateTtlMs", 0L);
+  protected ChangelogNormalizeSpec readSpec(Spec json) {
+    return ChangelogNormalizeSpec.from(json);
+  }
+
+  @Override
+  protected void open(ChangelogNormalizeSpec spec, StructType inputSchema, StatefulProcessorHandle handle) {
+    generateUpdateBefore = spec.generateUpdateBefore();
+    ttlMs = spec.stateTtlMs();
     StructType data = StoredRow.dataFields(inputSchema);
     width = data.size();
-    latest = StoredRow.open(handle, spec.strings("stateNames").get(0), data);
+    latest = StoredRow.open(handle, spec.stateNames().get(0), data);
   }
 
   @Override

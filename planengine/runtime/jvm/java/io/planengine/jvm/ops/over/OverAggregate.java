@@ -15,6 +15,7 @@ import io.planengine.jvm.core.KeyedOperator;
 import io.planengine.jvm.core.RowKind;
 import io.planengine.jvm.core.Scala;
 import io.planengine.jvm.core.StoredRow;
+import io.planengine.jvm.spec.OverAggregateSpec;
 import io.planengine.jvm.spec.Spec;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -69,12 +70,9 @@ import org.apache.spark.sql.types.StructType;
  *       so only a migrated plan has one).
  * </ul>
  *
- * <p>Spec: {@code width} (data fields), {@code timeField} (epoch ms, BIGINT), {@code recordWatermarkField}
- * (optional), {@code partitionKeys}, {@code mode} ({@code ROWS} | {@code RANGE}), {@code lower} (rows, or
- * ms; absent = unbounded), {@code aggCalls} (as the group aggregate's), {@code stateTtlMs}, {@code
- * stateNames}. The output is insert-only: the data fields, then one column per call.
+ * <p>Spec: {@link OverAggregateSpec}. The output is insert-only: the data fields, then one column per call.
  */
-public final class OverAggregate extends KeyedChangelogProcessor {
+public final class OverAggregate extends KeyedChangelogProcessor<OverAggregateSpec> {
   private static final long serialVersionUID = 1L;
 
   private transient int width;
@@ -100,8 +98,8 @@ public final class OverAggregate extends KeyedChangelogProcessor {
 
   /** The operator over {@code input}, ready to run or to start from a migration's state. */
   public static KeyedOperator prepare(Dataset<Row> input, String specJson) {
-    Spec spec = Spec.parse(specJson);
-    StructType data = Layout.dataFields(spec, input.schema());
+    OverAggregateSpec spec = OverAggregateSpec.parse(specJson);
+    StructType data = Layout.dataFields(spec.width(), input.schema());
     List<DataType> types = new ArrayList<>();
     for (StructField f : data.fields()) {
       types.add(f.dataType());
@@ -109,7 +107,7 @@ public final class OverAggregate extends KeyedChangelogProcessor {
     for (AggregateFunction f : functions(spec, data)) { // validates the calls on the driver
       types.add(f.resultType());
     }
-    return new KeyedOperator(input, spec.ints("partitionKeys"), new OverAggregate(specJson, input.schema()),
+    return new KeyedOperator(input, spec.partitionKeys(), new OverAggregate(specJson, input.schema()),
         Keyed.outputSchema(types, false), TimeMode.EventTime());
   }
 
@@ -163,10 +161,6 @@ public final class OverAggregate extends KeyedChangelogProcessor {
     save(p);
   }
 
-  private static boolean bounded(Spec spec) {
-    return spec.has("lower");
-  }
-
   /** Whether a bounded frame recomputes values instead of retracting (arrival order, LAG, floating point). */
   private static boolean needsRecompute(List<AggregateFunction> functions) {
     for (AggregateFunction f : functions) {
@@ -186,16 +180,13 @@ public final class OverAggregate extends KeyedChangelogProcessor {
     return false;
   }
 
-  static List<AggregateFunction> functions(Spec spec, StructType data) {
-    List<AggCall> calls = new ArrayList<>();
-    for (Spec call : spec.list("aggCalls")) {
-      calls.add(AggCall.parse(call, data));
-    }
+  static List<AggregateFunction> functions(OverAggregateSpec spec, StructType data) {
+    List<AggCall> calls = AggCall.bindAll(spec.aggCalls(), "$.aggCalls", data);
     List<AggregateFunction> plain = new ArrayList<>();
     for (AggCall c : calls) {
       plain.add(AggregateFunctions.create(c, false));
     }
-    if (!bounded(spec) || needsRecompute(plain)) {
+    if (!spec.bounded() || needsRecompute(plain)) {
       return plain;
     }
     List<AggregateFunction> retracting = new ArrayList<>();
@@ -234,20 +225,25 @@ public final class OverAggregate extends KeyedChangelogProcessor {
   }
 
   @Override
-  protected void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle) {
-    StructType data = Layout.dataFields(spec, inputSchema);
+  protected OverAggregateSpec readSpec(Spec json) {
+    return OverAggregateSpec.from(json);
+  }
+
+  @Override
+  protected void open(OverAggregateSpec spec, StructType inputSchema, StatefulProcessorHandle handle) {
+    StructType data = Layout.dataFields(spec.width(), inputSchema);
     width = data.size();
-    timeField = spec.index("timeField");
-    recordWatermarkField = spec.index("recordWatermarkField");
-    rowsMode = spec.string("mode").equalsIgnoreCase("ROWS");
-    bounded = bounded(spec);
-    lower = bounded ? spec.longValue("lower", 0L) : 0L;
+    timeField = spec.timeField();
+    recordWatermarkField = spec.recordWatermarkField() == null ? -1 : spec.recordWatermarkField();
+    rowsMode = spec.mode().equalsIgnoreCase("ROWS");
+    bounded = spec.bounded();
+    lower = bounded ? spec.lower() : 0L;
     List<AggregateFunction> fs = functions(spec, data);
     recompute = bounded && needsRecompute(fs);
     functions = fs.toArray(new AggregateFunction[0]);
     inputs = CallInput.of(functions);
-    ttlMs = spec.longValue("stateTtlMs", 0L);
-    List<String> names = spec.strings("stateNames");
+    ttlMs = spec.stateTtlMs();
+    List<String> names = spec.stateNames();
     pendingState = handle.getValueState(names.get(0), Encoders.row(pendingType(data)), TTLConfig.NONE());
     accState = handle.getValueState(names.get(1), Encoders.row(accumulatorsType(data, fs, bounded)),
         TTLConfig.NONE());

@@ -5,6 +5,7 @@ import io.planengine.jvm.core.Emitter;
 import io.planengine.jvm.core.KeyedChangelogProcessor;
 import io.planengine.jvm.core.Keyed;
 import io.planengine.jvm.core.RowKind;
+import io.planengine.jvm.spec.KeyedRowCountSpec;
 import io.planengine.jvm.spec.Spec;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,10 +23,10 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * The smallest keyed changelog operator: the running count of rows per key, as an upsert changelog
- * ({@code +I} first, {@code +U} after). Spec: {@code {"keys": [positions]}}. Used to check that the library
+ * ({@code +I} first, {@code +U} after). Spec: {@link KeyedRowCountSpec}. Used to check that the library
  * loads and that a processor keeps state across micro-batches and restarts.
  */
-public final class KeyedRowCount extends KeyedChangelogProcessor {
+public final class KeyedRowCount extends KeyedChangelogProcessor<KeyedRowCountSpec> {
   private static final long serialVersionUID = 1L;
   private transient ValueState<Long> count;
   private transient int keyCount;
@@ -35,8 +36,7 @@ public final class KeyedRowCount extends KeyedChangelogProcessor {
   }
 
   public static Dataset<Row> apply(Dataset<Row> input, String specJson) {
-    Spec spec = Spec.parse(specJson);
-    int[] keys = spec.ints("keys");
+    int[] keys = KeyedRowCountSpec.parse(specJson).keys();
     List<DataType> types = new ArrayList<>();
     for (int k : keys) {
       types.add(input.schema().fields()[k].dataType());
@@ -47,8 +47,13 @@ public final class KeyedRowCount extends KeyedChangelogProcessor {
   }
 
   @Override
-  protected void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle) {
-    keyCount = spec.ints("keys").length;
+  protected KeyedRowCountSpec readSpec(Spec json) {
+    return KeyedRowCountSpec.from(json);
+  }
+
+  @Override
+  protected void open(KeyedRowCountSpec spec, StructType inputSchema, StatefulProcessorHandle handle) {
+    keyCount = spec.keys().length;
     count = handle.getValueState("count", Encoders.LONG(), TTLConfig.NONE());
   }
 

@@ -9,6 +9,8 @@ import io.planengine.jvm.core.RowKind;
 import io.planengine.jvm.core.Scala;
 import io.planengine.jvm.core.StoredRow;
 import io.planengine.jvm.core.Values;
+import io.planengine.jvm.spec.RankSpec;
+import io.planengine.jvm.spec.SortKeySpec;
 import io.planengine.jvm.spec.Spec;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -56,12 +58,9 @@ import org.apache.spark.sql.types.StructType;
  * stays in the top-N in place ({@code -U old}, {@code +U new}, as Flink). The same rules as the Python operator
  * ({@code runtime/operators/rank.py}), which {@code stream-exec-rank_1} plans keep.
  *
- * <p>Spec: {@code partitionKeys}, {@code order} ({@code [{field, ascending, nullsFirst}]}), {@code rankType},
- * {@code rankStart}, {@code rankEnd}, {@code outputRankNumber}, {@code generateUpdateBefore},
- * {@code inputUpdating}, {@code strategy}, {@code uniqueKey}, {@code insertOnly} (output), {@code stateTtlMs},
- * {@code stateNames}.
+ * <p>Spec: {@link RankSpec}.
  */
-public final class Rank extends KeyedChangelogProcessor {
+public final class Rank extends KeyedChangelogProcessor<RankSpec> {
   private static final long serialVersionUID = 1L;
 
   private enum Type { ROW_NUMBER, RANK, DENSE_RANK }
@@ -91,16 +90,16 @@ public final class Rank extends KeyedChangelogProcessor {
   }
 
   public static KeyedOperator prepare(Dataset<Row> input, String specJson) {
-    Spec spec = Spec.parse(specJson);
+    RankSpec spec = RankSpec.parse(specJson);
     List<DataType> types = new ArrayList<>();
     for (org.apache.spark.sql.types.StructField f : StoredRow.dataFields(input.schema()).fields()) {
       types.add(f.dataType());
     }
-    if (spec.bool("outputRankNumber", false)) {
+    if (spec.outputRankNumber()) {
       types.add(DataTypes.LongType);
     }
-    boolean updating = !spec.bool("insertOnly", false);
-    return new KeyedOperator(input, spec.ints("partitionKeys"), new Rank(specJson, input.schema(), updating),
+    boolean updating = !spec.insertOnly();
+    return new KeyedOperator(input, spec.partitionKeys(), new Rank(specJson, input.schema(), updating),
         Keyed.outputSchema(types, updating));
   }
 
@@ -111,40 +110,44 @@ public final class Rank extends KeyedChangelogProcessor {
   }
 
   @Override
-  protected void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle) {
+  protected RankSpec readSpec(Spec json) {
+    return RankSpec.from(json);
+  }
+
+  @Override
+  protected void open(RankSpec spec, StructType inputSchema, StatefulProcessorHandle handle) {
     StructType data = StoredRow.dataFields(inputSchema);
     width = data.size();
-    List<Spec> order = spec.list("order");
+    List<SortKeySpec> order = spec.order();
     fields = new int[order.size()];
     ascending = new boolean[order.size()];
     nullsFirst = new boolean[order.size()];
     for (int i = 0; i < order.size(); i++) {
-      Spec key = order.get(i);
-      fields[i] = key.index("field");
+      SortKeySpec key = order.get(i);
+      fields[i] = key.field();
       if (fields[i] >= width) {
-        throw key.error("field", "refers to input field " + fields[i] + " of " + width);
+        throw Spec.at("$.order[" + i + "].field", "refers to input field " + fields[i] + " of " + width);
       }
-      ascending[i] = key.bool("ascending", true);
-      nullsFirst[i] = key.bool("nullsFirst", ascending[i]);
+      ascending[i] = key.ascending();
+      nullsFirst[i] = key.nullsFirst();
     }
-    type = Type.valueOf(spec.string("rankType").toUpperCase());
-    rankStart = spec.longValue("rankStart", 1L);
-    rankEnd = spec.longValue("rankEnd", Long.MAX_VALUE);
-    outputRank = spec.bool("outputRankNumber", false);
-    updateBefore = spec.bool("generateUpdateBefore", true);
-    boolean inputUpdating = spec.bool("inputUpdating", true);
-    strategy = Strategy.valueOf(spec.string("strategy", inputUpdating ? "RETRACT" : "APPEND_FAST"));
-    uniqueKey = spec.ints("uniqueKey");
+    type = Type.valueOf(spec.rankType());
+    rankStart = spec.rankStart();
+    rankEnd = spec.rankEnd();
+    outputRank = spec.outputRankNumber();
+    updateBefore = spec.generateUpdateBefore();
+    strategy = Strategy.valueOf(spec.strategyOrDerived());
+    uniqueKey = spec.uniqueKeyOrNone();
     if (strategy == Strategy.UPDATE_FAST && uniqueKey.length == 0) {
-      throw spec.error("uniqueKey", "is needed by the UPDATE_FAST strategy");
+      throw Spec.at("$.uniqueKey", "is needed by the UPDATE_FAST strategy");
     }
     for (int k : uniqueKey) {
       if (k >= width) {
-        throw spec.error("uniqueKey", "refers to input field " + k + " of " + width);
+        throw Spec.at("$.uniqueKey", "refers to input field " + k + " of " + width);
       }
     }
-    ttlMs = spec.longValue("stateTtlMs", 0L);
-    state = handle.getValueState(spec.strings("stateNames").get(0), Encoders.row(stateType(data)),
+    ttlMs = spec.stateTtlMs();
+    state = handle.getValueState(spec.stateNames().get(0), Encoders.row(stateType(data)),
         TTLConfig.NONE());
   }
 

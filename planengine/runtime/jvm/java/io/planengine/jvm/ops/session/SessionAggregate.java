@@ -16,6 +16,7 @@ import io.planengine.jvm.core.RowKind;
 import io.planengine.jvm.core.Scala;
 import io.planengine.jvm.core.StoredRow;
 import io.planengine.jvm.core.Values;
+import io.planengine.jvm.spec.SessionAggregateSpec;
 import io.planengine.jvm.spec.Spec;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -33,7 +34,6 @@ import org.apache.spark.sql.streaming.TimerValues;
 import org.apache.spark.sql.streaming.ValueState;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
 /**
@@ -54,11 +54,10 @@ import org.apache.spark.sql.types.StructType;
  * the rows in the Python operator's order, which order-dependent calls see). Aggregates are computed when a
  * session fires, with the library's accumulators (value multisets for DISTINCT in memory).
  *
- * <p>Spec: {@code width}, {@code timeField} (epoch ms), {@code recordWatermarkField} (optional), {@code
- * partitionKeys}, {@code grouping}, {@code gapMs}, {@code aggCalls}, {@code stateTtlMs}, {@code stateNames}.
- * Output (insert-only): the grouping fields, one column per call, the session's start and end (epoch ms).
+ * <p>Spec: {@link SessionAggregateSpec}. Output (insert-only): the grouping fields, one column per call, the
+ * session's start and end (epoch ms).
  */
-public final class SessionAggregate extends KeyedChangelogProcessor {
+public final class SessionAggregate extends KeyedChangelogProcessor<SessionAggregateSpec> {
   private static final long serialVersionUID = 1L;
 
   private transient int width;
@@ -81,8 +80,8 @@ public final class SessionAggregate extends KeyedChangelogProcessor {
 
   /** The operator over {@code input}, ready to run or to start from a migration's state. */
   public static KeyedOperator prepare(Dataset<Row> input, String specJson) {
-    Spec spec = Spec.parse(specJson);
-    StructType data = Layout.dataFields(spec, input.schema());
+    SessionAggregateSpec spec = SessionAggregateSpec.parse(specJson);
+    StructType data = Layout.dataFields(spec.width(), input.schema());
     List<DataType> types = new ArrayList<>();
     for (int g : groupingFields(spec, data)) {
       types.add(data.fields()[g].dataType());
@@ -92,7 +91,7 @@ public final class SessionAggregate extends KeyedChangelogProcessor {
     }
     types.add(DataTypes.LongType);
     types.add(DataTypes.LongType);
-    return new KeyedOperator(input, spec.ints("partitionKeys"), new SessionAggregate(specJson, input.schema()),
+    return new KeyedOperator(input, spec.partitionKeys(), new SessionAggregate(specJson, input.schema()),
         Keyed.outputSchema(types, false), TimeMode.EventTime());
   }
 
@@ -108,20 +107,20 @@ public final class SessionAggregate extends KeyedChangelogProcessor {
     armTimer(o);
   }
 
-  private static int[] groupingFields(Spec spec, StructType data) {
-    int[] g = spec.ints("grouping");
+  private static int[] groupingFields(SessionAggregateSpec spec, StructType data) {
+    int[] g = spec.grouping();
     for (int k : g) {
       if (k < 0 || k >= data.size()) {
-        throw spec.error("grouping", "refers to input field " + k + " of " + data.size());
+        throw Spec.at("$.grouping", "refers to input field " + k + " of " + data.size());
       }
     }
     return g;
   }
 
-  static List<AggregateFunction> functions(Spec spec, StructType data) {
+  static List<AggregateFunction> functions(SessionAggregateSpec spec, StructType data) {
     List<AggregateFunction> out = new ArrayList<>();
-    for (Spec call : spec.list("aggCalls")) {
-      out.add(AggregateFunctions.create(AggCall.parse(call, data), false));
+    for (AggCall call : AggCall.bindAll(spec.aggCalls(), "$.aggCalls", data)) {
+      out.add(AggregateFunctions.create(call, false));
     }
     return out;
   }
@@ -135,18 +134,23 @@ public final class SessionAggregate extends KeyedChangelogProcessor {
   }
 
   @Override
-  protected void open(Spec spec, StructType inputSchema, StatefulProcessorHandle handle) {
-    StructType data = Layout.dataFields(spec, inputSchema);
+  protected SessionAggregateSpec readSpec(Spec json) {
+    return SessionAggregateSpec.from(json);
+  }
+
+  @Override
+  protected void open(SessionAggregateSpec spec, StructType inputSchema, StatefulProcessorHandle handle) {
+    StructType data = Layout.dataFields(spec.width(), inputSchema);
     width = data.size();
-    timeField = spec.index("timeField");
-    recordWatermarkField = spec.index("recordWatermarkField");
+    timeField = spec.timeField();
+    recordWatermarkField = spec.recordWatermarkField() == null ? -1 : spec.recordWatermarkField();
     grouping = groupingFields(spec, data);
-    gap = spec.longValue("gapMs", 0L);
+    gap = spec.gapMs();
     List<AggregateFunction> fs = functions(spec, data);
     functions = fs.toArray(new AggregateFunction[0]);
     inputs = CallInput.of(functions);
-    ttlMs = spec.longValue("stateTtlMs", 0L);
-    state = handle.getValueState(spec.strings("stateNames").get(0), Encoders.row(stateType(data)),
+    ttlMs = spec.stateTtlMs();
+    state = handle.getValueState(spec.stateNames().get(0), Encoders.row(stateType(data)),
         TTLConfig.NONE());
   }
 

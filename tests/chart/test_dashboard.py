@@ -68,6 +68,14 @@ def test_every_exported_family_is_on_the_dashboard() -> None:
     assert missing == [], f"families no panel shows (add a panel or say why in NOT_ON_THE_DASHBOARD): {missing}"
 
 
+def test_every_exported_family_is_documented() -> None:
+    """docs/operator.md ("Metrics") names every family as Prometheus shows it (a counter with its ``_total``)."""
+    docs = (REPO / "docs" / "operator.md").read_text()
+    undocumented = sorted(f for f, names in exported().items()
+                          if f"`{f}`" not in docs and not any(f"`{n}`" in docs for n in names))
+    assert undocumented == [], f"add these families to docs/operator.md, Metrics: {undocumented}"
+
+
 def test_the_dashboard_is_one_grafana_can_import() -> None:
     dashboard = json.loads(DASHBOARD.read_text())
     assert dashboard["uid"] == "planengine" and isinstance(dashboard["schemaVersion"], int)

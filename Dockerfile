@@ -16,14 +16,15 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends openjdk-17-jdk-headless \
  && rm -rf /var/lib/apt/lists/*
 RUN pip install --no-cache-dir --disable-pip-version-check "build>=1.2"
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY planengine ./planengine
 COPY operator ./operator
 RUN pyspark="$(python -c 'import re, tomllib; print(next(r for r in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["spark"] if re.match(r"pyspark\b", r)))')" \
- && pip install --no-cache-dir --disable-pip-version-check "$pyspark" \
+ && pip install --no-cache-dir --disable-pip-version-check -c constraints.txt "$pyspark" \
  && PYTHONPATH=/src python -m planengine.runtime.jvm \
  && python -m build --wheel --outdir /dist . && ls /dist/planengine-*.whl \
- && python -m zipfile -l /dist/planengine-*.whl | grep -q 'planengine/runtime/jvm/jars/planengine-jvm-spark'
+ && python -m zipfile -l /dist/planengine-*.whl | grep -q 'planengine/runtime/jvm/jars/planengine-jvm-spark' \
+ && cp constraints.txt /dist/
 
 # --- kafka-jars: Spark's Kafka connector, the group kafka-connector of planengine/runtime/connectors/jars.lock -
 # The connector jars are not in pyspark's wheel. The set-up fetches the same lock (tests/setup/prepare.d/25-kafka.sh),
@@ -54,7 +55,9 @@ RUN apt-get update \
  && groupadd --system --gid 10001 planengine \
  && useradd --system --uid 10001 --gid 10001 --home-dir /home/planengine --create-home planengine
 COPY --from=builder /dist/ /tmp/dist/
-RUN pip install --no-cache-dir --disable-pip-version-check "$(ls /tmp/dist/planengine-*.whl)[spark]" \
+# The dependency versions of the lock (constraints.txt, README "Dependencies"), as in `make venv` and CI.
+RUN pip install --no-cache-dir --disable-pip-version-check -c /tmp/dist/constraints.txt \
+      "$(ls /tmp/dist/planengine-*.whl)[spark]" \
  && rm -rf /tmp/dist
 COPY --from=kafka-jars /jars/ /tmp/kafka-jars/
 RUN jars="$(python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')" \
@@ -84,7 +87,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN groupadd --system --gid 10001 planengine \
  && useradd --system --uid 10001 --gid 10001 --home-dir /home/planengine --create-home planengine
 COPY --from=builder /dist/ /tmp/dist/
-RUN pip install --no-cache-dir --disable-pip-version-check "$(ls /tmp/dist/planengine-*.whl)[operator]" \
+RUN pip install --no-cache-dir --disable-pip-version-check -c /tmp/dist/constraints.txt \
+      "$(ls /tmp/dist/planengine-*.whl)[operator]" \
  && rm -rf /tmp/dist \
  && python -c 'import planengine_operator'
 WORKDIR /home/planengine

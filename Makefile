@@ -5,16 +5,21 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv jvm run test test-fast test-jvm test-spark test-e2e lint conformance benchmarks clean
+.PHONY: venv jvm run test test-fast test-jvm test-spark test-e2e lint lock conformance benchmarks clean
 
 venv: $(STAMP) jvm
 
-# Idempotent: re-runs only when pyproject.toml changes (or the venv is missing).
-$(STAMP): pyproject.toml
+# Idempotent: re-runs only when pyproject.toml or constraints.txt changes (or the venv is missing). The versions
+# are constraints.txt's: the same tree on every machine until someone runs `make lock` (README, "Dependencies").
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[spark,operator,dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[spark,operator,dev]'
 	touch $(STAMP)
+
+# Write constraints.txt from the venv's installed tree: after `pip install --upgrade ...` in it, on purpose.
+lock:
+	$(BIN)/python -m tests.setup.lock > constraints.txt.new && mv constraints.txt.new constraints.txt
 
 # The JVM operator library, compiled against this venv's PySpark jars (needs a JDK 17; no-op when up to date:
 # the jar's stamp covers the Java sources and the Spark version). docs/jvm-operators.md.

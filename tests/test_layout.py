@@ -35,6 +35,7 @@ def test_operator_package_is_importable_under_its_own_name():
 TOP_LEVEL = {
     "pyproject.toml", "operator", "crds", "charts", "planengine", "tests", "Dockerfile", "README.md", "Makefile",
     ".ci", "examples", "benchmarks", "docs",
+    "constraints.txt",  # the dependency lock pip reads beside pyproject.toml (README, "Dependencies")
 }
 # Files that configure the tools reading the tree (git, docker build context), not project content.
 TOOL_FILES = {".gitignore", ".dockerignore"}

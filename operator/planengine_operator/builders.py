@@ -503,6 +503,8 @@ def build_driver_pod(
                 "args": [*argv, "--status-port", str(STATUS_PORT), *conf_args(conf)],
                 "env": [
                     {"name": "PLANENGINE_RUN_ID", "value": run_id},
+                    # The job_name label of the driver's metrics (an engine without metrics ignores it).
+                    {"name": "PLANENGINE_JOB", "value": f"{namespace}/{job_name}"},
                     {"name": "PLANENGINE_TAKE_OVER_RUN_LOCK", "value": "1"},
                     {"name": "PLANENGINE_STATUS_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
                     # The file, never the token: an env var is readable by anyone who may read the pod spec.

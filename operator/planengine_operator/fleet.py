@@ -39,7 +39,7 @@ class Fleet:
         self._rolled_back: set[Key] = set()
         self._reported: set[Key] = set()  # jobs whose slot the reconciler's own status moves
         self._announcements: dict[Key, str] = {}  # pause messages waiting for the job's next handler
-        metrics.ROLLOUT_PAUSED[0] = 0
+        metrics.set_rollout_paused(False)
 
     def seed(self, namespace: str, name: str, spec: dict[str, Any], status: JobStatus) -> None:
         """A watch event (kopf index): used only until the reconciler reports this job itself."""
@@ -51,7 +51,7 @@ class Fleet:
         key = (namespace, name)
         self._reported.add(key)
         self._update(key, spec, status, announce=True)
-        metrics.set_phase(namespace, name, status.phase)
+        metrics.observe_job(namespace, name, status)
 
     def _update(self, key: Key, spec: dict[str, Any], status: JobStatus, *, announce: bool) -> None:
         upgrade = status.upgrade
@@ -73,15 +73,15 @@ class Fleet:
                 "their engine. Resume with a new defaultEngineVersion (operator restart) or pin this job's "
                 "spec.engineVersion"
             )
-        metrics.ROLLOUT_PAUSED[0] = int(self.paused)
+        metrics.set_rollout_paused(self.paused)
 
     def forget(self, namespace: str, name: str) -> None:
         key = (namespace, name)
         for members in (self._upgrading, self._rolled_back, self._reported):
             members.discard(key)
         self._announcements.pop(key, None)
-        metrics.set_phase(namespace, name, None)
-        metrics.ROLLOUT_PAUSED[0] = int(self.paused)
+        metrics.forget_job(namespace, name)
+        metrics.set_rollout_paused(self.paused)
 
     def take_announcement(self, namespace: str, name: str) -> str | None:
         """The RolloutPaused event message for this job, once (the handler posts it on the job)."""

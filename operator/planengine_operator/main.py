@@ -67,7 +67,7 @@ async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
 
 async def _serve_metrics(port: int) -> None:
     async def render(_: web.Request) -> web.Response:
-        return web.Response(text=metrics.render(), content_type="text/plain")
+        return web.Response(body=metrics.exposition(), headers={"Content-Type": metrics.CONTENT_TYPE})
 
     async def ready(_: web.Request) -> web.Response:
         return web.Response(text="ok" if Runtime.reconciler else "starting",

@@ -88,7 +88,7 @@ class Reconciler:
                     break  # a transient failure: try again on the next tick
         finally:
             self.fleet.observe(namespace, name, spec_dict, memo.status)
-            metrics.RECONCILE_SECONDS.observe(time.monotonic() - started)
+            metrics.observe_reconcile(time.monotonic() - started)
 
     def _view(self, body: kopf.Body, spec: JobSpec, status: JobStatus, job_root: str,
               source_hash: str | None = None) -> JobView:
@@ -114,7 +114,7 @@ class Reconciler:
             dropped = {s.id for s in old.snapshots} - {s.id for s in new.snapshots}
             for snapshot_id in sorted(dropped):
                 await self.launcher.delete_snapshot(self._job(body, memo), snapshot_id)
-            metrics.observe_transition(old, new)
+            metrics.observe_transition(body["metadata"]["namespace"], body["metadata"]["name"], old, new)
         for event in decision.events:
             oplog.log_decision(body["metadata"]["namespace"], body["metadata"]["name"], memo.status, event)
             kopf.event(body, type=event.type, reason=event.reason, message=event.message[:1000])

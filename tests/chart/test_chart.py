@@ -27,12 +27,13 @@ SCENARIOS = {
     "webhook-cert-manager-and-servicemonitor": {
         "watchNamespaces": ["a"],
         "webhook": {"enabled": True, "certManager": {"enabled": True, "issuerRef": {"name": "ca-issuer"}}},
-        "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}},
+        "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+                    "podMonitor": {"enabled": True}, "grafanaDashboard": {"enabled": True}},
     },
     "local-launcher": {"config": {"launcher": "local"}, "localJobRoot": {"existingClaim": "jobs"}},
 }
 # Kinds from other projects' CRDs: kubernetes-validate has no schema for them, so they are checked by hand.
-NON_CORE_KINDS = {"ServiceMonitor", "Certificate"}
+NON_CORE_KINDS = {"ServiceMonitor", "PodMonitor", "Certificate"}
 
 NAMESPACED_RESOURCES = {
     ("planengine.io", "sparkplanjobs"), ("planengine.io", "sparkplanjobs/status"), ("", "pods"),
@@ -136,7 +137,7 @@ def test_every_rendered_manifest_validates_against_kubernetes_schemas(render, sc
             pytest.fail(f"{manifest['kind']}/{manifest['metadata']['name']}: {path}: {error.message}")
     expected_unchecked = set()
     if scenario == "webhook-cert-manager-and-servicemonitor":
-        expected_unchecked = {"ServiceMonitor", "Certificate"}
+        expected_unchecked = {"ServiceMonitor", "PodMonitor", "Certificate"}
     assert unchecked == expected_unchecked
 
 
@@ -578,8 +579,8 @@ def test_servicemonitor_scrapes_the_metrics_service(render):
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items() or (
         monitor["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
     )
-    assert monitor["spec"]["endpoints"] == [{"port": "metrics", "path": "/metrics", "interval": "30s",
-                                             "scrapeTimeout": "10s"}]
+    assert monitor["spec"]["endpoints"] == [{"port": "metrics", "path": "/metrics", "honorLabels": True,
+                                             "interval": "30s", "scrapeTimeout": "10s"}]
     assert service["spec"]["ports"][0]["name"] == "metrics"
 
 
@@ -628,7 +629,8 @@ def test_chart_crd_is_a_byte_identical_copy_of_the_repository_crd():
 
 
 def test_the_packaged_chart_ships_the_argocd_health_check(helm_run, tmp_path):
-    """`helm pull` users get argocd/argocd-cm.yaml (docs/operator.md, "Argo CD health check"); not a template."""
+    """`helm pull` users get argocd/argocd-cm.yaml (docs/operator.md, "Argo CD health check"); not a template. And
+    the Grafana dashboard, for those who import it by hand."""
     result = helm_run("package", str(CHART), "--destination", str(tmp_path))
     assert result.returncode == 0, result.stderr
     (package,) = tmp_path.glob("planengine-operator-*.tgz")
@@ -637,6 +639,7 @@ def test_the_packaged_chart_ships_the_argocd_health_check(helm_run, tmp_path):
         snippet = yaml.safe_load(archive.extractfile("planengine-operator/argocd/argocd-cm.yaml").read())
     assert "planengine-operator/argocd/resource_customizations/planengine.io/SparkPlanJob/health.lua" in names
     assert "resource.customizations.health.planengine.io_SparkPlanJob" in snippet["data"]
+    assert "planengine-operator/dashboards/planengine.json" in names
 
 
 def test_crd_is_rendered_and_names_the_short_name_used_in_notes(render):

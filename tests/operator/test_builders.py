@@ -140,6 +140,7 @@ def test_status_api_binds_the_pod_ip_and_a_restart_may_take_over_a_dead_pods_loc
     assert env["PLANENGINE_STATUS_HOST"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
     assert env["PLANENGINE_TAKE_OVER_RUN_LOCK"]["value"] == "1"
     assert env["PLANENGINE_RUN_ID"]["value"] == "r20261124T233910-ab12cd"
+    assert env["PLANENGINE_JOB"]["value"] == "ns/clicks"  # the job_name label of the driver's metrics
 
 
 def test_the_job_service_selects_only_the_active_driver_and_each_run_has_its_own():

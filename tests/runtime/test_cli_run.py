@@ -184,6 +184,7 @@ def test_an_idle_query_reports_caught_up_and_stop_needs_the_control_token(tmp_pa
                                                and query().get("caughtUp")):
             time.sleep(0.5)
         assert query().get("caughtUp") is True and query()["lastBatchId"] > idle["lastBatchId"], query()
+        _assert_metrics_count_the_batches(url, query())
 
         assert _http(url + "/v1/stop", {"snapshot": True})[0] == 401
         request = urllib.request.Request(url + "/v1/stop", data=b'{"snapshot": true}', method="POST",
@@ -197,6 +198,32 @@ def test_an_idle_query_reports_caught_up_and_stop_needs_the_control_token(tmp_pa
     assert proc.returncode == 0, err[-3000:]
     assert "the-job-token" not in out + err
     assert sink_rows(tmp_path) == [5, 7]
+
+
+def _assert_metrics_count_the_batches(url: str, query: dict) -> None:
+    """The real driver's /metrics after its two input files: every batch counted from Spark's progress events,
+    labelled by the job (its root's directory name), the query's uid and its sink table."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as answer:
+        families = {f.name: f for f in text_string_to_metric_families(answer.read().decode())}
+    assert all(f.documentation for f in families.values())
+    labels = {"job_name": "root", "query": query["uid"], "sink": "snk"}
+
+    def value(name: str, **more: str) -> float | None:
+        return next((s.value for f in families.values() for s in f.samples
+                     if s.name == name and s.labels == {**labels, **more}), None)
+
+    batches = value("planengine_query_batches_total")
+    assert batches is not None and batches >= 2, families["planengine_query_batches"].samples
+    assert value("planengine_query_records_in_total") == 2  # one row in each file
+    assert value("planengine_query_batch_duration_seconds_count") == batches
+    assert value("planengine_query_checkpoint_duration_seconds_count") == batches
+    assert value("planengine_query_active") == 1
+    assert value("planengine_query_last_batch_id") == query["lastBatchId"]
+    # Spark does not count a file sink's rows (-1), a stateless query has no state and no watermark: no samples.
+    assert value("planengine_query_records_out_total") is None
+    assert value("planengine_query_state_rows") is None and value("planengine_query_watermark_lag_seconds") is None
 
 
 # --- warm standby (planengine run --standby, POST /v1/start) ----------------------------------------------------

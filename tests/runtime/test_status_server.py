@@ -8,8 +8,9 @@ import urllib.request
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
-from planengine.runtime.engine.status_server import DriverControl, StatusServer, escape_label_value, render_metrics
+from planengine.runtime.engine.status_server import DriverControl, StatusServer
 
 STATUS = {
     "engineVersion": "0.1",
@@ -200,28 +201,41 @@ def test_oversized_body_is_refused(server, driver):
 
 
 def test_metrics_are_prometheus_text(server):
+    """A control without its own ``metrics``: the families read from the status document, labelled by job, query
+    and sink, parsed back by prometheus_client (escaping included)."""
     status, headers, body = call(server, "GET", "/metrics")
     assert status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4")
-    lines = body.splitlines()
-    assert "planengine_driver_up 1" in lines
-    assert "# TYPE planengine_query_exceptions_total counter" in lines
-    assert 'planengine_query_last_batch_id{uid="orders_agg"} 41' in lines
-    assert 'planengine_query_input_rows_per_second{uid="orders_agg"} 120.5' in lines
-    assert 'planengine_query_processed_rows_per_second{uid="orders_agg"} 300.0' in lines
-    assert 'planengine_query_exceptions_total{uid="orders_agg"} 0' in lines
-    assert 'planengine_query_exceptions_total{uid="odd\\"uid\\\\with\\nnewline"} 1' in lines
-    assert 'planengine_query_active{uid="orders_agg"} 1' in lines
-    assert any(
-        line.startswith("planengine_driver_info{") and 'run_id="r-20261122T081500Z-0000"' in line for line in lines
-    )
+    families = {f.name: f for f in text_string_to_metric_families(body)}
+    assert all(f.documentation for f in families.values()), [n for n, f in families.items() if not f.documentation]
+    found = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in families.values() for s in f.samples}
+
+    def value(name, uid, **more):
+        return found.get((name, tuple(sorted({"job_name": "", "query": uid, "sink": uid, **more}.items()))))
+
+    odd = 'odd"uid\\with\nnewline'
+    assert families["planengine_query_exceptions"].type == "counter"
+    assert value("planengine_query_last_batch_id", "orders_agg") == 41
+    assert value("planengine_query_records_in_per_second", "orders_agg") == 120.5
+    assert value("planengine_query_records_processed_per_second", "orders_agg") == 300.0
+    assert value("planengine_query_exceptions_total", "orders_agg") == 0
+    assert value("planengine_query_exceptions_total", odd) == 1
+    assert value("planengine_query_active", "orders_agg") == 1
+    assert value("planengine_query_current_input_watermark_seconds", "orders_agg") == 1795335240.0
+    assert any(name == "planengine_driver_info" and ("run_id", "r-20261122T081500Z-0000") in labels
+               for name, labels in found)
     # Unknown values are omitted rather than exported as a made-up number.
-    assert not any(line.startswith('planengine_query_last_batch_id{uid="odd') for line in lines)
+    assert value("planengine_query_last_batch_id", odd) is None
 
 
-def test_exception_counter_prefers_the_drivers_total():
-    text = render_metrics({"queries": [{"uid": "q", "exception": None, "exceptionsTotal": 3}]})
-    assert 'planengine_query_exceptions_total{uid="q"} 3' in text.splitlines()
+def test_metrics_are_the_controls_own_when_it_counts_batches(driver):
+    """A running Job has ``metrics`` (its batch counters); the server serves those, not a status-only copy."""
+    from planengine.runtime.engine.driver_metrics import DriverMetrics
+    from planengine.runtime.engine.progress_listener import Progress
 
-
-def test_label_escaping():
-    assert escape_label_value('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
+    driver.metrics = DriverMetrics("orders", driver.status)
+    driver.metrics.observe("orders_agg", "orders_per_minute", Progress("id-1", 0, "t", 17))
+    with StatusServer(driver) as srv:
+        _, _, body = call(srv, "GET", "/metrics")
+    samples = [s for f in text_string_to_metric_families(body) for s in f.samples]
+    assert [(s.labels, s.value) for s in samples if s.name == "planengine_query_records_in_total"] == [
+        ({"job_name": "orders", "query": "orders_agg", "sink": "orders_per_minute"}, 17.0)]

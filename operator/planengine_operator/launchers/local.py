@@ -220,7 +220,7 @@ class LocalLauncher:
         log = open(root / ".operator" / log_name, "ab")  # noqa: SIM115 - owned by the child
         token_file, _ = control_token(root)
         env = engine_env(PLANENGINE_RUN_ID=run_id, PLANENGINE_WRITER_LOCK=str(root / WRITER_LOCK),
-                         PLANENGINE_CONTROL_TOKEN_FILE=str(token_file))
+                         PLANENGINE_CONTROL_TOKEN_FILE=str(token_file), PLANENGINE_JOB=f"{job.namespace}/{job.name}")
         try:
             proc = subprocess.Popen(full, cwd=str(root), stdout=log, stderr=subprocess.STDOUT, env=env,
                                     start_new_session=True)

@@ -159,6 +159,11 @@ class Job:
         self.progress = os.environ.get("PLANENGINE_PROGRESS") == "1"
         self._lock_lost = False
         self._state_moves: tuple[Any, list[Any]] = (None, [])
+        # prometheus_client is in the ``spark`` extra, like everything a running Job needs; ``planengine snapshot``
+        # imports this module without running one.
+        from planengine.runtime.engine.driver_metrics import DriverMetrics, job_name  # noqa: PLC0415
+
+        self.metrics = DriverMetrics(job_name(job_root.path), self.status)
 
     # -- translation ------------------------------------------------------------------------------------
     def translate(self) -> None:
@@ -194,6 +199,7 @@ class Job:
             state.query = spec.start(self._query_options(spec))
             state.query_id = str(state.query.id)
             self.queries.append(state)
+            self.metrics.add_query(state.uid, state.label or state.uid)
         self.state = "RUNNING"
         log.info("run %s: started %d queries: %s", self.run.run_id, len(self.queries),
                  ", ".join(q.uid for q in self.queries))
@@ -303,14 +309,15 @@ class Job:
             self._listener = None
 
     def _on_progress(self, p: Progress) -> None:
-        """A batch committed (any query of the session: only this job's count): counts for the status API and
-        the progress display, and the run lock's fence."""
+        """A batch committed (any query of the session: only this job's count): counts for the status API, the
+        metrics and the progress display, and the run lock's fence."""
         mine = [q for q in self.queries if q.query_id == p.query_id]
         for q in mine:
             q.last_batch_id = p.batch_id
             q.last_commit_at = p.timestamp
             q.rows += p.input_rows
             q.batches += 1
+            self.metrics.observe(q.uid, q.label or q.uid, p)
             if self.progress and p.input_rows:
                 print(f"[planengine] {q.label or q.uid}: batch {p.batch_id} committed, {p.input_rows} rows",
                       file=sys.stderr, flush=True)
@@ -345,7 +352,7 @@ class Job:
                     **_idleness(q.query, progress, exception),
                 })
             return {"engineVersion": ENGINE_VERSION, "sparkVersion": SPARK_VERSION, "planId": self.plan.plan_id,
-                    "runId": self.run.run_id, "state": self.state, "queries": queries,
+                    "job": self.metrics.job, "runId": self.run.run_id, "state": self.state, "queries": queries,
                     "executors": spark_executors(self.spark), "capabilities": list(CAPABILITIES)}
 
     def request_stop(self, snapshot: bool, drain: bool) -> str | None:

@@ -75,6 +75,12 @@ class StandbyDriver:
                 "planId": self.plan.plan_id, "runId": None, "state": self.phase.upper(), "phase": self.phase,
                 "warmUpSeconds": self.warm_up_seconds, "queries": [], "capabilities": list(CAPABILITIES)}
 
+    @property
+    def metrics(self) -> Any:
+        """The started job's metrics (before the start the status server reads the status document alone)."""
+        job = self.job
+        return job.metrics if job is not None else None
+
     def request_stop(self, snapshot: bool, drain: bool) -> str | None:
         with self._lock:
             job = self.job

@@ -2,8 +2,9 @@
 
 The operator and users' tooling only ever talk to a running driver through this API, so it must not
 depend on Spark: the server sees the driver through the small ``DriverControl`` protocol, which the
-Spark runtime implements and tests fake. Standard library only (``ThreadingHTTPServer`` on a daemon
-thread), so a slow ``POST /v1/stop`` never blocks ``/healthz`` or ``/metrics``.
+Spark runtime implements and tests fake. The standard library's ``ThreadingHTTPServer`` on a daemon thread, so a
+slow ``POST /v1/stop`` never blocks ``/healthz`` or ``/metrics``; the metrics themselves are ``prometheus_client``'s
+(``driver_metrics``).
 
 Endpoints::
 
@@ -12,7 +13,7 @@ Endpoints::
     POST /v1/stop     {"snapshot": true, "drain": false} -> {"stopped": true, "snapshotId": "s-..."|null,
                       "manifest": {...}} (the snapshot's manifest.json, when the control offers it)
     POST /v1/start    {"fromSnapshot": "<dir or id>"|null} -> {"started": true, "runId": "r-..."} (standby only)
-    GET  /metrics     Prometheus text format 0.0.4
+    GET  /metrics     Prometheus text format 0.0.4 (``driver_metrics``: the control's ``metrics`` when it has them)
 
 Access: the mutating endpoints (``POST /v1/stop``, ``POST /v1/start``) need ``Authorization: Bearer <token>``
 with the driver's control token (``planengine.runtime.engine.control_token``: ``--control-token-file`` or
@@ -41,16 +42,17 @@ import hmac
 import ipaddress
 import json
 import logging
-import math
 import socket
 import threading
-from collections.abc import Iterable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from planengine.errors import UserError
+
+if TYPE_CHECKING:
+    from planengine.runtime.engine.driver_metrics import DriverMetrics
 
 log = logging.getLogger("planengine.runtime.status_server")  # fixed: log lines show it (cli.py)
 
@@ -62,7 +64,7 @@ MAX_HANDLERS = 8
 # How long a connection beyond MAX_HANDLERS waits for a free handler before it is answered 503.
 QUEUE_WAIT = 1.0
 _MUTATING = ("/v1/stop", "/v1/start")
-PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # prometheus_client's CONTENT_TYPE_PLAIN_0_0_4
 _ROUTES = {"/healthz": ("GET",), "/v1/status": ("GET",), "/v1/stop": ("POST",), "/v1/start": ("POST",),
            "/metrics": ("GET",)}
 _STOP_FIELDS = {"snapshot": True, "drain": False}
@@ -77,7 +79,7 @@ class DriverControl(Protocol):
 
     ``status()`` returns the DESIGN §6 status document::
 
-        {"engineVersion", "sparkVersion", "planId", "runId", "state",
+        {"engineVersion", "sparkVersion", "planId", "job", "runId", "state",
          "queries": [{"uid", "state", "lastBatchId", "lastCommitAt", "inputRowsPerSecond",
                       "processedRowsPerSecond", "watermark", "exception"}],
          "executors": [{"id", "hostPort", "active", "activeTasks", "completedTasks", "failedTasks"}]}
@@ -87,6 +89,9 @@ class DriverControl(Protocol):
 
     A query may also carry ``exceptionsTotal`` (int), exported as a counter; without it the counter is
     1 while ``exception`` is set. ``status()`` is called from server threads: it must be thread-safe.
+
+    A control may also have ``metrics`` (a ``driver_metrics.DriverMetrics``), which ``/metrics`` then serves: the
+    families that count every batch need the driver's progress events, which the status document does not carry.
 
     ``request_stop(snapshot, drain)`` stops every query at a batch boundary (advancing event time to
     the end first when ``drain``), takes a snapshot when ``snapshot`` and returns its id (else None).
@@ -136,6 +141,7 @@ class StatusServer:
         self._stop_done = threading.Event()
         self._stop_answered = threading.Event()
         self._stop_result: tuple[str | None, str | None] | None = None  # (snapshot id, error)
+        self._metrics: DriverMetrics | None = None
 
     @property
     def host(self) -> str:
@@ -168,6 +174,21 @@ class StatusServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def metrics(self) -> DriverMetrics:
+        """The control's own metrics (a running ``Job`` counts every batch), else families read from its status
+        document alone (a standby before its start, the tests' fake drivers)."""
+        # Imported here: prometheus_client is in the ``spark`` extra, and commands that never serve (``planengine
+        # snapshot``) import this module through the executor.
+        from planengine.runtime.engine.driver_metrics import DriverMetrics  # noqa: PLC0415
+
+        own = getattr(self.control, "metrics", None)
+        if isinstance(own, DriverMetrics):
+            return own
+        with self._stop_lock:
+            if self._metrics is None:
+                self._metrics = DriverMetrics("", self.control.status)
+            return self._metrics
 
     def wait_stop_answered(self, timeout: float | None = None) -> bool:
         """Block until a ``POST /v1/stop`` answer was sent (True) or ``timeout`` passed (False)."""
@@ -299,8 +320,7 @@ class _Handler(BaseHTTPRequestHandler):
             elif path == "/v1/status":
                 self._send_json(HTTPStatus.OK, self._status_server.control.status())
             elif path == "/metrics":
-                text = render_metrics(self._status_server.control.status())
-                self._send(HTTPStatus.OK, text.encode("utf-8"), PROMETHEUS_CONTENT_TYPE)
+                self._send(HTTPStatus.OK, self._status_server.metrics().exposition(), PROMETHEUS_CONTENT_TYPE)
             elif path == "/v1/stop":
                 self._handle_stop()
             elif path == "/v1/start":
@@ -430,67 +450,9 @@ def parse_start_request(body: bytes) -> str | None:
     return value
 
 
-# -- Prometheus text format --------------------------------------------------------------------------
-_QUERY_GAUGES = (
-    ("planengine_query_last_batch_id", "lastBatchId", "Last committed batch id of the query (-1: none yet)."),
-    ("planengine_query_input_rows_per_second", "inputRowsPerSecond", "Input rate of the last batch."),
-    ("planengine_query_processed_rows_per_second", "processedRowsPerSecond", "Processing rate of the last batch."),
-)
-
-
-def escape_label_value(value: str) -> str:
-    """Prometheus label escaping: backslash, double quote and newline."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _labels(**labels: Any) -> str:
-    inner = ",".join(f'{k}="{escape_label_value("" if v is None else str(v))}"' for k, v in labels.items())
-    return "{" + inner + "}" if inner else ""
-
-
-def _number(value: Any) -> str | None:
-    """A sample value, or None to omit the sample (Prometheus has no null)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and math.isnan(value):
-        return "NaN"
-    if isinstance(value, float) and math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-def _family(name: str, kind: str, help_text: str, samples: Iterable[tuple[str, str | None]]) -> list[str]:
-    lines = [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-    lines += [f"{name}{labels} {value}" for labels, value in samples if value is not None]
-    return lines
-
-
 def render_metrics(status: dict[str, Any]) -> str:
-    """The Prometheus exposition of one status document."""
-    queries = [q for q in status.get("queries") or [] if isinstance(q, dict)]
-    info = _labels(
-        engine_version=status.get("engineVersion"),
-        spark_version=status.get("sparkVersion"),
-        plan_id=status.get("planId"),
-        run_id=status.get("runId"),
-        state=status.get("state"),
-    )
-    lines = _family("planengine_driver_up", "gauge", "1 while the driver serves this API.", [("", "1")])
-    lines += _family("planengine_driver_info", "gauge", "Versions, plan and run of the driver.", [(info, "1")])
-    lines += _family(
-        "planengine_query_active",
-        "gauge",
-        "1 when the query is active.",
-        [(_labels(uid=q.get("uid")), "1" if str(q.get("state", "")).lower() == "active" else "0") for q in queries],
-    )
-    for name, key, help_text in _QUERY_GAUGES:
-        samples = [(_labels(uid=q.get("uid")), _number(q.get(key))) for q in queries]
-        lines += _family(name, "gauge", help_text, samples)
-    exceptions = []
-    for q in queries:
-        total = q.get("exceptionsTotal")
-        if not isinstance(total, int) or isinstance(total, bool):
-            total = 1 if q.get("exception") else 0
-        exceptions.append((_labels(uid=q.get("uid")), str(total)))
-    lines += _family("planengine_query_exceptions_total", "counter", "Query failures seen by the driver.", exceptions)
-    return "\n".join(lines) + "\n"
+    """The Prometheus exposition of a driver known only by its status document (what ``/metrics`` serves for a
+    control without ``metrics``)."""
+    from planengine.runtime.engine.driver_metrics import status_metrics  # noqa: PLC0415 — see StatusServer.metrics
+
+    return status_metrics(status).exposition().decode("utf-8")

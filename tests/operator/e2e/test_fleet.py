@@ -62,7 +62,15 @@ def _feeding(world: World, names: list[str]):
 
 
 def _reconciles_after(count: int) -> bool:
-    return metrics.RECONCILE_SECONDS.count >= count
+    return metrics.reconcile_count() >= count
+
+
+def _sample(name: str, **labels: str) -> float | None:
+    """One sample of the operator's exposition as Prometheus reads it."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return next((s.value for f in text_string_to_metric_families(metrics.exposition().decode()) for s in f.samples
+                 if s.name == name and s.labels == labels), None)
 
 
 @LAUNCHER_INDEPENDENT
@@ -95,7 +103,7 @@ def test_new_default_rolls_out_a_few_jobs_at_a_time(world: World) -> None:
     assert pinned["engineVersion"] == "0.1" and pinned["runId"] == before["p1"]["runId"]
     assert not pinned.get("upgrade") and world.calls(world.job_root("p1"), "check") == []
     world.assert_exactly_once("p1")
-    assert "planengine_rollout_paused 0" in metrics.render()
+    assert _sample("planengine_rollout_paused") == 0
 
 
 @LAUNCHER_INDEPENDENT
@@ -114,9 +122,8 @@ def test_rollout_pauses_at_the_first_rollback_and_resumes_with_a_new_default(wor
         rolled_back = world.status(first)
         # The slot is free again; a rollout that was only waiting would start the next job within a tick.
         # Let every job be reconciled many more times (the operator's own counter, not a sleep).
-        target = metrics.RECONCILE_SECONDS.count + 30
-        wait_for(lambda: _reconciles_after(target), 60, "30 more reconcile passes",
-                 lambda: metrics.RECONCILE_SECONDS.count)
+        target = metrics.reconcile_count() + 30
+        wait_for(lambda: _reconciles_after(target), 60, "30 more reconcile passes", metrics.reconcile_count)
         others = [n for n in names if n != first]
         for name in others:
             status = world.status(name)
@@ -127,7 +134,10 @@ def test_rollout_pauses_at_the_first_rollback_and_resumes_with_a_new_default(wor
             assert progressing["reason"] == "RolloutWaiting", progressing
         assert rolled_back["upgrade"]["to"] == "0.4" and rolled_back["engineVersion"] == "0.1"
         assert _max_in_flight(world, names) == 1
-        assert "planengine_rollout_paused 1" in metrics.render()
+        assert _sample("planengine_rollout_paused") == 1
+        job = {"namespace": world.ns, "job_name": first}
+        assert _sample("planengine_job_last_upgrade_result", **job, result="RolledBack") == 1
+        assert _sample("planengine_job_rollbacks_total", **job) == 1
         wait_for(lambda: "RolloutPaused" in world.event_reasons(first), 10, "the RolloutPaused event",
                  lambda: world.event_reasons(first))
         paused = [e for e in world.events(first) if e["reason"] == "RolloutPaused"]
@@ -141,7 +151,7 @@ def test_rollout_pauses_at_the_first_rollback_and_resumes_with_a_new_default(wor
         for name in names:
             world.wait_status(name, lambda s: s.get("engineVersion") == "0.2" and (s.get("upgrade") or {}).get(
                 "step") == "Succeeded", "upgraded to the fixed default", timeout=90)
-    assert "planengine_rollout_paused 0" in metrics.render()
+    assert _sample("planengine_rollout_paused") == 0
     assert _max_in_flight(world, names) == 1
     runs = [r["engine"] for r in world.calls(world.job_root(first), "run")]
     assert runs == ["0.1", "0.4", "0.1", "0.2"], runs

@@ -3,12 +3,14 @@
 -- "Argo CD"). Argo CD runs gopher-lua, i.e. Lua 5.1: no goto, no integer division, no string methods beyond 5.1.
 --
 --   no status yet, or observedGeneration behind metadata.generation        -> Progressing
---   Degraded condition True with reason MissingConfigMap                    -> Missing (a ConfigMap the job
---                                                                              reads does not exist yet)
+--   Degraded condition True with reason MissingConfigMap                    -> Progressing (a ConfigMap the job
+--                                                                              reads does not exist yet: it starts
+--                                                                              once it does; never Missing, which
+--                                                                              Argo CD keeps for absent resources)
 --   phase Failed, RollingBack or RolledBack                                 -> Degraded
 --   phase Suspended                                                         -> Suspended
 --   Degraded condition True (refused change or upgrade, failing driver)    -> Degraded
---   phase Running (or RolledBack) with Ready True, nothing in progress      -> Healthy
+--   phase Running with Ready True, nothing in progress but a snapshot       -> Healthy
 --   anything else (Pending, Compiling, Starting, Upgrading, ...)            -> Progressing
 local hs = {}
 
@@ -64,7 +66,9 @@ local degraded = condition(status, "Degraded")
 local upgrade = status.upgrade or {}
 
 if is_true(degraded) and degraded.reason == "MissingConfigMap" then
-  return verdict("Missing", first_text(degraded.message, status.error))
+  -- The job exists and waits: Progressing, as for any other wait (Argo CD's Missing means "not in the cluster",
+  -- and an application whose resource is Missing looks out of sync rather than on its way).
+  return verdict("Progressing", first_text(degraded.message, status.error, "Waiting for a ConfigMap"))
 end
 if phase == "Failed" then
   return verdict("Degraded", first_text(status.error, degraded and degraded.message, "The job failed"))

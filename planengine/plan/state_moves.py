@@ -1,7 +1,7 @@
-"""State moves: registered node versions that a migration moves to a newer version *with their state*.
+"""State moves: registered node versions that a plan migration moves to a newer version *with their state*.
 
-Plan migrations (``planengine.plan.migrations``) rewrite node versions an engine no longer restores; their state
-keeps its layout. A state move is the other kind: the old version stays registered and restorable, but a newer
+Node migrations (``planengine.plan.node_migrations``) rewrite node versions an engine no longer restores; their
+state keeps its layout. A state move is the other kind: the old version stays registered and restorable, but a newer
 version runs the same node on another operator whose state has another layout, so ``COMPILE PLAN 'new' FROM
 'old'`` / ``planengine migrate`` rewrite the node and the runtime converts the state when the migrated plan
 first starts from a snapshot of the old one (``planengine.runtime.state.move``).

@@ -23,7 +23,7 @@ from planengine.ir.aggregates import AggregateCall
 from planengine.runtime.jvm import operators
 from planengine.runtime.jvm.group_aggregate import call_spec
 from planengine.runtime.jvm.movable import MovableOperator
-from planengine.runtime.state.migrate import started_from
+from planengine.runtime.state.conversion import started_from
 from planengine.runtime.state.move import _empty_input, _run_seed
 
 # Sessions per f0 with COUNT(*), over (f0 STRING, f1 INT, _t_ms BIGINT): the session spec of runtime/jvm/session.py.

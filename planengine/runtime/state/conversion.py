@@ -1,4 +1,5 @@
-"""State migration: the state a Python ``transformWithState`` operator kept, as its JVM processor's initial state.
+"""A state move's conversion: the state a Python ``transformWithState`` operator kept, as its JVM processor's
+initial state.
 
 The group aggregate's accumulators need per-function conversion (below). Every other moved family
 (deduplicate, changelog normalize, upsert materializer, Top-N and sort-limit, join, OVER, sessions) keeps rows,
@@ -16,8 +17,8 @@ accumulator into the JVM's typed layout, and start the JVM processor from it thr
 
 Spark applies initial state in a query's first batch only (batch id 0), so the converted state starts a
 query without a checkpoint. ``initial_state`` and ``group_aggregate_with_initial_state`` are the two steps;
-``state_move`` runs them in a scratch checkpoint and puts the result into a job's restored checkpoint
-(docs/jvm-operators.md, "Migration").
+``move.move_pending_state`` runs them in a scratch checkpoint and puts the result into a job's restored
+checkpoint (docs/jvm-operators.md, "State moves").
 
 The conversion is exact: each Python accumulator holds the same facts as its JVM counterpart (``SUM``: sum and
 count, ``AVG``: sum and count, ``MIN``/``MAX``: the extreme, with the value multiset in ``distinctValues``...).

@@ -21,12 +21,13 @@ from planengine.errors import InternalError
 from planengine.ir import types as T
 from planengine.ir.aggregates import AggregateCall
 from planengine.runtime.jvm import operators
-from planengine.runtime.jvm.group_aggregate import call_spec
+from planengine.runtime.jvm.group_aggregate_processor import call_spec
 from planengine.runtime.jvm.movable import MovableOperator
 from planengine.runtime.state.conversion import started_from
 from planengine.runtime.state.move import _empty_input, _run_seed
 
-# Sessions per f0 with COUNT(*), over (f0 STRING, f1 INT, _t_ms BIGINT): the session spec of runtime/jvm/session.py.
+# Sessions per f0 with COUNT(*), over (f0 STRING, f1 INT, _t_ms BIGINT): the session spec of
+# runtime/jvm/session_window_processor.py.
 SPEC = {"width": 2, "timeField": 2, "recordWatermarkField": None, "partitionKeys": [0], "grouping": [0],
         "gapMs": 5000, "aggCalls": [call_spec(AggregateCall("COUNT", None, (), T.BIGINT.with_nullable(False), "n"))],
         "stateTtlMs": 0, "stateNames": ["windowAccumulators"]}

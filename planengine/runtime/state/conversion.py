@@ -35,7 +35,7 @@ from planengine.errors import InternalError, PlanIncompatible
 from planengine.ir.types import INTEGRAL, DataType, Kind
 from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm import operators
-from planengine.runtime.jvm.group_aggregate import refusal, spec
+from planengine.runtime.jvm.group_aggregate_processor import refusal, spec
 from planengine.runtime.jvm.movable import MovableGroupAggregate, MovableOperator
 from planengine.runtime.jvm.typed import typed_input
 from planengine.runtime.operators._codec import decode, decode_row

@@ -22,7 +22,7 @@ from planengine.runtime.dataflow.stream import ROWKIND, Stream, column_name
 from planengine.runtime.engine.translators import translator
 from planengine.runtime.engine.translators.source import runtime_sink
 from planengine.runtime.jvm import holds_state_of
-from planengine.runtime.jvm.changelog import jvm_upsert_materialize
+from planengine.runtime.jvm.changelog_processors import jvm_upsert_materialize
 
 
 @dataclass
@@ -38,9 +38,9 @@ class SinkQuery:
 
 @translator("stream-exec-sink", 1, 2)
 def translate_sink(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    """Version 2 materializes upserts on the JVM (``runtime/jvm/changelog.py``) unless its typed state cannot hold
-    the rows (``strategies.state_type_refusal``), version 1 on the Python operator; otherwise the versions are the
-    same."""
+    """Version 2 materializes upserts on the JVM (``runtime/jvm/changelog_processors.py``) unless its typed state
+    cannot hold the rows (``strategies.state_type_refusal``), version 1 on the Python operator; otherwise the versions
+    are the same."""
     sink = runtime_sink(node, ctx)
     provider = sink.sink_runtime_provider(SinkContext(node_id=ctx.node_id(node)))
     writer = get_sink_writer(provider.connector)

@@ -361,7 +361,7 @@ class Limit(ExecNode):
 
 
 # Version 2 (temporal-sort, window-join_3, temporal-join_2): same JSON, the Python operator's state kept with the
-# versioned state codec (runtime/operators/_codec.py dump_state: tagged JSON text plus its format number) instead
+# versioned state codec (runtime/operators/state_codec.py dump_state: tagged JSON text plus its format number) instead
 # of pickles; the older versions keep their pickled state layout.
 @exec_node(_meta("temporal-sort", operators=("temporal-sort",)),
            _meta("temporal-sort", 2, operators=("temporal-sort",)))

@@ -38,9 +38,9 @@ from planengine.runtime.jvm import operators
 from planengine.runtime.jvm.group_aggregate_processor import refusal, spec
 from planengine.runtime.jvm.movable import MovableGroupAggregate, MovableOperator
 from planengine.runtime.jvm.typed import typed_input
-from planengine.runtime.operators._codec import decode, decode_row
 from planengine.runtime.operators.aggregates.accumulators import in_type
 from planengine.runtime.operators.aggregates.library import canonical_name
+from planengine.runtime.operators.state_codec import decode, decode_row
 
 
 def _state_rows(spark: Any, checkpoint: str, variable: str, operator_id: int) -> list[Any]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 
-from planengine_operator.decisions import parse_iso
 from planengine_operator.models import JobStatus
+from planengine_operator.vocabulary import parse_iso
 
 
 class Summary:

@@ -18,6 +18,7 @@ SELECT, run briefly) and ``catalog_statements`` (SHOW, DESCRIBE, ALTER TABLE: a 
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from collections.abc import Collection, Iterable
 from pathlib import Path
@@ -267,13 +268,10 @@ class TableEnvironment(CatalogStatements):
         """Run a plan in this session (``planengine.runtime.engine.executor.execute_compiled_plan`` takes the options).
 
         The plan layer never runs anything itself: the runtime sits above it and is called from here."""
-        try:
-            from planengine.runtime.engine.executor import execute_compiled_plan  # noqa: PLC0415 — deferred: pyspark is optional
-        except ImportError as error:
-            raise PlanError(
-                f"executing plans needs the Spark runtime ({error})",
-                hint="pip install 'planengine[spark]', or COMPILE PLAN to only write the plan",
-            ) from None
+        if importlib.util.find_spec("pyspark") is None:  # the optional `spark` extra, asked of itself
+            raise PlanError("executing plans needs the Spark runtime (No module named 'pyspark')",
+                            hint="pip install 'planengine[spark]', or COMPILE PLAN to only write the plan")
+        from planengine.runtime.engine.executor import execute_compiled_plan  # noqa: PLC0415 — the runtime loads only when a plan runs: compiling and checking stay light
         return execute_compiled_plan(CompiledPlan(plan.data, self.plan_session()), **options)
 
     def _execute(self, plan: CompiledPlan) -> TableResult:

@@ -372,7 +372,6 @@ class TemporalSort(ExecNode):
 
 
 # --- joins ----------------------------------------------------------------------------------------------------
-JOIN_FIELDS_DOC = "leftKeys/rightKeys index the left and right inputs; nonEquiCondition reads left ++ right."
 
 
 @exec_node(_meta("join", consumed=(STATE_TTL,), operators=("join",)),
@@ -461,11 +460,4 @@ class TemporalJoin(ExecNode):
     right_time_field: int | None = json_field("rightTimeAttributeIndex", OPT_INT, None)
     is_event_time: bool = json_field("isEventTime", BOOL, True)
 
-
-ALL_NODE_CLASSES: tuple[type[ExecNode], ...] = (
-    TableSourceScan, Calc, Values, Union, Exchange, WatermarkAssigner, Sink, Correlate, DropUpdateBefore,
-    GroupAggregate, WindowTableFunction, WindowAggregate, GroupWindowAggregate, OverAggregate, Rank, Deduplicate,
-    WindowRank, WindowDeduplicate, ChangelogNormalize, SortLimit, Limit, TemporalSort, Join, IntervalJoin,
-    WindowJoin, LookupJoin, TemporalJoin,
-)
 

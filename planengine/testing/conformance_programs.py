@@ -63,9 +63,6 @@ class ConformanceTable:
     def is_lookup(self) -> bool:
         return str(self.options.get("lookup", "false")).lower() == "true"
 
-    @property
-    def has_primary_key(self) -> bool:
-        return any(part.strip().upper().startswith("PRIMARY KEY") for part in self.schema)
 
 
 @dataclass

@@ -162,9 +162,3 @@ def _string() -> DataType:
 _STRING = _string()
 
 
-def input_layout(stream: Stream, types: Sequence[DataType]) -> tuple[list[str], list[DataType]]:
-    return stream.columns, list(types)
-
-
-def drop_update_before(records: list[Record]) -> list[Record]:
-    return [r for r in records if r[0] != UPDATE_BEFORE]

@@ -24,9 +24,6 @@ def over_aggregate(request):
     """The translation under test: version 1 (Python operator) or version 2 (JVM processor)."""
     return python_over_aggregate if request.param == "python" else jvm_over_aggregate
 
-FLAKY_IN_FULL_SUITE = ("flaky in the full suite (passes alone): batch/file ordering under a shared "
-                       "SparkSession; see the runtime closing note")
-
 
 # ts (seconds), a, b, c, rowtime (= ts as a timestamp), cond (a > 4, the portable LTCNT)
 SCHEMA = "ts BIGINT, a BIGINT, b INT, c STRING, rowtime TIMESTAMP, gt4 BOOLEAN"

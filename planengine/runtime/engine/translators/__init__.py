@@ -51,8 +51,3 @@ _LOADED = False
 def get_translator(name: str, version: int) -> Translator | None:
     load_all()
     return _TRANSLATORS.get((name, version))
-
-
-def registered_translators() -> dict[tuple[str, int], Translator]:
-    load_all()
-    return dict(sorted(_TRANSLATORS.items()))

@@ -32,6 +32,7 @@ run: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/vulture
 
 # The tiers in order, each only if the one before passed: fast -> jvm -> spark -> e2e (docs/testing.md). The last
 # line of the output sums them: `N passed, N failed, N skipped`. The control plane (e2e only) builds in the

@@ -48,12 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["PLANENGINE_OPERATOR_TICK"] = str(config.timing.interval)
     import kopf  # noqa: PLC0415 — kopf loads only where the operator runs
 
-    from planengine_operator import main as handlers  # noqa: PLC0415 — registers the handlers with kopf
+    import planengine_operator.main  # noqa: F401, PLC0415 — importing it registers the handlers with kopf
 
-    handlers.configure(config, build_launcher(config))
     namespaces = args.namespace or config.watchNamespaces
     try:
         asyncio.run(kopf.operator(
+            memo=kopf.Memo(config=config),  # the startup handler adds the launcher, fleet and reconciler
             standalone=True,
             clusterwide=not namespaces,
             namespaces=namespaces,  # a list; kopf iterates it (None crashed its namespace observer)

@@ -151,10 +151,6 @@ async def patch_job_status(namespace: str, name: str, patch: dict[str, Any]) -> 
                           content_type="application/merge-patch+json")
 
 
-async def get_job(namespace: str, name: str) -> dict[str, Any] | None:
-    return await _request("GET", _jobs(namespace, name))
-
-
 # ------------------------------------------------------------------------------------- ConfigMaps
 async def get_configmap(namespace: str, name: str) -> dict[str, Any] | None:
     return await _request("GET", _core(namespace, "configmaps", name))
@@ -222,7 +218,7 @@ async def acquire_lease(namespace: str, lease: dict[str, Any]) -> tuple[bool, st
     """Take the job root's Lease for ``holderIdentity``; (False, other holder) if someone else has it.
 
     The holder is the job's ``namespace/name/uid``; a lease whose holder job is deleted is released by its
-    owner reference (garbage collection) or by :func:`release_lease` in the delete handler.
+    owner reference (garbage collection).
     """
     name = lease["metadata"]["name"]
     holder = lease["spec"]["holderIdentity"]
@@ -242,12 +238,6 @@ async def acquire_lease(namespace: str, lease: dict[str, Any]) -> tuple[bool, st
         await _request("PATCH", f"{base}/{name}", json=body, content_type="application/merge-patch+json")
         return True, None
     return False, other
-
-
-async def release_lease(namespace: str, name: str, holder: str) -> None:
-    current = await _request("GET", f"{LEASES}/namespaces/{namespace}/leases/{name}")
-    if current and (current.get("spec") or {}).get("holderIdentity") == holder:
-        await _request("DELETE", f"{LEASES}/namespaces/{namespace}/leases/{name}")
 
 
 def now_micro() -> str:

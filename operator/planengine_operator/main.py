@@ -1,6 +1,9 @@
 """All kopf handlers. Each is a guard plus one call into a business module (STYLE: thin handlers).
 
-State lives in the SparkPlanJob status; the per-object ``memo`` caches our own latest status writes.
+State lives in the SparkPlanJob status; the per-object ``memo`` caches our own latest status writes. The
+process-wide objects (configuration, launcher, fleet view, reconciler, the per-job reconcile locks) live in
+kopf's operator memo, which the startup handler fills: each job's memo is kopf's shallow copy of it, so every
+handler reaches them as ``memo.reconciler`` and so on, and nothing process-wide hides in module state.
 Creation and spec updates kick the reconciler at once; the timer is the level-based loop that keeps
 comparing desired and observed state, so a missed event or an operator restart costs one interval.
 """
@@ -31,47 +34,44 @@ TICK_SECONDS = float(os.environ.get("PLANENGINE_OPERATOR_TICK", "5"))
 WEBHOOK = webhook.settings_from_env()
 
 
-class Runtime:
-    """Process-wide objects, created at startup from the configuration the CLI chose."""
-
-    config: OperatorConfig = OperatorConfig()
-    launcher: Launcher | None = None
-    fleet: Fleet | None = None
-    reconciler: Reconciler | None = None
-    locks: dict[str, asyncio.Lock] = {}
-
-
-def configure(config: OperatorConfig, launcher: Launcher) -> None:
-    Runtime.config = config
-    Runtime.launcher = launcher
-    Runtime.fleet = Fleet(config.defaultEngineVersion, config.rollout.maxConcurrent)
-    Runtime.reconciler = Reconciler(config, launcher, Runtime.fleet)
-    Runtime.locks = {}
+def fill_memo(memo: kopf.Memo) -> None:
+    """Put the process-wide objects into kopf's operator memo: the configuration the CLI chose (``kopf.operator(memo=
+    kopf.Memo(config=...))``; the default one under a bare ``kopf run``), its launcher, the fleet view, the
+    reconciler and the reconcile locks (one per job, by namespace/name). An object already there (a test's) is kept."""
+    if "config" not in memo:
+        memo.config = OperatorConfig()
+    if "launcher" not in memo:
+        memo.launcher = build_launcher(memo.config)
+    if "fleet" not in memo:
+        memo.fleet = Fleet(memo.config.defaultEngineVersion, memo.config.rollout.maxConcurrent)
+    if "reconciler" not in memo:
+        memo.reconciler = Reconciler(memo.config, memo.launcher, memo.fleet)
+    if "locks" not in memo:
+        memo.locks = {}
 
 
 @kopf.on.startup()
-async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="planengine.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="planengine.io")
     settings.posting.level = logging.INFO
     oplog.quiet_ticks()
     settings.watching.server_timeout = 300
     settings.networking.request_timeout = 60
-    if Runtime.reconciler is None:
-        configure(Runtime.config, build_launcher(Runtime.config))
+    fill_memo(memo)  # before any resource is watched: kopf runs the startup handlers first
     if WEBHOOK is not None:
         settings.admission.server = webhook.server(WEBHOOK)
-    if Runtime.config.metrics.port:
-        await _serve_metrics(Runtime.config.metrics.port)
+    if memo.config.metrics.port:
+        await _serve_metrics(memo.config.metrics.port, memo)
 
 
-async def _serve_metrics(port: int) -> None:
+async def _serve_metrics(port: int, memo: kopf.Memo) -> None:
     async def render(_: web.Request) -> web.Response:
         return web.Response(body=metrics.exposition(), headers={"Content-Type": metrics.CONTENT_TYPE})
 
     async def ready(_: web.Request) -> web.Response:
-        return web.Response(text="ok" if Runtime.reconciler else "starting",
-                            status=200 if Runtime.reconciler else 503)
+        started = memo.get("reconciler") is not None
+        return web.Response(text="ok" if started else "starting", status=200 if started else 503)
 
     app = web.Application()
     app.router.add_get("/metrics", render)
@@ -82,9 +82,9 @@ async def _serve_metrics(port: int) -> None:
 
 
 @kopf.on.cleanup()
-async def cleanup(**_: Any) -> None:
-    if Runtime.launcher is not None:
-        await Runtime.launcher.close()
+async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    if memo.get("launcher") is not None:
+        await memo.launcher.close()
     await kube.close()
 
 
@@ -96,11 +96,12 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
 
 
 @kopf.index(GROUP, VERSION, PLURAL)
-def fleet_index(namespace: str, name: str, spec: kopf.Spec, status: kopf.Status, **_: Any) -> dict[str, Any]:
+def fleet_index(namespace: str, name: str, spec: kopf.Spec, status: kopf.Status, memo: kopf.Memo,
+                **_: Any) -> dict[str, Any]:
     """Seeds the fleet view from every job before any handler runs (kopf waits for indexes)."""
     typed = JobStatus.read(status)
-    if Runtime.fleet is not None:
-        Runtime.fleet.seed(namespace, name, dict(spec), typed)
+    fleet: Fleet = memo.fleet  # the startup handler filled the memo before any index or handler runs
+    fleet.seed(namespace, name, dict(spec), typed)
     return {(namespace, name): typed.phase}
 
 
@@ -126,14 +127,16 @@ def _digest_lookup(index: kopf.Index | None, namespace: str) -> sources.DigestLo
 
 
 async def _reconcile(body: kopf.Body, memo: kopf.Memo, digests: kopf.Index | None = None) -> None:
-    assert Runtime.reconciler is not None
+    reconciler: Reconciler = memo.reconciler
+    fleet: Fleet = memo.fleet
+    locks: dict[str, asyncio.Lock] = memo.locks  # the operator memo's one dict, shared by every job's memo
     key = f"{body['metadata']['namespace']}/{body['metadata']['name']}"
-    lock = Runtime.locks.setdefault(key, asyncio.Lock())
+    lock = locks.setdefault(key, asyncio.Lock())
     if lock.locked():
         return  # the running pass will see this state too; the timer comes back anyway
     async with lock:
-        await Runtime.reconciler.reconcile(body, memo, _digest_lookup(digests, body["metadata"]["namespace"]))
-    paused = Runtime.fleet.take_announcement(*key.split("/", 1)) if Runtime.fleet else None
+        await reconciler.reconcile(body, memo, _digest_lookup(digests, body["metadata"]["namespace"]))
+    paused = fleet.take_announcement(*key.split("/", 1))
     if paused:
         kopf.event(body, type="Warning", reason="RolloutPaused", message=paused[:1000])
 
@@ -153,25 +156,26 @@ async def tick(body: kopf.Body, memo: kopf.Memo, configmap_digests: kopf.Index, 
 
 if WEBHOOK is not None:
     @kopf.on.validate(GROUP, VERSION, PLURAL, id=WEBHOOK.handler_id, operations=["CREATE", "UPDATE"])
-    def validate(operation: str, body: kopf.Body, old: kopf.BodyEssence | None, **_: Any) -> None:
+    def validate(operation: str, body: kopf.Body, old: kopf.BodyEssence | None, memo: kopf.Memo,
+                 **_: Any) -> None:
         """Reject a spec the reconciler would refuse (rules shared through ``validation``)."""
-        assert Runtime.launcher is not None
+        launcher: Launcher = memo.launcher
         md = body["metadata"]
         webhook.admit(operation, md.get("namespace") or "default", md.get("name") or "", dict(body), old,
-                      Runtime.config, Runtime.launcher.job_root)
+                      memo.config, launcher.job_root)
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)
-async def deleted(body: kopf.Body, **_: Any) -> None:
+async def deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """Kill the job's warm standby, if an upgrade left one, then stop its driver (children with owner
     references are garbage-collected by Kubernetes). The standby goes first: it holds no lock and wrote
     nothing, and a driver stop that times out must not leave it behind as an orphan JVM nobody observes."""
-    assert Runtime.launcher is not None and Runtime.fleet is not None
-
+    launcher: Launcher = memo.launcher
+    fleet: Fleet = memo.fleet
     status = JobStatus.read(body.get("status"))
     md = body["metadata"]
-    Runtime.fleet.forget(md["namespace"], md["name"])
+    fleet.forget(md["namespace"], md["name"])
     if status.jobRoot:
         job = JobRef(md["namespace"], md["name"], md.get("uid", ""), status.jobRoot, dict(body))
-        await Runtime.launcher.discard_standby(job)
-        await Runtime.launcher.stop(job, snapshot=False, timeout=30)
+        await launcher.discard_standby(job)
+        await launcher.stop(job, snapshot=False, timeout=30)

@@ -29,8 +29,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from planengine_operator.decisions import parse_iso
 from planengine_operator.models import JobStatus, Phase
+from planengine_operator.vocabulary import parse_iso
 
 # ``_created`` series would double every counter and histogram; Prometheus ignores them without its
 # created-timestamps feature.

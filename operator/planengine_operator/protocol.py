@@ -33,7 +33,8 @@ from typing import Any
 
 from planengine_operator import specdiff
 from planengine_operator.config import parse_duration
-from planengine_operator.decisions import (
+from planengine_operator.models import DriverRef, JobStatus, Operation
+from planengine_operator.vocabulary import (
     Action,
     Decision,
     DriverObservation,
@@ -50,7 +51,6 @@ from planengine_operator.decisions import (
     target_engine,
     upgrade_record,
 )
-from planengine_operator.models import DriverRef, JobStatus, Operation
 
 Act = Callable[[JobView, Operation, DriverObservation], Decision]
 Then = Callable[[JobView, Operation, Result], Decision]

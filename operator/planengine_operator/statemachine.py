@@ -37,7 +37,10 @@ from __future__ import annotations
 from typing import Any
 
 from planengine_operator import specdiff, validation
-from planengine_operator.decisions import (
+from planengine_operator.models import Operation, Restarts, UpgradeRecord
+from planengine_operator.protocol import STANDBY_STEPS, STEPS, step_of
+from planengine_operator.specdiff import Change
+from planengine_operator.vocabulary import (
     RUNNING_PHASES,
     Action,
     Decision,
@@ -56,9 +59,6 @@ from planengine_operator.decisions import (
     snapshot_policy,
     target_engine,
 )
-from planengine_operator.models import Operation, Restarts, UpgradeRecord
-from planengine_operator.protocol import STANDBY_STEPS, STEPS, step_of
-from planengine_operator.specdiff import Change
 
 __all__ = ["STEPS", "Action", "Decision", "DriverObservation", "Event", "JobView", "Result", "advance",
            "backoff_seconds", "decide", "iso", "parse_iso", "retention"]

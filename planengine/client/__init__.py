@@ -1,2 +1,4 @@
-"""What users of the SQL client see: tables printed like Flink's SQL client, the interactive prompt and
-bounded SELECT previews."""
+"""The SQL client, ``planengine sql``: the interactive prompt and the script runner (``shell``).
+
+It sits above the Python API it drives (``planengine.api``: ``TableEnvironment``, and the ``TableResult`` it
+prints) and below the CLI command that starts it (``planengine.commands.sql``)."""

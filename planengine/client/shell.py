@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from planengine.client.results import TableResult
+from planengine.api.results import TableResult
 from planengine.errors import PlanEngineError
 from planengine.sql import ends_statement, parse_script
 from planengine.version import ENGINE_VERSION

@@ -7,15 +7,14 @@ the Python API and print JSON where machines read them.
 from __future__ import annotations
 
 import argparse
-from importlib import import_module
 
-COMMANDS = ("sql", "compile", "explain", "check", "migrate", "run", "snapshot", "snapshots")
+from planengine.commands import check, compile, explain, migrate, run, snapshot, snapshots, sql
+
+# In the order ``planengine --help`` lists them. No command imports an optional dependency when it loads (each
+# imports Spark, or the runtime, only inside the step that needs it), so every command is always offered.
+COMMANDS = (sql, compile, explain, check, migrate, run, snapshot, snapshots)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    for name in COMMANDS:
-        try:
-            module = import_module(f"planengine.commands.{name}")
-        except ImportError:
-            continue  # a command whose optional dependencies are missing is simply not offered
+    for module in COMMANDS:
         module.register(subparsers)

@@ -14,6 +14,7 @@ Spark settings of that session, as for ``run``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 
@@ -65,23 +66,33 @@ def run(args: argparse.Namespace) -> int:
     if report.exit_code == 0:
         report.state_moves = [m.describe() for m in available_moves(plan.data)]
     if args.snapshot:
-        try:
-            from planengine.runtime.state_check import check_snapshot_state  # noqa: PLC0415 — optional: the Spark runtime may not be installed where plans are checked
-        except ImportError:
-            report.add("incompatible", "this engine cannot inspect snapshots (the Spark runtime is not installed)")
+        if not spark_installed():
+            report.add("incompatible", "this engine cannot inspect snapshots (the Spark runtime is not installed)",
+                       hint=SPARK_EXTRA)
         else:
+            from planengine.runtime.state_check import check_snapshot_state  # noqa: PLC0415 — the runtime loads only for the commands that use it (the CLI imports them all)
+
             check_snapshot_state(plan.data, args.snapshot, report, session=plan.session)  # the probe restores too
     print(json.dumps(report.to_json(), indent=2) if args.json else report.summary())
     return report.exit_code
 
 
+SPARK_EXTRA = "pip install 'planengine[spark]'"
+
+
+def spark_installed() -> bool:
+    """Whether the ``spark`` extra is installed: plans can be checked where only the planner is (a base install).
+    Asked of the one optional package itself, not by catching ImportError around our own modules, which would
+    hide their bugs behind this answer."""
+    return importlib.util.find_spec("pyspark") is not None
+
+
 def _check_runtime_support(plan_json: dict, report) -> None:  # type: ignore[no-untyped-def,type-arg]
     """Every node must have a Spark translation in this engine, or the plan cannot run here (exit 4)."""
-    try:
-        from planengine.runtime.engine.executor import unsupported_nodes  # noqa: PLC0415 — optional: the Spark runtime may not be installed where plans are checked
-    except ImportError:
-        report.add("incompatible", "this engine has no Spark runtime installed", hint="pip install planengine[spark]")
+    if not spark_installed():
+        report.add("incompatible", "this engine has no Spark runtime installed", hint=SPARK_EXTRA)
         return
+    from planengine.runtime.engine.executor import unsupported_nodes  # noqa: PLC0415 — the runtime loads only for the commands that use it (the CLI imports them all)
 
     for missing in unsupported_nodes(plan_json):
         try:

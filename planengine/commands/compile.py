@@ -97,15 +97,6 @@ def _split(env, text: str, source: str) -> tuple[list[S.Insert], S.Statement]:  
     return program, program_stmt
 
 
-def compile_program(env, text: str, source: str):  # type: ignore[no-untyped-def]
-    """Plan the script's one program; planning errors name its statement, as ``execute_sql`` would.
-
-    Runs on a deep stack (``planengine.sql.deep_stack``): generated SQL nests far deeper than Python's
-    default recursion limit allows, and input deeper than we support fails as a located user error.
-    """
-    return compile_to_json(env, text, source)[0]
-
-
 def compile_to_json(env, text: str, source: str) -> tuple[CompiledPlan, str]:  # type: ignore[no-untyped-def]
     """The plan and its JSON text, both made on the deep stack (encoding walks the expression trees too)."""
     def work() -> tuple[CompiledPlan, str]:

@@ -225,10 +225,6 @@ class ExecNode:
     def field_types(self) -> list[DataType]:
         return [f.type for f in self.output_type.fields]
 
-    @property
-    def is_stateful(self) -> bool:
-        return bool(self.state)
-
     def node_fields(self) -> list[dataclasses.Field[Any]]:
         return [f for f in dataclasses.fields(self) if "json" in f.metadata]
 

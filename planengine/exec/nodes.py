@@ -133,7 +133,8 @@ class WatermarkAssigner(ExecNode):
 
 @exec_node(_meta("sink", consumed=(O.SINK_NOT_NULL_ENFORCER.key, O.SINK_UPSERT_MATERIALIZE.key,
                                     STATE_TTL), operators=("sink", "upsert-materializer")),
-           # Version 2: same JSON, the upsert materializer on the JVM (runtime/jvm/changelog.py): typed state.
+           # Version 2: same JSON, the upsert materializer on the JVM (runtime/jvm/changelog_processors.py): typed
+           # state.
            _meta("sink", 2, consumed=(O.SINK_NOT_NULL_ENFORCER.key, O.SINK_UPSERT_MATERIALIZE.key,
                                       STATE_TTL), operators=("sink", "upsert-materializer")))
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -168,7 +169,7 @@ class DropUpdateBefore(ExecNode):
            # Version 2: a new strategy — Spark's native update-mode aggregation where it is exactly Flink, TWS
            # elsewhere, recorded in "strategy" (planengine.plan.strategies); version 1 stays TWS for its plans.
            _meta("group-aggregate", 2, consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)),
-           # Version 3: a new strategy — the JVM processor (runtime/jvm/group_aggregate.py) wherever version 2
+           # Version 3: a new strategy — the JVM processor (runtime/jvm/group_aggregate_processor.py) wherever version 2
            # runs on the Python TWS operator, except Python aggregate functions; native stays native (with the
            # aggregate library's forms). Recorded in "strategy" too (NATIVE | JVM | TRANSFORM_WITH_STATE).
            _meta("group-aggregate", 3, consumed=(STATE_TTL, *MINI_BATCH), operators=("group-aggregate",)),
@@ -200,7 +201,7 @@ class WindowTableFunction(ExecNode):
            _meta("window-aggregate", 2, consumed=(STATE_TTL, O.LOCAL_TIME_ZONE.key),
                  operators=("window-aggregate",)),
            # Version 3: same JSON, SESSION windows over other keys than the grouping on the JVM processor
-           # (runtime/jvm/session.py: typed state, new layout) unless a call has no JVM accumulator.
+           # (runtime/jvm/session_window_processor.py: typed state, new layout) unless a call has no JVM accumulator.
            _meta("window-aggregate", 3, consumed=(STATE_TTL, O.LOCAL_TIME_ZONE.key),
                  operators=("window-aggregate",)),
            # Version 4: version 3's JSON and operators; a session left on the Python operator (a Python aggregate
@@ -237,7 +238,7 @@ class GroupWindowAggregate(ExecNode):
 
 
 @exec_node(_meta("over-aggregate", consumed=(STATE_TTL,), operators=("over-aggregate",)),
-           # Version 2: same JSON, the JVM processor (runtime/jvm/over_aggregate.py) for rowtime windows whose
+           # Version 2: same JSON, the JVM processor (runtime/jvm/over_aggregate_processor.py) for rowtime windows whose
            # calls have JVM accumulators: typed state, new layout; the rest stays on the Python operators.
            _meta("over-aggregate", 2, consumed=(STATE_TTL,), operators=("over-aggregate",)),
            # Version 3: same JSON, DISTINCT calls on the JVM processor too (a value multiset per call: unbounded
@@ -258,7 +259,7 @@ class OverAggregate(ExecNode):
 
 # --- ranking and deduplication ----------------------------------------------------------------------------
 @exec_node(_meta("rank", consumed=(STATE_TTL,), operators=("rank",)),
-           # Version 2: same JSON, the JVM processor (runtime/jvm/rank.py): typed state, new layout.
+           # Version 2: same JSON, the JVM processor (runtime/jvm/rank_processor.py): typed state, new layout.
            _meta("rank", 2, consumed=(STATE_TTL,), operators=("rank",)),
            # Version 3: the JVM processor with Flink's rank strategy recorded ("strategy": APPEND_FAST | RETRACT
            # | UPDATE_FAST with "uniqueKey"; planner/rank_strategy.py): update-fast keeps only the top rows of an
@@ -280,7 +281,7 @@ class Rank(ExecNode):
 
 
 @exec_node(_meta("deduplicate", consumed=(STATE_TTL, *MINI_BATCH), operators=("deduplicate",)),
-           # Version 2: same JSON, the JVM processor (runtime/jvm/changelog.py): typed state, new layout.
+           # Version 2: same JSON, the JVM processor (runtime/jvm/changelog_processors.py): typed state, new layout.
            _meta("deduplicate", 2, consumed=(STATE_TTL, *MINI_BATCH), operators=("deduplicate",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Deduplicate(ExecNode):
@@ -318,7 +319,7 @@ class WindowDeduplicate(ExecNode):
 
 
 @exec_node(_meta("changelog-normalize", consumed=(STATE_TTL, *MINI_BATCH), operators=("changelog-normalize",)),
-           # Version 2: same JSON, the JVM processor (runtime/jvm/changelog.py): typed state, new layout.
+           # Version 2: same JSON, the JVM processor (runtime/jvm/changelog_processors.py): typed state, new layout.
            _meta("changelog-normalize", 2, consumed=(STATE_TTL, *MINI_BATCH), operators=("changelog-normalize",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class ChangelogNormalize(ExecNode):
@@ -338,7 +339,7 @@ FULL_SORT_FETCH = 2147483647
            _meta("sort-limit", 2, consumed=(STATE_TTL, O.NON_TEMPORAL_SORT.key),
                  operators=("sort-limit",)),
            # Version 3: same JSON, the Top-N (with a fetch) on the JVM processor as a partition-less ROW_NUMBER
-           # (runtime/jvm/rank.py, io.planengine.jvm.ops.rank.Rank): typed topRows, new layout. The full sort
+           # (runtime/jvm/rank_processor.py, io.planengine.jvm.ops.rank.Rank): typed topRows, new layout. The full sort
            # (no fetch) stays version 2's Python StreamSortOperator.
            _meta("sort-limit", 3, consumed=(STATE_TTL, O.NON_TEMPORAL_SORT.key),
                  operators=("sort-limit",)))
@@ -360,7 +361,7 @@ class Limit(ExecNode):
 
 
 # Version 2 (temporal-sort, window-join_3, temporal-join_2): same JSON, the Python operator's state kept with the
-# versioned state codec (runtime/operators/_codec.py dump_state: tagged JSON text plus its format number) instead
+# versioned state codec (runtime/operators/state_codec.py dump_state: tagged JSON text plus its format number) instead
 # of pickles; the older versions keep their pickled state layout.
 @exec_node(_meta("temporal-sort", operators=("temporal-sort",)),
            _meta("temporal-sort", 2, operators=("temporal-sort",)))
@@ -371,15 +372,15 @@ class TemporalSort(ExecNode):
 
 
 # --- joins ----------------------------------------------------------------------------------------------------
-JOIN_FIELDS_DOC = "leftKeys/rightKeys index the left and right inputs; nonEquiCondition reads left ++ right."
 
 
 @exec_node(_meta("join", consumed=(STATE_TTL,), operators=("join",)),
-           # Version 2: same JSON, the JVM processor (runtime/jvm/join.py) unless there is a non-equi condition.
+           # Version 2: same JSON, the JVM processor (runtime/jvm/join_processor.py) unless there is a non-equi
+           # condition.
            _meta("join", 2, consumed=(STATE_TTL,), operators=("join",)),
            # Version 3: same JSON and state layout as version 2, the JVM processor also for a non-equi condition
-           # (evaluated there per pair of rows, runtime/jvm/join.py refusal_v3); version 2 keeps such joins on the
-           # Python operator for its plans.
+           # (evaluated there per pair of rows, runtime/jvm/join_processor.py refusal_v3); version 2 keeps such joins
+           # on the Python operator for its plans.
            _meta("join", 3, consumed=(STATE_TTL,), operators=("join",)))
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Join(ExecNode):
@@ -459,11 +460,4 @@ class TemporalJoin(ExecNode):
     right_time_field: int | None = json_field("rightTimeAttributeIndex", OPT_INT, None)
     is_event_time: bool = json_field("isEventTime", BOOL, True)
 
-
-ALL_NODE_CLASSES: tuple[type[ExecNode], ...] = (
-    TableSourceScan, Calc, Values, Union, Exchange, WatermarkAssigner, Sink, Correlate, DropUpdateBefore,
-    GroupAggregate, WindowTableFunction, WindowAggregate, GroupWindowAggregate, OverAggregate, Rank, Deduplicate,
-    WindowRank, WindowDeduplicate, ChangelogNormalize, SortLimit, Limit, TemporalSort, Join, IntervalJoin,
-    WindowJoin, LookupJoin, TemporalJoin,
-)
 

@@ -68,10 +68,6 @@ class PythonFunction:
     kind: str = "scalar"
     instance: Any = None
 
-    @property
-    def supports_retraction(self) -> bool:
-        return self.kind == "aggregate" and callable(getattr(self.instance, "retract", None))
-
 
 def load(class_name: str) -> PythonFunction:
     module_name, _, attr = class_name.rpartition(".")

@@ -33,10 +33,6 @@ class AggregateCall:
     # A user-defined (Python) aggregate: its identifier and class, instead of a built-in name + version.
     user_function: FunctionRef | None = None
 
-    @property
-    def is_user_defined(self) -> bool:
-        return self.user_function is not None
-
     def __str__(self) -> str:
         inner = ("DISTINCT " if self.distinct else "") + ", ".join(f"${a}" for a in self.args)
         text = f"{self.function}({inner or ('*' if self.function == 'COUNT' else '')})"

@@ -113,11 +113,6 @@ class ResolvedSchema:
         """The columns a sink receives: physical plus writable metadata columns."""
         return row(*(RowField(c.name, c.type.without_time_attribute()) for c in self.columns if c.is_persisted))
 
-    def primary_key_indices(self) -> tuple[int, ...]:
-        if self.primary_key is None:
-            return ()
-        names = self.column_names()
-        return tuple(names.index(c) for c in self.primary_key.columns)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"columns": [c.to_json() for c in self.columns]}

@@ -1,7 +1,7 @@
 """Plan migration: rewrite nodes of retired versions into registered ones (``COMPILE PLAN 'new' FROM 'old'``).
 
 A node version that must stay restorable keeps its class registered. When an engine retires a version, it
-registers a migration from that version to a newer one (``planengine.plan.migrations``): a pure function on
+registers a migration from that version to a newer one (``planengine.plan.node_migrations``): a pure function on
 the node's JSON. Migrating a plan applies them node by node (logging each decision), stamps this engine's
 version and recomputes the plan id. Migration never re-plans: the topology, uids and state names are kept.
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from planengine.errors import InternalError, PlanIncompatible
 from planengine.exec import base as B
-from planengine.plan.migrations import migration_step
+from planengine.plan.node_migrations import migration_step
 from planengine.plan.restore import INCOMPATIBLE, check_plan
 from planengine.plan.serde import compute_plan_id
 from planengine.plan.state_moves import apply_state_move, kept_reason, restored_strategies, state_move

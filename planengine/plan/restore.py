@@ -12,7 +12,7 @@ from typing import Any
 
 from planengine.exec import base as B
 from planengine.functions.defaults import default_registry
-from planengine.plan.migrations import migration_target
+from planengine.plan.node_migrations import migration_target
 from planengine.plan.serde import compute_plan_id
 from planengine.plan.strategies import NODE_STRATEGIES
 from planengine.version import ENGINE_VERSION, READABLE_PLAN_FORMATS, SUPPORTED_MINOR_WINDOW

@@ -1,7 +1,7 @@
-"""State moves: registered node versions that a migration moves to a newer version *with their state*.
+"""State moves: registered node versions that a plan migration moves to a newer version *with their state*.
 
-Plan migrations (``planengine.plan.migrations``) rewrite node versions an engine no longer restores; their state
-keeps its layout. A state move is the other kind: the old version stays registered and restorable, but a newer
+Node migrations (``planengine.plan.node_migrations``) rewrite node versions an engine no longer restores; their
+state keeps its layout. A state move is the other kind: the old version stays registered and restorable, but a newer
 version runs the same node on another operator whose state has another layout, so ``COMPILE PLAN 'new' FROM
 'old'`` / ``planengine migrate`` rewrite the node and the runtime converts the state when the migrated plan
 first starts from a snapshot of the old one (``planengine.runtime.state.move``).
@@ -18,9 +18,9 @@ Today's moves (issue 9), each from the Python ``transformWithState`` operator to
   ``stream-exec-sort-limit`` versions 1 and 2 -> 3 when it has a fetch (a global Top-N);
 * ``stream-exec-over-aggregate`` version 1 -> 3, and version 2 with a DISTINCT call (on the Python operator in
   version 2) -> 3, when version 3 runs it on the JVM (ordered by a time attribute, every call with a JVM
-  accumulator: ``runtime/jvm/over_aggregate.refusal(node, 3)``'s rule); versions 1, 2 and 3 with a ``LAG`` call
-  (on the Python operator before version 4) -> 4 (``refusal(node, 4)``: LAG on the JVM), the frame's history the
-  Python operator kept becoming LAG's accumulator (``OverAggregate.loadInitialState`` folds it);
+  accumulator: ``runtime/jvm/over_aggregate_processor.refusal(node, 3)``'s rule); versions 1, 2 and 3 with a
+  ``LAG`` call (on the Python operator before version 4) -> 4 (``refusal(node, 4)``: LAG on the JVM), the frame's
+  history the Python operator kept becoming LAG's accumulator (``OverAggregate.loadInitialState`` folds it);
 * ``stream-exec-window-aggregate`` and ``stream-exec-group-window-aggregate`` version 2 -> 3 for a SESSION
   window partitioned by other keys than the grouping (the Python session operator), every call with a JVM
   accumulator. Other windows keep version 2: Spark's native aggregation, nothing to move. Version 4 changes
@@ -211,7 +211,7 @@ def _over_reason(node: dict[str, Any]) -> str | None:
         if not 0 <= index < len(fields) or not fields[index].type.is_time_attribute:
             return "ordered by a non-time column (the non-time RANGE operator is Python only)"
     inputs = fields[:len(fields) - len(node.get("aggCalls", []))]
-    held = state_type_refusal([f.type for f in inputs])  # every version's rule (jvm/over_aggregate.refusal)
+    held = state_type_refusal([f.type for f in inputs])  # every version's rule (jvm/over_aggregate_processor.refusal)
     if held is not None:
         return held
     return next(filter(None, (_call_reason(c) for c in node.get("aggCalls", []) if not _over_function(c))), None)
@@ -247,7 +247,8 @@ def kept_reason(node: dict[str, Any], strategy: str | None = None) -> str | None
 
 def user_function_in(expr: Any) -> str | None:
     """The identifier of a user (catalog or temporary) function an expression's JSON calls, or None: what keeps a
-    non-equi join off the JVM (``runtime/jvm/join.py refusal_v3`` asks this too, so the two cannot disagree)."""
+    non-equi join off the JVM (``runtime/jvm/join_processor.py refusal_v3`` asks this too, so the two cannot
+    disagree)."""
     if isinstance(expr, dict):
         function = expr.get("function")
         if isinstance(function, dict) and ("identifier" in function or "systemName" in function):

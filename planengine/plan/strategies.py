@@ -53,7 +53,6 @@ log = logging.getLogger("planengine.plan")
 NATIVE = "NATIVE"
 JVM = "JVM"
 TRANSFORM_WITH_STATE = "TRANSFORM_WITH_STATE"
-STRATEGIES = (NATIVE, JVM, TRANSFORM_WITH_STATE)
 # Flink's Top-N strategies (stream-exec-rank_3, decided by planner/rank_strategy.py).
 APPEND_FAST = "APPEND_FAST"
 RETRACT = "RETRACT"

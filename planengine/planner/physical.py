@@ -29,7 +29,6 @@ from planengine.ir.expressions import (
     Literal,
     conjunctions,
     input_refs,
-    remap_inputs,
 )
 from planengine.ir.types import BOOLEAN, DataType, RowField, TimeAttribute, row
 from planengine.ir.windows import WindowSpec
@@ -528,14 +527,13 @@ class PhysicalConverter:
                 if not left_keys:
                     raise ValidationError("a lookup join needs an equality condition on a dimension-table column",
                                           hint="join ON o.key = d.key")
-                width = len(node.right.field_names)
                 return X.LookupJoin(
                     inputs=(left,), output_type=node.row_type, join_type=node.kind,
                     table=X.TableSpec(str(node.right_table.identifier), node.right_table, node.right_table.temporary),
                     lookup_keys=tuple(zip(right_keys, left_keys)), remaining_condition=remaining,
                     description=f"LookupJoin(table=[{node.right_table.identifier.name}], joinType=[{node.kind}], "
                                 f"lookup=[{', '.join(node.right.field_names[k] for k in right_keys)}])",
-                    projection_on_table=tuple(range(width)) if False else (),
+                    projection_on_table=(),
                 )
         right = self.convert(node.right)
         right_time = next((i for i, t in enumerate(node.right.field_types) if t.is_rowtime), None)
@@ -801,7 +799,3 @@ def _materialize_time(t: DataType, keep: tuple[int, ...] | None) -> DataType:
         else:
             fields.append(f)
     return row(*fields)
-
-
-def remap(expr: Expr, mapping: dict[int, int]) -> Expr:
-    return remap_inputs(expr, mapping)

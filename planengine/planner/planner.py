@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from planengine.catalog.objects import CatalogTable, TableRef
-from planengine.errors import SourceLocation, UnsupportedQueryError, UserError, ValidationError
+from planengine.errors import SourceLocation, UserError, ValidationError
 from planengine.exec import nodes as X
 from planengine.functions.registry import FunctionRegistry
 from planengine.ir.expressions import Expr, InputRef, Literal
@@ -26,7 +26,7 @@ from planengine.planner.final_rewrites import insert_exchanges, merge_exec_calcs
 from planengine.planner.per_record_watermarks import per_record_watermarks
 from planengine.planner.physical import PhysicalContext, PhysicalConverter
 from planengine.planner.processing_time import refuse_processing_time
-from planengine.planner.programs import TraceStep, explain_dag, optimize
+from planengine.planner.programs import TraceStep, optimize
 from planengine.planner.rank_strategy import record_rank_strategies
 from planengine.planner.rules.context import RuleContext
 from planengine.sql import statements as S
@@ -160,10 +160,3 @@ def _string_type():  # type: ignore[no-untyped-def]
     return STRING.with_nullable(False)
 
 
-def explain_logical(roots: list[L.LogicalNode]) -> str:
-    return explain_dag(roots)
-
-
-def require_streaming(node: L.LogicalNode) -> None:
-    if isinstance(node, L.LogicalSort) and node.fetch is None and not node.keys:
-        raise UnsupportedQueryError("ORDER BY without LIMIT is not supported in streaming mode")

@@ -31,29 +31,29 @@ DagRule = Callable[[list[L.LogicalNode], RuleContext], list[L.LogicalNode]]
 
 
 @dataclass(frozen=True)
-class Program:
+class RuleProgram:
     name: str
     rules: tuple[Rule, ...] | tuple[DagRule, ...]
     fixpoint: bool = True
     whole_dag: bool = False  # rules take and return all roots (the driver still checks types and changes)
 
 
-PROGRAMS: tuple[Program, ...] = (
+PROGRAMS: tuple[RuleProgram, ...] = (
     # Constants first, so later rules see folded predicates (and push-down gets literals, not calls).
-    Program("simplify", (fold_constants,)),
+    RuleProgram("simplify", (fold_constants,)),
     # Merge adjacent Calcs before push-down: a source is offered the whole filter and the final column set.
-    Program("calc-merge", (merge_calcs, remove_identity_calc)),
+    RuleProgram("calc-merge", (merge_calcs, remove_identity_calc)),
     # Join conditions written in WHERE (comma joins) move into the join, so equi-keys and time bounds are
     # visible to physical conversion (regular vs interval join) and one-side filters run before join state.
-    Program("join-push-down", (push_filter_into_join, merge_calcs, remove_identity_calc)),
+    RuleProgram("join-push-down", (push_filter_into_join, merge_calcs, remove_identity_calc)),
     # Filters before projections: a pushed filter may need columns the projection would drop.
-    Program("source-push-down", (push_filter_into_scan, push_projection_into_scan)),
+    RuleProgram("source-push-down", (push_filter_into_scan, push_projection_into_scan)),
     # After push-down (it merges what push-down made different) and before sharing (which then makes the one
     # merged scan a shared node). The Calcs it adds are folded into their consumers by the exec-level Calc
     # merge (final rewrites), so plans without a merge keep their exact shape.
-    Program("merge-scans", (merge_scans,), fixpoint=False, whole_dag=True),
+    RuleProgram("merge-scans", (merge_scans,), fixpoint=False, whole_dag=True),
     # Sharing last, once everything is canonical, so identical scans/aggregates across sinks collapse.
-    Program("share-common-subplans", (share_common_subplans,), fixpoint=False),
+    RuleProgram("share-common-subplans", (share_common_subplans,), fixpoint=False),
 )
 MAX_ITERATIONS = 20
 
@@ -66,7 +66,7 @@ class TraceStep:
 
 
 def optimize(roots: list[L.LogicalNode], ctx: RuleContext, trace: list[TraceStep] | None = None,
-             programs: tuple[Program, ...] = PROGRAMS) -> list[L.LogicalNode]:
+             programs: tuple[RuleProgram, ...] = PROGRAMS) -> list[L.LogicalNode]:
     disabled = {r.strip() for r in ctx.config.get("table.optimizer.disabled-rules", "").split(",") if r.strip()}
     for program in programs:
         for _ in range(MAX_ITERATIONS if program.fixpoint else 1):

@@ -199,22 +199,3 @@ class MetadataColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
     """``c TYPE METADATA [FROM 'key'] [VIRTUAL]``: ``this`` the key literal (optional), ``virtual``."""
 
     arg_types = {"this": False, "virtual": False}
-
-
-FLINK_STATEMENT_CLASSES: tuple[type[exp.Expression], ...] = (
-    SetOptionStatement,
-    ResetOptionStatement,
-    ShowStatement,
-    DescribeStatement,
-    AlterTableStatement,
-    CreateCatalogStatement,
-    CreateFunctionStatement,
-    StatementSetBlock,
-    ExecuteStatement,
-    CompilePlanStatement,
-    CompileAndExecutePlanStatement,
-    ExecutePlanStatement,
-    MigratePlanStatement,
-    ExplainStatement,
-    ExplainPlanStatement,
-)

@@ -5,7 +5,8 @@
 * ``changelog``: a changelog as ``ChangelogRow`` values; materialization as a multiset (retract) or an
   upsert table keyed by column positions; reading a ``changelog-json`` sink directory (honouring Spark's
   ``_spark_metadata`` log, so only committed files count).
-* ``programs``: the conformance YAML (``/work/shared/conformance/flink-programs``) as ``Program`` objects,
+* ``conformance_programs``: the conformance YAML (``/work/shared/conformance/flink-programs``) as
+  ``ConformanceProgram`` objects,
   their DDL over a directory of ``filesystem`` tables, and source rows as JSON lines.
 
 Nothing here needs Spark; the harness that runs programs lives in ``tests/conformance``.

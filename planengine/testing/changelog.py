@@ -26,7 +26,6 @@ from planengine.ir.types import DataType
 from planengine.testing.flink_rows import format_fields, parse_row
 
 ADDS = ("+I", "+U")
-REMOVES = ("-U", "-D")
 
 
 @dataclass(frozen=True)

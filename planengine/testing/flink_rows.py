@@ -24,7 +24,6 @@ from typing import Any
 
 from planengine.ir.types import DataType, Kind
 
-ROW_KINDS = ("+I", "-U", "+U", "-D")
 _ROW_RE = re.compile(r"^\s*([+-][IUD])\[(.*)\]\s*$", re.S)
 
 

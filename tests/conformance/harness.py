@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from planengine.testing.changelog import ChangelogRow, changelog_counter, materialize, read_changelog_json
-from planengine.testing.programs import Program, expected_rows, json_lines
+from planengine.testing.conformance_programs import ConformanceProgram, expected_rows, json_lines
 
 UDF_MODULE = "tests.conformance.udfs"
 
@@ -55,7 +55,7 @@ class SinkVerdict:
 
 @dataclass
 class Outcome:
-    program: Program
+    program: ConformanceProgram
     passed: bool = False
     exact: bool = False
     category: str | None = None
@@ -85,7 +85,7 @@ def _columns(env: Any, table: str) -> tuple[list[str], list[Any], list[int]]:
     return names, [c.type for c in physical], [names.index(k) for k in key_names if k in names]
 
 
-def new_env(program: Program, workdir: Path) -> Any:
+def new_env(program: ConformanceProgram, workdir: Path) -> Any:
     from planengine.api import TableEnvironment
 
     env = TableEnvironment(program.session_config())
@@ -93,7 +93,7 @@ def new_env(program: Program, workdir: Path) -> Any:
     return env
 
 
-def write_sources(env: Any, program: Program, workdir: Path, phase: str) -> None:
+def write_sources(env: Any, program: ConformanceProgram, workdir: Path, phase: str) -> None:
     for s in program.sources:
         names, types, _ = _columns(env, s.name)
         rows = s.before if phase == "before" else s.after
@@ -145,7 +145,7 @@ def _ordered_equal(actual: list[ChangelogRow], expected: list[ChangelogRow]) -> 
     return [r.text for r in actual] == [r.text for r in expected]
 
 
-def judge_sink(env: Any, program: Program, spec: Any, workdir: Path, phase1: list[ChangelogRow] | None
+def judge_sink(env: Any, program: ConformanceProgram, spec: Any, workdir: Path, phase1: list[ChangelogRow] | None
                ) -> SinkVerdict:
     names, types, pk = _columns(env, spec.name)
     actual = read_changelog_json(workdir / spec.name, names, types)
@@ -174,7 +174,7 @@ def judge_sink(env: Any, program: Program, spec: Any, workdir: Path, phase1: lis
     return verdict
 
 
-def classify(program: Program, stage: str, error: BaseException | None) -> str:
+def classify(program: ConformanceProgram, stage: str, error: BaseException | None) -> str:
     """The failure category: requirements first (they explain any stage), then the stage that failed."""
     req = set(program.requires)
     if req & {"processing-time", "temporal-table-function"}:
@@ -201,7 +201,7 @@ def classify(program: Program, stage: str, error: BaseException | None) -> str:
 TRANSIENT = ("Python worker failed to connect back", "worker exited unexpectedly (crashed)")
 
 
-def run_program(program: Program, workdir: Path, keep: bool = False, retries: int = 1) -> Outcome:
+def run_program(program: ConformanceProgram, workdir: Path, keep: bool = False, retries: int = 1) -> Outcome:
     """Run and judge ``program``; a run that failed only because a Python worker could not start in time is
     repeated from scratch (at most ``retries`` times) and, if it still fails so, reported as transient."""
     outcome = _run_once(program, workdir, keep)
@@ -217,7 +217,7 @@ def run_program(program: Program, workdir: Path, keep: bool = False, retries: in
     return outcome
 
 
-def _run_once(program: Program, workdir: Path, keep: bool) -> Outcome:
+def _run_once(program: ConformanceProgram, workdir: Path, keep: bool) -> Outcome:
     from planengine.plan.compiled_plan import CompiledPlan
 
     outcome = Outcome(program)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from planengine.testing.programs import default_conformance_dir, load_programs
+from planengine.testing.conformance_programs import default_conformance_dir, load_programs
 from tests.conformance.harness import judge_sink, new_env, write_sources
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from planengine.testing.programs import default_conformance_dir, load_programs
+from planengine.testing.conformance_programs import default_conformance_dir, load_programs
 from tests.conformance.baseline import load_baseline
 from tests.conformance.harness import RESULTS, run_program
 

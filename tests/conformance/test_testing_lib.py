@@ -11,8 +11,8 @@ import pytest
 
 from planengine.ir.types import parse_type
 from planengine.testing.changelog import ChangelogRow, committed_files, materialize, read_changelog_json
+from planengine.testing.conformance_programs import ConformanceProgram, ConformanceTable, expected_rows, json_lines
 from planengine.testing.flink_rows import format_row, format_value, java_double, java_float, parse_row
-from planengine.testing.programs import Program, TableSpec, expected_rows, json_lines
 
 T = parse_type
 
@@ -86,11 +86,11 @@ def test_json_lines_convert_java_values():
 
 
 def test_program_ddl_formats_and_options(tmp_path: Path):
-    src = TableSpec("s", ["a STRING", "b INT", "PRIMARY KEY (a) NOT ENFORCED"],
+    src = ConformanceTable("s", ["a STRING", "b INT", "PRIMARY KEY (a) NOT ENFORCED"],
                     {"changelog-mode": "I,UA,D", "filterable-fields": "b", "lookup": True})
-    plain = TableSpec("p", ["a INT"], before=[[1]])
-    sink = TableSpec("k", ["a STRING"], {"sink-changelog-mode": "I,UB,UA,D"})
-    program = Program("f", "x", "INSERT INTO k SELECT a FROM s", [src, plain], [sink],
+    plain = ConformanceTable("p", ["a INT"], before=[[1]])
+    sink = ConformanceTable("k", ["a STRING"], {"sink-changelog-mode": "I,UB,UA,D"})
+    program = ConformanceProgram("f", "x", "INSERT INTO k SELECT a FROM s", [src, plain], [sink],
                       functions=[{"name": "f1", "scope": "temporary-system"},
                                  {"name": "Rates", "kind": "temporal-table-function"}])
     ddl = program.ddl(tmp_path, "tests.conformance.udfs")

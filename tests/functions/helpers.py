@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from planengine.errors import ValidationError
 from planengine.ir.expressions import Expr, InputRef
-from planengine.ir.types import DataType, parse_type
+from planengine.ir.types import parse_type
 from planengine.planner.rex_converter import convert_expression
 from planengine.sql import parse_expression
 
@@ -58,7 +58,3 @@ def parse(text: str) -> exp.Expression:
 
 def convert(text: str) -> Expr:
     return convert_expression(parse(text), RowScope())
-
-
-def type_of(text: str) -> DataType:
-    return convert(text).type

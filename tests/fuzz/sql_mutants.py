@@ -62,7 +62,7 @@ def seeds() -> tuple[Seed, ...]:
         if not path.name.startswith("_"):
             found.append(Seed(f"golden/{path.stem}", f"{prelude}\n{path.read_text()}"))
     if (CONFORMANCE / "flink-programs").is_dir():
-        from planengine.testing.programs import load_programs
+        from planengine.testing.conformance_programs import load_programs
 
         for program in load_programs(CONFORMANCE):
             if program.functions:

@@ -67,6 +67,8 @@ def test_engine_processes_do_not_inherit_interpreter_pins(monkeypatch):
 def test_deleting_a_job_kills_its_standby_and_its_driver(tmp_path):
     """A job deleted mid-upgrade owns a driver and a warm standby (a whole JVM in a real engine): the delete
     handler must end both, or the standby outlives its SparkPlanJob with nobody left to observe it."""
+    import kopf
+
     from planengine_operator import main
 
     root = tmp_path / "root"
@@ -75,7 +77,8 @@ def test_deleting_a_job_kills_its_standby_and_its_driver(tmp_path):
         # the standby only has to be a live process the launcher recorded; it never gets to be ready here
         "0.2": {"localCommand": [sys.executable, "-c", "import time; time.sleep(300)"]}}})
     launcher = LocalLauncher(config)
-    main.configure(config, launcher)
+    memo = kopf.Memo(config=config, launcher=launcher)
+    main.fill_memo(memo)
     job = JobRef("ns", "j", "uid", str(root), {})
     body = {"metadata": {"namespace": "ns", "name": "j", "uid": "uid"}, "status": {"jobRoot": str(root)}}
 
@@ -97,7 +100,7 @@ def test_deleting_a_job_kills_its_standby_and_its_driver(tmp_path):
         standby = json.loads((root / STANDBY_RECORD).read_text())["pid"]
         assert pid_alive(driver) and pid_alive(standby)
         assert (await launcher.observe(job)).standby_run_id == "r2"
-        await main.deleted(body=body)
+        await main.deleted(body=body, memo=memo)
         assert not pid_alive(standby) and not pid_alive(driver)
         assert not (root / STANDBY_RECORD).exists()
         assert (await launcher.observe(job)).standby_run_id is None

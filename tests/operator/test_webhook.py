@@ -176,7 +176,7 @@ def test_the_reconciler_reports_the_webhook_problem(case: str) -> None:
 
 def test_validation_is_the_only_home_of_the_rules() -> None:
     """The reconciler's messages come from validation (no second copy to drift)."""
-    for module in ("statemachine.py", "protocol.py", "decisions.py"):
+    for module in ("statemachine.py", "protocol.py", "vocabulary.py"):
         text = (REPO / "operator" / "planengine_operator" / module).read_text()
         assert "engine catalog (" not in text and validation.PLAN_CHANGE_MESSAGE[:40] not in text
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from planengine.exec import base as B
 from planengine.exec.base import STR, ExecNode, ExecNodeMetadata, json_field
-from planengine.plan import migrations
+from planengine.plan import node_migrations
 from planengine.plan.serde import compute_plan_id
 
 NAME = "stream-exec-test-tag"
@@ -61,7 +61,7 @@ def install(versions: tuple[int, ...] = (1, 2), dropped: tuple[int, ...] = (), w
     for v in dropped:
         B.unregister(NAME, v)
     if with_migration:
-        migrations.migration(NAME, 1, 2)(to_version_2)
+        node_migrations.migration(NAME, 1, 2)(to_version_2)
 
 
 def uninstall() -> None:
@@ -72,7 +72,7 @@ def uninstall() -> None:
         B._REGISTRY.pop((NAME, v), None)
         B._DROPPED.pop((NAME, v), None)
     TagNode.METADATA = ()
-    migrations.unregister_migration(NAME, 1)
+    node_migrations.unregister_migration(NAME, 1)
 
 
 def plan_with_tag_node(version: int = 1) -> dict[str, Any]:

@@ -24,12 +24,6 @@ CREATE TABLE rates (currency STRING, rate BIGINT, ts TIMESTAMP(3), WATERMARK FOR
 CREATE TABLE w_out (page STRING, ws TIMESTAMP(3), cnt BIGINT)
   WITH ('connector' = 'filesystem', 'path' = '/w', 'format' = 'changelog-json');
 """
-UNKNOWN_FUNCTION_STATEMENT = "planner bug: an unknown function's error has a line and column but no statement number " \
-                             "(SourceLocation.statement is None; the rex converter builds the location without it " \
-                             "and TableEnvironment.execute_statement only fills in a missing location, not a field)"
-TEMPORAL_JOIN = "planner bug: a temporal join FOR SYSTEM_TIME AS OF a rowtime against a table without a PRIMARY KEY " \
-                "(not a versioned table) compiles into stream-exec-temporal-join_2 instead of failing; Flink says " \
-                "'Temporal Table Join requires primary key in versioned table'"
 
 # name -> (extra DDL, the failing statement, fragments of message + hint, token the location points at or None
 #          for the start of the INSERT)

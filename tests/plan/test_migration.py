@@ -20,7 +20,7 @@ from planengine.errors import PlanIncompatible, PlanMigrationRequired
 from planengine.exec import base as B
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.migrate import migrate_plan
-from planengine.plan.migrations import migration
+from planengine.plan.node_migrations import migration
 from planengine.plan.serde import compute_plan_id, dumps
 from tests.plan import _migration_nodes as T
 from tests.plan._support import REPO, cli

@@ -28,8 +28,8 @@ from tests.restore_corpus.layout import (
     CORPUS,
     DIR_TOKEN,
     JOB_ROOT,
-    PROGRAMS,
-    Program,
+    PROGRAMS_DIR,
+    CorpusProgram,
     portable_copy,
     program_names,
     remove_tree,
@@ -46,8 +46,8 @@ def generate_case(name: str, *, write: bool, force: bool = False) -> dict[str, A
     """Run phase 1 of program ``name``; with ``write``, check the case in. Returns a summary."""
     from planengine.version import ENGINE_VERSION
 
-    program_path = PROGRAMS / f"{name}.yaml"
-    program = Program.from_file(program_path)
+    program_path = PROGRAMS_DIR / f"{name}.yaml"
+    program = CorpusProgram.from_file(program_path)
     target = CORPUS / ENGINE_VERSION / name
     if write and target.exists() and not force:
         raise GenerationError(f"{target} exists: a corpus case is never regenerated (add a new program instead)")
@@ -72,7 +72,7 @@ def generate_case(name: str, *, write: bool, force: bool = False) -> dict[str, A
     return summary
 
 
-def _run_phase_one(program: Program, data: Path) -> tuple[Any, Path]:
+def _run_phase_one(program: CorpusProgram, data: Path) -> tuple[Any, Path]:
     from planengine.api import TableEnvironment
     from planengine.runtime.engine.session import get_spark
     from planengine.runtime.storage.snapshots import checkpoint_info
@@ -103,7 +103,8 @@ def _run_phase_one(program: Program, data: Path) -> tuple[Any, Path]:
     return plan, snapshot
 
 
-def _write_case(target: Path, program_path: Path, plan: Any, snapshot: Path, program: Program, data: Path) -> None:
+def _write_case(target: Path, program_path: Path, plan: Any, snapshot: Path, program: CorpusProgram,
+                data: Path) -> None:
     import pyspark
 
     from planengine.runtime.storage.snapshots import read_snapshot
@@ -144,7 +145,7 @@ def main(argv: list[str]) -> int:
     names = args.cases or program_names()
     unknown = sorted(set(names) - set(program_names()))
     if unknown:
-        parser.error(f"no program {', '.join(unknown)} in {PROGRAMS}")
+        parser.error(f"no program {', '.join(unknown)} in {PROGRAMS_DIR}")
     failed = 0
     for name in names:
         try:

@@ -33,7 +33,7 @@ from typing import Any
 from tests.runtime.test_executor_cases import load, sink_changelog, write_rows
 
 HERE = Path(__file__).resolve().parent
-PROGRAMS = HERE / "programs"
+PROGRAMS_DIR = HERE / "programs"
 CORPUS = HERE / "corpus"
 
 DIR_TOKEN = "{dir}"
@@ -49,7 +49,7 @@ SKIPPED_SUFFIXES = (".crc",)
 
 
 @dataclass(frozen=True)
-class Program:
+class CorpusProgram:
     """One case's program: the e2e cases' YAML format (``tests/runtime/test_executor_cases.py``)."""
 
     name: str
@@ -60,9 +60,9 @@ class Program:
     sinks: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     @staticmethod
-    def from_file(path: Path, name: str | None = None) -> Program:
+    def from_file(path: Path, name: str | None = None) -> CorpusProgram:
         spec = load(path)
-        return Program(name or path.stem, spec.get("description", ""), spec["ddl"], spec["statement"],
+        return CorpusProgram(name or path.stem, spec.get("description", ""), spec["ddl"], spec["statement"],
                        spec.get("sources") or {}, spec["sinks"])
 
     def ddl_for(self, data_dir: Path) -> str:
@@ -119,8 +119,8 @@ class CorpusCase:
     def job_inputs_dir(self) -> Path:
         return self.path / "job-inputs"
 
-    def program(self) -> Program:
-        return Program.from_file(self.path / "program.yaml", self.name)
+    def program(self) -> CorpusProgram:
+        return CorpusProgram.from_file(self.path / "program.yaml", self.name)
 
     def generated(self) -> dict[str, Any]:
         return json.loads((self.path / "generated.json").read_text(encoding="utf-8"))
@@ -139,7 +139,7 @@ def corpus_cases(root: Path = CORPUS) -> list[CorpusCase]:
 
 
 def program_names() -> list[str]:
-    return sorted(p.stem for p in PROGRAMS.glob("*.yaml"))
+    return sorted(p.stem for p in PROGRAMS_DIR.glob("*.yaml"))
 
 
 # --- moving files ------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Finding pickles in operator state (issue 9, item 5).
 
 A pickle ties a snapshot to the Python and class internals of the engine that wrote it, so every node version
-whose Python operator keeps Python values in state uses the versioned state codec (``_codec.dump_state``) since
+whose Python operator keeps Python values in state uses the versioned state codec (``state_codec.dump_state``) since
 it was introduced. Only the versions written before it, listed in ``PICKLING_VERSIONS`` with the state
 variables that hold pickles, may have them: their plans' snapshots hold pickles and keep them.
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from planengine.plan.topology import Dag, Topology, legacy_topology
-from planengine.runtime.operators._codec import load_state
+from planengine.runtime.operators.state_codec import load_state
 from planengine.runtime.storage.checkpoint_layout import read_layout
 
 _GROUP_AGGREGATE_UDAF = ("accumulators",)  # a Python aggregate function's accumulator, base64-pickled

@@ -7,7 +7,7 @@ import base64
 import pickle
 
 from planengine.exec import base as B
-from planengine.runtime.operators._codec import STATE_FORMAT, dump_state, encode
+from planengine.runtime.operators.state_codec import STATE_FORMAT, dump_state, encode
 from tests.restore_corpus.pickles import PICKLING_VERSIONS, allowed_pickles, pickles_in
 
 

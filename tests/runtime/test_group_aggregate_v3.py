@@ -173,7 +173,7 @@ def test_bigint_sums_wrap_like_java_on_both_strategies(tmp_path: Path, spark: An
     from pyspark.sql import functions as F
 
     from planengine.runtime.dataflow.stream import ROWKIND, Stream
-    from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
+    from planengine.runtime.jvm.group_aggregate_processor import jvm_group_aggregate
     from planengine.runtime.operators.native_group_aggregate import native_group_aggregate
 
     env, plan = compile_plan(tmp_path, "INSERT INTO keyed SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k")

@@ -12,7 +12,7 @@ from planengine.ir import types as T
 from planengine.ir.aggregates import AggregateCall
 from planengine.ir.sorting import SortKey
 from planengine.plan.strategies import state_type_refusal
-from planengine.runtime.jvm.over_aggregate import refusal as over_refusal
+from planengine.runtime.jvm.over_aggregate_processor import refusal as over_refusal
 
 ROWTIME = T.timestamp(3).with_time_attribute(T.TimeAttribute.ROWTIME)
 

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from planengine.runtime.jvm.record_watermark import with_record_watermarks
+from planengine.runtime.jvm.record_watermark_pass import with_record_watermarks
 from planengine.runtime.operators.record_watermark import RECORD_WATERMARK, emitted_before
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

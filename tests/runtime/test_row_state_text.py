@@ -1,4 +1,4 @@
-"""The row state text of the Python changelog operators (``_codec.encode`` / ``encode_keyed``): rows whose MAPs
+"""The row state text of the Python changelog operators (``state_codec.encode`` / ``encode_keyed``): rows whose MAPs
 have non-string keys come back from state with their keys' types, and equal rows have equal text (retractions
 find the stored row by its text). Plain ``json.dumps`` turned ``{1: "a"}`` into ``{"1": "a"}``: the row then
 failed Spark's Arrow conversion when it left state."""
@@ -11,7 +11,7 @@ import decimal
 import pytest
 
 from planengine.ir.types import parse_type
-from planengine.runtime.operators._codec import decode, decode_row, encode, encode_keyed, rows_frame, state_encoder
+from planengine.runtime.operators.state_codec import decode, decode_row, encode, encode_keyed, rows_frame, state_encoder
 
 KEYED_ROWS = [
     (1, {1: "a", 10: "b", 9: "c"}),

@@ -1,4 +1,4 @@
-"""The versioned state codec (``_codec.dump_state``/``load_state``): lossless, canonical, strict JSON; and a
+"""The versioned state codec (``state_codec.dump_state``/``load_state``): lossless, canonical, strict JSON; and a
 Python aggregate function's accumulator kept with it (group-aggregate_4) or refused with a clear error."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pyspark.sql import Row
 
 from planengine.errors import ValidationError
 from planengine.ir import types as T
-from planengine.runtime.operators._codec import dump_state, load_state
 from planengine.runtime.operators.aggregates.accumulators import UserAggregate
+from planengine.runtime.operators.state_codec import dump_state, load_state
 
 VALUES = [
     None, True, 0, -(2 ** 70), 1.5, -0.0, "text with \"quotes\" and ünïcode", b"\x00\x80\xff",

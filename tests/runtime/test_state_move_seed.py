@@ -21,13 +21,14 @@ from planengine.errors import InternalError
 from planengine.ir import types as T
 from planengine.ir.aggregates import AggregateCall
 from planengine.runtime.jvm import operators
-from planengine.runtime.jvm.group_aggregate import call_spec
+from planengine.runtime.jvm.group_aggregate_processor import call_spec
 from planengine.runtime.jvm.movable import MovableOperator
 from planengine.runtime.jvm.specs import SessionAggregateSpec
-from planengine.runtime.state.migrate import started_from
+from planengine.runtime.state.conversion import started_from
 from planengine.runtime.state.move import _empty_input, _run_seed
 
-# Sessions per f0 with COUNT(*), over (f0 STRING, f1 INT, _t_ms BIGINT): the session spec of runtime/jvm/session.py.
+# Sessions per f0 with COUNT(*), over (f0 STRING, f1 INT, _t_ms BIGINT): the session spec of
+# runtime/jvm/session_window_processor.py.
 SPEC = SessionAggregateSpec(
     width=2, time_field=2, record_watermark_field=None, partition_keys=(0,), grouping=(0,), gap_ms=5000,
     agg_calls=(call_spec(AggregateCall("COUNT", None, (), T.BIGINT.with_nullable(False), "n")),), state_ttl_ms=0,

@@ -7,7 +7,6 @@ operand is", so that rule and the operand family checks live here once instead o
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from sqlglot import exp
 
@@ -106,11 +105,6 @@ def fixed(result: DataType, *families: str, optional: int = 0, variadic: str | N
     return infer
 
 
-def literal_value(ctx: CallContext | RenderContext, index: int) -> Any:
-    """The literal value of an operand, or NO_LITERAL."""
-    return ctx.literal(index)
-
-
 def literal_str(ctx: CallContext | RenderContext, index: int) -> str | None:
     """A flag operand (units, trim flags, type names) is a string literal; return it upper-cased."""
     value = ctx.literal(index)
@@ -188,22 +182,9 @@ def null_if_any_null(operands: Iterable[exp.Expression], value: exp.Expression) 
     return case((condition, null()), default=value)
 
 
-def same_type_result(ctx: RenderContext, value: exp.Expression, natural: DataType | None = None) -> exp.Expression:
-    """Cast a Spark result to the Flink result type unless Spark already yields that type."""
-    if natural is not None and natural.kind == ctx.result_type.kind and natural.precision == ctx.result_type.precision \
-            and natural.scale == ctx.result_type.scale:
-        return value
-    return cast(value, ctx.result_type)
-
-
 def call(name: str) -> SparkRenderer:
     """Render as the Spark function ``name`` with the operands unchanged."""
     return lambda ctx: fn(name, *ctx.operands)
-
-
-def call_cast(name: str) -> SparkRenderer:
-    """Render as ``CAST(name(operands) AS <result type>)``: Spark computes the same value in another type."""
-    return lambda ctx: cast(fn(name, *ctx.operands), ctx.result_type)
 
 
 __all__ = [

@@ -272,7 +272,7 @@ class AggregateConversion:
             result = fn.infer_type(CallContext(name, arg_types, tuple(NO_LITERAL for _ in arg_types)))
         except ValidationError as error:
             raise ValidationError(error.message, location=self.location(node), hint=error.hint) from None
-        return AggregateCall(fn.name, fn.version, tuple(args), result, f"EXPR${ordinal}" if True else "",
+        return AggregateCall(fn.name, fn.version, tuple(args), result, f"EXPR${ordinal}",
                                distinct, filter_arg, constants=tuple(constants))
 
     def _group_window(self, call: exp.Anonymous, scope: _Scope, pre_field: Callable[[Expr, str], int]):

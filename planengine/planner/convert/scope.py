@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 from typing import Any
@@ -12,7 +12,7 @@ from sqlglot import exp
 from planengine.catalog.objects import ObjectIdentifier
 from planengine.errors import SourceLocation, UnsupportedQueryError, ValidationError
 from planengine.functions.registry import FunctionRegistry
-from planengine.ir.expressions import Expr, FieldAccess, FunctionRef, InputRef
+from planengine.ir.expressions import Expr, FieldAccess, InputRef
 from planengine.ir.types import DataType, Kind
 from planengine.planner import logical as L
 
@@ -122,6 +122,4 @@ class PlannerContext:
     registry: FunctionRegistry
     config: dict[str, str] = field(default_factory=dict)
     statement_location: SourceLocation | None = None
-    # Python/catalog functions: name parts -> (FunctionRef, result type resolver) — resolved by the env.
-    function_resolver: Callable[[str, Sequence[DataType]], tuple[FunctionRef, DataType] | None] | None = None
 

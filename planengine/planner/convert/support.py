@@ -12,7 +12,7 @@ from sqlglot.dialects.dialect import Dialect
 from planengine.errors import SourceLocation, ValidationError
 from planengine.functions.registry import FunctionRegistry
 from planengine.ir.expressions import Call, Expr, FunctionRef, InputRef, Literal, conjunctions
-from planengine.ir.types import BOOLEAN, DataType, Kind, TimeAttribute, common_type
+from planengine.ir.types import BOOLEAN, DataType, Kind, common_type
 from planengine.ir.windows import WindowSpec
 from planengine.planner import logical as L
 
@@ -240,8 +240,4 @@ def and_all(preds: list[Expr], registry: FunctionRegistry) -> Expr | None:
     fn = registry.resolve("AND")
     return Call(FunctionRef("AND", fn.version if fn else 1), tuple(flat),
                 BOOLEAN.with_nullable(any(p.type.nullable for p in flat)))
-
-
-def rowtime_type(t: DataType) -> DataType:
-    return t.with_time_attribute(TimeAttribute.ROWTIME)
 

@@ -13,13 +13,6 @@ from typing import Any
 from planengine.runtime.dataflow.stream import ROWKIND
 
 OP_FIELD = "op"
-ROW_KINDS = ("+I", "-U", "+U", "-D")
-
-
-def decode_changelog_json(df: Any, columns: list[str]) -> Any:
-    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
-
-    return df.select(*[F.col(f"`{c}`") for c in columns], F.col(OP_FIELD).alias(ROWKIND))
 
 
 def encode_changelog_json(df: Any, columns: list[str]) -> Any:

@@ -90,10 +90,6 @@ class LookupCache:
                 self._entries.popitem(last=False)
                 self.evictions += 1
 
-    def invalidate_all(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
     def stats(self) -> dict[str, int]:
         return {"size": len(self._entries), "hits": self.hits, "misses": self.misses, "loads": self.loads,
                 "evictions": self.evictions, "expirations": self.expirations}
@@ -110,9 +106,6 @@ class NoCache:
 
     def put(self, key: Hashable, rows: Sequence[tuple[Any, ...]]) -> None:
         self.loads += 1
-
-    def invalidate_all(self) -> None:
-        pass
 
     def stats(self) -> dict[str, int]:
         return {"size": 0, "hits": 0, "misses": self.misses, "loads": self.loads, "evictions": 0,

@@ -39,8 +39,6 @@ class Progress:
     batch_id: int
     timestamp: str
     input_rows: int
-    input_rows_per_second: float | None = None
-    processed_rows_per_second: float | None = None
     #: Spark's ``durationMs``: ``triggerExecution`` (the whole batch), ``walCommit`` (the offset log write before
     #: the batch), ``commitOffsets`` (the commit log write after it), ``addBatch``, ``queryPlanning``, ...
     duration_ms: Mapping[str, int] = field(default_factory=dict)
@@ -73,8 +71,6 @@ class Progress:
         return cls(
             query_id=str(data.get("id")), batch_id=int(data.get("batchId", -1)),
             timestamp=str(data.get("timestamp")), input_rows=_int(data.get("numInputRows")) or 0,
-            input_rows_per_second=_float(data.get("inputRowsPerSecond")),
-            processed_rows_per_second=_float(data.get("processedRowsPerSecond")),
             duration_ms={str(k): v for k, v in (data.get("durationMs") or {}).items() if _int(v) is not None},
             watermark=epoch_seconds((data.get("eventTime") or {}).get("watermark")),
             state_rows=sum(_int(s.get("numRowsTotal")) or 0 for s in operators) if operators else None,
@@ -86,13 +82,6 @@ class Progress:
 
 def _int(value: Any) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _float(value: Any) -> float | None:
-    """Spark writes NaN for a rate of a batch that took no time; Prometheus takes NaN, a dashboard shows a gap."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    return float(value) if value in ("NaN", "Infinity", "-Infinity") else None
 
 
 def epoch_seconds(text: Any) -> float | None:

@@ -448,11 +448,3 @@ def parse_start_request(body: bytes) -> str | None:
     if value is not None and (not isinstance(value, str) or not value):
         raise BadRequest(HTTPStatus.BAD_REQUEST, f"fromSnapshot must be a snapshot directory or id, got {value!r}")
     return value
-
-
-def render_metrics(status: dict[str, Any]) -> str:
-    """The Prometheus exposition of a driver known only by its status document (what ``/metrics`` serves for a
-    control without ``metrics``)."""
-    from planengine.runtime.engine.driver_metrics import status_metrics  # noqa: PLC0415 — see StatusServer.metrics
-
-    return status_metrics(status).exposition().decode("utf-8")

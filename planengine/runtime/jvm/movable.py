@@ -32,7 +32,7 @@ class MovableOperator:
 
 @dataclass(frozen=True)
 class MovableGroupAggregate:
-    """The JVM group aggregate, whose initial state has its own shape (``runtime/state/migrate.py``)."""
+    """The JVM group aggregate, whose initial state has its own shape (``runtime/state/conversion.py``)."""
 
     node: Any
     stream: Stream

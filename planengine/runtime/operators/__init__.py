@@ -6,5 +6,5 @@ declares (``node.STATE_NAMES``: the contract with snapshots), run with ``timeMod
 stream and further stateful operators can follow in the same query.
 
 The room also holds what those operators keep in state: the aggregate library (``aggregates/``) and the
-versioned state codec (``_codec``), which the state moves above read as well.
+versioned state codec (``state_codec``), which the state moves above read as well.
 """

@@ -126,7 +126,7 @@ def compile_expr(e: Expr) -> Fn:
     if name == "NEGATE":
         return lambda row: None if (v := ops[0](row)) is None else -v
     if name in ("CAST", "TRY_CAST", "REINTERPRET"):
-        from planengine.runtime.operators._codec import coerce  # noqa: PLC0415 — _codec loads pandas/pyarrow/numpy; only a running operator needs them
+        from planengine.runtime.operators.state_codec import coerce  # noqa: PLC0415 — state_codec loads pandas/pyarrow/numpy; only a running operator needs them
 
         t = e.type
         if t.kind in (Kind.CHAR, Kind.VARCHAR):

@@ -1,7 +1,7 @@
 """The shared shape of every changelog operator: a keyed ``transformWithStateInPandas`` processor.
 
 ``ChangelogProcessor.process(key, records)`` sees the key's records of one micro-batch in arrival order
-as ``(rowkind, row)`` pairs (rows are exact Python tuples, see ``_codec``) and returns the changelog to
+as ``(rowkind, row)`` pairs (rows are exact Python tuples, see ``state_codec``) and returns the changelog to
 emit. ``run_keyed`` groups a stream by key columns (a constant key for global operators), runs the
 processor with ``timeMode="None"`` in ``Append`` mode and gives back an updating ``Stream``.
 
@@ -32,7 +32,7 @@ from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
 from planengine.functions.spark_types import render_spark_type
 from planengine.ir.types import STRING, DataType
 from planengine.runtime.dataflow.stream import ROWKIND, Stream, column_names
-from planengine.runtime.operators._codec import converter, frame_rows, rows_frame, state_encoder
+from planengine.runtime.operators.state_codec import converter, frame_rows, rows_frame, state_encoder
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = "+I", "-U", "+U", "-D"
 ACCUMULATE = frozenset((INSERT, UPDATE_AFTER))
@@ -66,7 +66,7 @@ class ChangelogProcessor(StatefulProcessor):
         self.out_columns = [*column_names(len(out_types)), ROWKIND]
         self.ttl_ms = ttl_ms
         self.kind_column = kind_column
-        # State text for rows and values of these types (``_codec.state_encoder``: keeps non-string MAP keys).
+        # State text for rows and values of these types (``state_codec.state_encoder``: keeps non-string MAP keys).
         self.encode_state = state_encoder([*self.in_types, *self.out_types])
 
     # --- Spark's interface ----------------------------------------------------------------------------
@@ -162,9 +162,3 @@ def _string() -> DataType:
 _STRING = _string()
 
 
-def input_layout(stream: Stream, types: Sequence[DataType]) -> tuple[list[str], list[DataType]]:
-    return stream.columns, list(types)
-
-
-def drop_update_before(records: list[Record]) -> list[Record]:
-    return [r for r in records if r[0] != UPDATE_BEFORE]

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from planengine.ir.types import DataType
-from planengine.runtime.operators._codec import decode_row
 from planengine.runtime.operators._tws import (
     DELETE,
     INSERT,
@@ -27,6 +26,7 @@ from planengine.runtime.operators._tws import (
     Record,
     run_keyed,
 )
+from planengine.runtime.operators.state_codec import decode_row
 
 ROW_SCHEMA = "row STRING, ts BIGINT"
 

@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from planengine.ir.types import DataType
-from planengine.runtime.operators._codec import decode
 from planengine.runtime.operators._tws import (
     DELETE,
     INSERT,
@@ -33,6 +32,7 @@ from planengine.runtime.operators._tws import (
     run_keyed,
 )
 from planengine.runtime.operators.aggregates.accumulators import SKIP, BoundAggregate, make_aggregator
+from planengine.runtime.operators.state_codec import decode
 
 ACC_SCHEMA = "acc STRING, ts BIGINT"
 BAG_KEY_SCHEMA = "k STRING"

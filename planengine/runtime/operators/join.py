@@ -26,7 +26,6 @@ from pyspark.sql import functions as F
 from planengine.functions.spark_types import render_spark_type
 from planengine.ir.types import INT, DataType
 from planengine.runtime.dataflow.stream import ROWKIND
-from planengine.runtime.operators._codec import decode_row
 from planengine.runtime.operators._pyexpr import compile_condition
 from planengine.runtime.operators._tws import (
     DELETE,
@@ -36,6 +35,7 @@ from planengine.runtime.operators._tws import (
     is_accumulate,
     run_keyed,
 )
+from planengine.runtime.operators.state_codec import decode_row
 
 ROW_KEY_SCHEMA = "row STRING"
 ROW_VALUE_SCHEMA = "cnt BIGINT, assoc BIGINT, ts BIGINT"

@@ -26,7 +26,6 @@ from typing import Any
 
 from planengine.ir.types import DataType
 from planengine.runtime.dataflow.stream import Stream, column_name
-from planengine.runtime.operators._codec import decode
 from planengine.runtime.operators._tws import (
     UPDATE_AFTER,
     UPDATE_BEFORE,
@@ -35,6 +34,7 @@ from planengine.runtime.operators._tws import (
     is_accumulate,
     run_keyed,
 )
+from planengine.runtime.operators.state_codec import decode
 from planengine.runtime.operators.window_aggs import evaluate
 
 STATE = "accumulators"

@@ -28,7 +28,6 @@ from typing import Any
 from planengine.errors import ValidationError
 from planengine.exec.nodes import FULL_SORT_FETCH
 from planengine.ir.types import BOOLEAN, DataType
-from planengine.runtime.operators._codec import decode
 from planengine.runtime.operators._tws import (
     DELETE,
     INSERT,
@@ -39,6 +38,7 @@ from planengine.runtime.operators._tws import (
     is_accumulate,
     run_keyed,
 )
+from planengine.runtime.operators.state_codec import decode
 
 RANKED_SCHEMA = "rows STRING, seq BIGINT, ts BIGINT"
 COUNT_SCHEMA = "n BIGINT, ts BIGINT"

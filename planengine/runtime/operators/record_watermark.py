@@ -19,7 +19,7 @@ order (one partition per file split: a file's lines keep their order):
 * row ``i``'s candidate is ``rowtime - delay`` (milliseconds); the current watermark is the running
   maximum; it is emitted after row ``i`` when it exceeds the last emitted one by more than the interval.
 
-The column is computed on the JVM (``jvm/record_watermark.py`` runs
+The column is computed on the JVM (``jvm/record_watermark_pass.py`` runs
 ``io.planengine.jvm.ops.watermark.RecordWatermarks``: a nondeterministic UDF over the rowtime's epoch micros, per
 task); ``emitted_before`` is the rule on plain values, the reference the JVM pass is tested against.
 

@@ -116,5 +116,3 @@ def as_event_time(column: Any, name: str, metadata: dict[str, Any]) -> Any:
     return column.alias(name, metadata=metadata)
 
 
-def field_time_types(node: Any) -> list[DataType]:
-    return [f.type for f in node.output_type.fields]

@@ -2,7 +2,7 @@
 
 Each operator keeps its state in named value-state variables (the names are the exec node's
 ``STATE_NAMES``, part of the plan contract) holding one Python value per grouping key: ``JsonValue`` (the
-versioned state codec of ``_codec.dump_state``, readable with Spark's state data source) for the node versions
+versioned state codec of ``state_codec.dump_state``, readable with Spark's state data source) for the node versions
 that introduced it, ``PickledValue`` for the older versions, whose snapshots hold pickles and keep them. Event time
 crosses the Python boundary as epoch milliseconds (BIGINT) so no time zone conversion happens in workers;
 the operators convert back with ``timestamp_millis`` in Spark SQL.
@@ -21,7 +21,7 @@ from typing import Any
 from planengine.errors import InternalError
 from planengine.functions.spark_types import render_spark_type
 from planengine.runtime.dataflow.stream import Stream
-from planengine.runtime.operators._codec import STATE_FORMAT, dump_state, load_state
+from planengine.runtime.operators.state_codec import STATE_FORMAT, dump_state, load_state
 
 TIME_MS = "_t_ms"
 
@@ -37,7 +37,7 @@ JSON_VALUE_SCHEMA = "format INT, json STRING"
 
 
 class JsonValue:
-    """A value-state variable holding one Python value as versioned tagged JSON (``_codec.dump_state``)."""
+    """A value-state variable holding one Python value as versioned tagged JSON (``state_codec.dump_state``)."""
 
     def __init__(self, handle: Any, name: str, default: Callable[[], Any]):
         self.state = handle.getValueState(name, JSON_VALUE_SCHEMA)

@@ -12,7 +12,7 @@ file and a file sink would skip the batches it already holds: see docs/jvm-opera
 
 How, for a query whose last committed batch is ``N`` (its operators' state version ``N + 1``):
 
-1. read the Python operator's state with Spark's state data source and convert it (``migrate.initial_state_of``);
+1. read the Python operator's state with Spark's state data source and convert it (``conversion.initial_state_of``);
 2. run a *seed* query once in a scratch checkpoint: the JVM processor started from that initial state over
    an empty input (a one-line text file filtered out, so batch 0 runs), with the query's partition count. The
    seed defines no watermark (Spark's initial one, the epoch, stands), so the event-time timers the moved state
@@ -156,18 +156,18 @@ def _seed(spark: Any, checkpoint: Path, uid: str, op: OperatorMetadata, candidat
           work: Path) -> MovedState:
     """Convert the Python operator's state and run the JVM processor's seed from it in ``work/seed`` (nothing in
     the run's checkpoint changes here)."""
-    from planengine.runtime.state import migrate  # noqa: PLC0415 — migrate loads pandas/pyarrow/numpy; only an actual state move needs them
+    from planengine.runtime.state import conversion  # noqa: PLC0415 — conversion loads pandas/pyarrow/numpy; only an actual state move needs them
 
     node_id = ctx.node_id(candidate.node)
     batch = last_committed_batch_id(checkpoint)
     if batch < 0:
         raise InternalError(f"node {node_id}: query {uid} holds state but no committed batch")
     seed_input = _empty_input(spark, candidate.input_df.schema, work / "input")
-    initial = migrate.initial_state_of(spark, str(checkpoint), op.operator_id, candidate, seed_input, ctx)
+    initial = conversion.initial_state_of(spark, str(checkpoint), op.operator_id, candidate, seed_input, ctx)
     groups = initial.count()
     what = (f"node {node_id} ({candidate.node.type_name}, JVM processor "
             f"{getattr(candidate, 'entry', 'groupAggregate')}) in query {uid}, Spark operator {op.operator_id}")
-    _run_seed(spark, lambda: migrate.started_from(candidate, seed_input, initial, ctx), work / "seed", op.partitions,
+    _run_seed(spark, lambda: conversion.started_from(candidate, seed_input, initial, ctx), work / "seed", op.partitions,
               what)
     return MovedState(node_id, uid, op.operator_id, batch, groups, op.partitions)
 

@@ -28,7 +28,6 @@ from typing import Any
 import pytest
 import yaml
 
-from planengine_operator.cli import build_launcher
 from planengine_operator.config import OperatorConfig
 from tests.cluster.client import ApiClient, ApiError
 from tests.cluster.controlplane import ControlPlane
@@ -325,7 +324,8 @@ class OperatorThread:
         from planengine_operator import main
         from planengine_operator.reconciler import Reconciler
 
-        main.configure(self.config, build_launcher(self.config))
+        memo = kopf.Memo(config=self.config)
+        main.fill_memo(memo)  # as the startup handler would; then the hook can wrap the reconciler
         if self.execute_hook is not None:
             original = Reconciler._execute
             hook = self.execute_hook
@@ -333,9 +333,9 @@ class OperatorThread:
             async def execute(reconciler: Reconciler, job: Any, view: Any, action: Any) -> Any:
                 return await hook(original, reconciler, job, view, action)
 
-            main.Runtime.reconciler._execute = execute.__get__(main.Runtime.reconciler)  # type: ignore[union-attr]
+            memo.reconciler._execute = execute.__get__(memo.reconciler)
         await kopf.operator(standalone=True, namespaces=[self.namespace], ready_flag=self.ready,
-                            stop_flag=self.stop_flag, liveness_endpoint=None)
+                            stop_flag=self.stop_flag, liveness_endpoint=None, memo=memo)
 
     def start(self) -> OperatorThread:
         self.thread.start()

@@ -35,7 +35,7 @@ SETUP = {"merge_scans": "source-push-down"}
 WHOLE_DAG = {"merge_scans"}
 
 
-def setup_programs(rule_name: str) -> tuple[P.Program, ...]:
+def setup_programs(rule_name: str) -> tuple[P.RuleProgram, ...]:
     last = SETUP.get(rule_name)
     if last is None:
         return ()
@@ -51,7 +51,7 @@ def apply_rule(rule_name: str, sql: str) -> str:
     roots = [planner.to_logical_sink(i) for i in inserts]
     ctx = RuleContext(env.registry, env.config)
     roots = P.optimize(roots, ctx, programs=setup_programs(rule_name))
-    program = P.Program(rule_name, (RULES[rule_name],), fixpoint=rule_name not in ("share_common_subplans",
+    program = P.RuleProgram(rule_name, (RULES[rule_name],), fixpoint=rule_name not in ("share_common_subplans",
                                                                                     *WHOLE_DAG),
                         whole_dag=rule_name in WHOLE_DAG)
     out = P.optimize(roots, ctx, programs=(program,))

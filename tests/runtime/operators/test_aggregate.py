@@ -24,7 +24,7 @@ from planengine.ir.changelog import ALL
 from planengine.ir.expressions import Literal
 from planengine.ir.types import parse_type
 from planengine.runtime.engine.context import TranslationContext
-from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
+from planengine.runtime.jvm.group_aggregate_processor import jvm_group_aggregate
 from planengine.runtime.operators.group_aggregate import group_aggregate
 
 

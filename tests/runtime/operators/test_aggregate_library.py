@@ -132,7 +132,7 @@ def _feed_rows() -> list[tuple[Any, ...]]:
 
 
 def test_every_path_gives_flinks_results_on_the_same_rows(spark, feed, runner) -> None:
-    from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
+    from planengine.runtime.jvm.group_aggregate_processor import jvm_group_aggregate
     from planengine.runtime.operators.group_aggregate import group_aggregate
     from planengine.runtime.operators.native_group_aggregate import native_group_aggregate
     from planengine.runtime.operators.window_aggregate import window_aggregate

@@ -7,7 +7,7 @@ from __future__ import annotations
 from planengine.exec import nodes as X
 from planengine.ir.changelog import ALL
 from planengine.ir.types import parse_type
-from planengine.runtime.jvm.changelog import jvm_changelog_normalize
+from planengine.runtime.jvm.changelog_processors import jvm_changelog_normalize
 from tests.runtime.operators.test_aggregate import flink, input_node, node_ctx
 
 NORM_ROW = "ROW<a STRING, b INT, c STRING>"
@@ -45,7 +45,7 @@ def test_normalize_state_is_the_typed_row_and_ttl_forgets_it(spark, feed, runner
 def test_materializer_keeps_rows_per_sink_key(spark, feed, runner, tmp_path):
     """sink_2's upsert materializer: a retraction of a non-latest row keeps the key; the rows alive are typed
     state (readable as the input's fields) and a key with none left holds no state."""
-    from planengine.runtime.jvm.changelog import jvm_upsert_materialize
+    from planengine.runtime.jvm.changelog_processors import jvm_upsert_materialize
 
     f = feed("k INT, v STRING, _rowkind STRING", changelog=True)
     row = "ROW<k INT, v STRING>"

@@ -1,7 +1,7 @@
 """Deduplicate: keep-first / keep-last on proctime and rowtime (Flink's changelogs).
 
 One case table for both strategies: ``deduplicate_1`` on the Python TWS operator and ``_2`` on the JVM processor
-(``runtime/jvm/changelog.py``); the JVM's typed state and TTL are in ``test_changelog_jvm.py``.
+(``runtime/jvm/changelog_processors.py``); the JVM's typed state and TTL are in ``test_changelog_jvm.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from planengine.exec import nodes as X
 from planengine.ir.changelog import ALL, INSERT_ONLY
 from planengine.ir.types import parse_type
-from planengine.runtime.jvm.changelog import jvm_deduplicate
+from planengine.runtime.jvm.changelog_processors import jvm_deduplicate
 from planengine.runtime.operators.deduplicate import deduplicate as python_deduplicate
 from tests.runtime.operators.test_aggregate import batches, flink, input_node, node_ctx
 

@@ -8,7 +8,7 @@ query, in ``tests/jvm`` (``GroupAggregateProcessorTest``).
 from __future__ import annotations
 
 from planengine.ir import types as T
-from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
+from planengine.runtime.jvm.group_aggregate_processor import jvm_group_aggregate
 from tests.runtime.operators.test_aggregate import agg, batches, flink, group_node, node_ctx
 
 

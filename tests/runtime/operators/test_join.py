@@ -2,7 +2,8 @@
 retraction, semi/anti, updating inputs.
 
 The equi-join cases are one case table for both strategies: ``join_1`` on the Python TWS operator and ``_2`` on
-the JVM processor (``runtime/jvm/join.py``; a non-equi condition stays on Python, so those cases run there only).
+the JVM processor (``runtime/jvm/join_processor.py``; a non-equi condition stays on Python, so those cases run there
+only).
 ``test_join_jvm.py`` keeps what only the JVM has (its refusal rule, insert-only output).
 """
 
@@ -17,7 +18,7 @@ from planengine.ir import types as T
 from planengine.ir.changelog import ALL, INSERT_ONLY
 from planengine.ir.expressions import Call, FunctionRef, InputRef, Literal
 from planengine.ir.types import parse_type
-from planengine.runtime.jvm.join import jvm_join
+from planengine.runtime.jvm.join_processor import jvm_join
 from planengine.runtime.operators.join import join
 from tests.runtime.operators.test_aggregate import flink, input_node, materialized, node_ctx
 

@@ -12,7 +12,7 @@ from planengine.ir import types as T
 from planengine.ir.changelog import ALL, INSERT_ONLY
 from planengine.ir.expressions import Call, FunctionRef, InputRef, Literal
 from planengine.ir.types import parse_type
-from planengine.runtime.jvm.join import jvm_join, refusal, refusal_v3
+from planengine.runtime.jvm.join_processor import jvm_join, refusal, refusal_v3
 from tests.runtime.operators.test_aggregate import input_node, node_ctx
 from tests.runtime.operators.test_join import GT, OUT, L, R
 

@@ -1,7 +1,7 @@
 """Changelog normalize: upsert input → full changelog with before-images (Flink's expectations).
 
 One case table for both strategies: ``changelog-normalize_1`` on the Python TWS operator and ``_2`` on the JVM
-processor (``runtime/jvm/changelog.py``); the JVM's typed state and TTL are in ``test_changelog_jvm.py``.
+processor (``runtime/jvm/changelog_processors.py``); the JVM's typed state and TTL are in ``test_changelog_jvm.py``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from planengine.exec import nodes as X
 from planengine.ir.changelog import ALL
 from planengine.ir.types import parse_type
-from planengine.runtime.jvm.changelog import jvm_changelog_normalize
+from planengine.runtime.jvm.changelog_processors import jvm_changelog_normalize
 from planengine.runtime.operators.changelog_normalize import changelog_normalize as python_changelog_normalize
 from tests.runtime.operators.test_aggregate import batches, flink, input_node, node_ctx
 

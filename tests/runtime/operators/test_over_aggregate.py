@@ -1,8 +1,8 @@
 """Rowtime OVER aggregates: Flink's over-aggregate-bounded-partitioned-* programs and frame cases.
 
 One case table for both strategies: ``over-aggregate_1`` on the Python TWS operator and ``_2``-``_4`` on the JVM
-processor (``runtime/jvm/over_aggregate.py``; DISTINCT from ``_3``, LAG from ``_4``); what only the JVM has (typed
-state, TTL) is at the end. The Python operator runs here with version 4's state (the versioned state codec).
+processor (``runtime/jvm/over_aggregate_processor.py``; DISTINCT from ``_3``, LAG from ``_4``); what only the JVM
+has (typed state, TTL) is at the end. The Python operator runs here with version 4's state (the versioned state codec).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from planengine.ir import types as T
 from planengine.ir.aggregates import AggregateCall
 from planengine.ir.sorting import SortKey
 from planengine.ir.windows import OverFrame
-from planengine.runtime.jvm.over_aggregate import jvm_over_aggregate
+from planengine.runtime.jvm.over_aggregate_processor import jvm_over_aggregate
 from planengine.runtime.operators.over_aggregate import over_aggregate as python_over_aggregate
 
 
@@ -23,9 +23,6 @@ from planengine.runtime.operators.over_aggregate import over_aggregate as python
 def over_aggregate(request):
     """The translation under test: version 1 (Python operator) or version 2 (JVM processor)."""
     return python_over_aggregate if request.param == "python" else jvm_over_aggregate
-
-FLAKY_IN_FULL_SUITE = ("flaky in the full suite (passes alone): batch/file ordering under a shared "
-                       "SparkSession; see the runtime closing note")
 
 
 # ts (seconds), a, b, c, rowtime (= ts as a timestamp), cond (a > 4, the portable LTCNT)

@@ -1,7 +1,7 @@
 """Rank (Top-N): Flink's per-position updates with the row number, retraction, RANK ties.
 
 One case table for both strategies: ``stream-exec-rank_1`` on the Python TWS operator and ``_2`` on the JVM
-processor (``runtime/jvm/rank.py``) must emit the same changelog for the same input.
+processor (``runtime/jvm/rank_processor.py``) must emit the same changelog for the same input.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from planengine.exec import nodes as X
 from planengine.ir.changelog import ALL
 from planengine.ir.sorting import SortKey
 from planengine.ir.types import parse_type
-from planengine.runtime.jvm.rank import jvm_rank
+from planengine.runtime.jvm.rank_processor import jvm_rank
 from planengine.runtime.operators.rank import rank as python_rank
 from tests.runtime.operators.test_aggregate import batches, flink, input_node, materialized, node_ctx
 

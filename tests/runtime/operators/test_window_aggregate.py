@@ -10,8 +10,8 @@ from planengine.ir import types as T
 from planengine.ir.aggregates import AggregateCall
 from planengine.ir.expressions import FunctionRef
 from planengine.ir.windows import WindowSpec
-from planengine.runtime.jvm.session import jvm_session_aggregate
-from planengine.runtime.operators._codec import STATE_FORMAT, load_state
+from planengine.runtime.jvm.session_window_processor import jvm_session_aggregate
+from planengine.runtime.operators.state_codec import STATE_FORMAT, load_state
 from planengine.runtime.operators.window_aggregate import window_aggregate
 from planengine.runtime.operators.window_session import global_session_aggregate
 from tests.runtime.operators.conftest import ts

@@ -37,26 +37,17 @@ def load_all() -> None:
     global _LOADED
     if _LOADED:
         return
-    _LOADED = True
     for info in pkgutil.iter_modules(__path__):
         if not info.name.startswith("_"):
-            try:
-                importlib.import_module(f"{__name__}.{info.name}")
-            except ImportError as error:
-                # One broken translator module must not take every other node down with it: its nodes
-                # simply stay unregistered (reported as unsupported by `planengine check`).
-                BROKEN_MODULES[info.name] = str(error)
+            # No guard: a translator module that fails to import is a bug to see at once, not a set of nodes
+            # that would quietly read as "unsupported" (pyspark, which they need, is checked by their callers).
+            importlib.import_module(f"{__name__}.{info.name}")
+    _LOADED = True  # only once every module imported: a failed load fails again on the next call
 
 
-BROKEN_MODULES: dict[str, str] = {}
 _LOADED = False
 
 
 def get_translator(name: str, version: int) -> Translator | None:
     load_all()
     return _TRANSLATORS.get((name, version))
-
-
-def registered_translators() -> dict[tuple[str, int], Translator]:
-    load_all()
-    return dict(sorted(_TRANSLATORS.items()))

@@ -1,6 +1,6 @@
 """``stream-exec-changelog-normalize``: version 1 on the Python ``changelog_normalize`` TWS operator, version 2 on
-the JVM processor (``runtime/jvm/changelog.py``; same rules, typed state) unless its typed state cannot hold the
-rows (a MAP with non-STRING keys or an INTERVAL, ``strategies.state_type_refusal``)."""
+the JVM processor (``runtime/jvm/changelog_processors.py``; same rules, typed state) unless its typed state cannot
+hold the rows (a MAP with non-STRING keys or an INTERVAL, ``strategies.state_type_refusal``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.engine.translators import translator
 from planengine.runtime.jvm import holds_state_of
-from planengine.runtime.jvm.changelog import jvm_changelog_normalize
+from planengine.runtime.jvm.changelog_processors import jvm_changelog_normalize
 from planengine.runtime.operators.changelog_normalize import changelog_normalize
 
 

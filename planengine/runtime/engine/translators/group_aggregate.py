@@ -12,9 +12,10 @@ translated the same way by every later engine:
   for plans written before it was recorded. Nothing here looks at the rest of the plan;
 * version 3 (written by compilation since the JVM operators exist) records ``NATIVE`` where version 2 would (run
   with the aggregate library's native forms: integer sums wrap like Java's instead of failing on overflow),
-  ``JVM`` where version 2 falls back to the TWS operator (the JVM processor, ``runtime/jvm/group_aggregate.py``)
-  and ``TRANSFORM_WITH_STATE`` only for calls the JVM has no accumulator for (a Python aggregate function).
-  The JVM accumulator set is frozen for version 3 (``planengine.plan.strategies.JVM_AGGREGATES``);
+  ``JVM`` where version 2 falls back to the TWS operator (the JVM processor,
+  ``runtime/jvm/group_aggregate_processor.py``) and ``TRANSFORM_WITH_STATE`` only for calls the JVM has no
+  accumulator for (a Python aggregate function). The JVM accumulator set is frozen for version 3
+  (``planengine.plan.strategies.JVM_AGGREGATES``);
 * version 4 is version 3, except that on ``TRANSFORM_WITH_STATE`` a Python aggregate function's accumulator is
   kept as the versioned state codec's tagged JSON instead of a pickle (``operators/group_aggregate.py``).
 """
@@ -28,7 +29,7 @@ from planengine.errors import InternalError
 from planengine.plan.strategies import JVM, NATIVE, TRANSFORM_WITH_STATE, group_aggregate_jvm_refusal
 from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.engine.translators import translator
-from planengine.runtime.jvm.group_aggregate import jvm_group_aggregate
+from planengine.runtime.jvm.group_aggregate_processor import jvm_group_aggregate
 from planengine.runtime.jvm.movable import MovableGroupAggregate
 from planengine.runtime.operators.group_aggregate import group_aggregate
 from planengine.runtime.operators.native_group_aggregate import native_group_aggregate

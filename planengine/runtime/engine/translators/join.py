@@ -1,5 +1,5 @@
 """``stream-exec-join``: version 1 on the Python regular-join TWS operator (``planengine.runtime.operators.join``),
-version 2 on the JVM processor (``runtime/jvm/join.py``) unless the join has a non-equi condition (then the
+version 2 on the JVM processor (``runtime/jvm/join_processor.py``) unless the join has a non-equi condition (then the
 Python operator; the choice reads only the plan), version 3 on the JVM processor with its non-equi condition
 evaluated there, unless the condition has no Spark form the JVM can evaluate (``refusal_v3``).
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.engine.translators import translator
-from planengine.runtime.jvm.join import jvm_join, refusal, refusal_v3
+from planengine.runtime.jvm.join_processor import jvm_join, refusal, refusal_v3
 from planengine.runtime.operators.join import join
 
 

@@ -6,7 +6,7 @@ over an append or retract stream, emitting updates of the rows that follow (``op
 The choice is the order key's type, recorded in the plan; plans before the non-time strategy could not order
 by other columns.
 
-Version 2: the rowtime frames on the JVM processor (``runtime/jvm/over_aggregate.py``, typed state), unless
+Version 2: the rowtime frames on the JVM processor (``runtime/jvm/over_aggregate_processor.py``, typed state), unless
 ``refusal`` keeps the node on version 1's operators (a non-time order, a call without a JVM accumulator); the
 choice reads only the plan. Version 3: DISTINCT calls on the JVM processor too. Version 4: LAG on the JVM
 processor too, and the Python operators it still falls back to (a Python aggregate function) keep their state
@@ -20,7 +20,7 @@ from typing import Any
 
 from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.engine.translators import translator
-from planengine.runtime.jvm.over_aggregate import jvm_over_aggregate, refusal
+from planengine.runtime.jvm.over_aggregate_processor import jvm_over_aggregate, refusal
 from planengine.runtime.operators.over_aggregate import over_aggregate
 from planengine.runtime.operators.over_non_time import non_time_over_aggregate
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful

@@ -1,6 +1,6 @@
 """``stream-exec-rank``: version 1 on the Python Top-N TWS operator (``planengine.runtime.operators.rank``),
-version 2 on the JVM processor (``runtime/jvm/rank.py``; same rules, typed state), version 3 on the JVM processor
-with Flink's strategy recorded in the plan (append-fast, retract or update-fast). Rows the JVM's typed state
+version 2 on the JVM processor (``runtime/jvm/rank_processor.py``; same rules, typed state), version 3 on the JVM
+processor with Flink's strategy recorded in the plan (append-fast, retract or update-fast). Rows the JVM's typed state
 cannot hold (a MAP with non-STRING keys or an INTERVAL, ``strategies.state_type_refusal``) run on version 1's
 operator."""
 
@@ -11,7 +11,7 @@ from typing import Any
 from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.engine.translators import translator
 from planengine.runtime.jvm import holds_state_of
-from planengine.runtime.jvm.rank import jvm_rank
+from planengine.runtime.jvm.rank_processor import jvm_rank
 from planengine.runtime.operators.rank import rank
 
 

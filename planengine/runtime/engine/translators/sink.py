@@ -8,21 +8,19 @@ The translator does not start anything: it returns the stream with ``query``, a
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from planengine.catalog.objects import ObjectIdentifier
 from planengine.connectors.base import SinkContext
-from planengine.errors import PlanError
 from planengine.runtime.connectors import QueryOptions, get_sink_writer
 from planengine.runtime.dataflow.expressions import render_spark_type
 from planengine.runtime.dataflow.stream import ROWKIND, Stream, column_name
 from planengine.runtime.engine.translators import translator
 from planengine.runtime.engine.translators.source import runtime_sink
 from planengine.runtime.jvm import holds_state_of
-from planengine.runtime.jvm.changelog import jvm_upsert_materialize
+from planengine.runtime.jvm.changelog_processors import jvm_upsert_materialize
 
 
 @dataclass
@@ -38,9 +36,9 @@ class SinkQuery:
 
 @translator("stream-exec-sink", 1, 2)
 def translate_sink(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
-    """Version 2 materializes upserts on the JVM (``runtime/jvm/changelog.py``) unless its typed state cannot hold
-    the rows (``strategies.state_type_refusal``), version 1 on the Python operator; otherwise the versions are the
-    same."""
+    """Version 2 materializes upserts on the JVM (``runtime/jvm/changelog_processors.py``) unless its typed state
+    cannot hold the rows (``strategies.state_type_refusal``), version 1 on the Python operator; otherwise the versions
+    are the same."""
     sink = runtime_sink(node, ctx)
     provider = sink.sink_runtime_provider(SinkContext(node_id=ctx.node_id(node)))
     writer = get_sink_writer(provider.connector)
@@ -99,11 +97,6 @@ def _enforce_not_null(value: Any, column: Any, ctx: Any, node: Any) -> Any:
 
 
 def _upsert_materialize(stream: Stream, node: Any, ctx: Any) -> Stream:
-    try:
-        module = importlib.import_module("planengine.runtime.operators.upsert_materializer")
-    except ModuleNotFoundError:
-        raise PlanError(f"sink {node.table.identifier} needs upsert materialization (requireUpsertMaterialize), "
-                        "which this engine build does not provide yet",
-                        hint="SET 'table.exec.sink.upsert-materialize' = 'NONE' if the input's upsert key "
-                             "matches the sink's primary key") from None
-    return module.materialize(stream, tuple(node.upsert_keys), ctx, node)
+    from planengine.runtime.operators.upsert_materializer import materialize  # noqa: PLC0415 — the Python operators load pandas/pyarrow; the executor imports this module (SinkQuery) without running a sink
+
+    return materialize(stream, tuple(node.upsert_keys), ctx, node)

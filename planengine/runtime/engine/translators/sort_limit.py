@@ -6,8 +6,8 @@ the drain's end-of-input marker from its own control stream (``<run>/control/<ui
 as the watermark assigners', see ``translators/watermark.py``), as the input has no watermark to carry it.
 Version 1 plans keep their strategy (a Top-N over everything, rows emitted as they arrive), because a
 strategy is frozen per node version (DESIGN, "Translation strategies"). Version 3 runs the Top-N (with a fetch)
-on the JVM processor (``runtime/jvm/rank.py``) unless its typed state cannot hold the rows (a MAP with non-STRING
-keys or an INTERVAL, ``strategies.state_type_refusal``); its full sort is version 2's.
+on the JVM processor (``runtime/jvm/rank_processor.py``) unless its typed state cannot hold the rows (a MAP with
+non-STRING keys or an INTERVAL, ``strategies.state_type_refusal``); its full sort is version 2's.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from planengine.runtime.engine.context import DrainControl
 from planengine.runtime.engine.translators import translator
 from planengine.runtime.engine.translators.watermark import EOI, control_directory
 from planengine.runtime.jvm import holds_state_of
-from planengine.runtime.jvm.rank import jvm_sort_limit
+from planengine.runtime.jvm.rank_processor import jvm_sort_limit
 from planengine.runtime.operators.rank import full_sort, is_full_sort, limit, sort_limit
 
 EOI_TIME = "_end_of_input_time"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planengine.connectors.base import ScanContext, SinkContext
+from planengine.connectors.base import ScanContext
 from planengine.connectors.factories import FactoryContext
 from planengine.connectors.restore import restore_table_sink, restore_table_source
 from planengine.errors import ValidationError
@@ -51,7 +51,3 @@ def translate_scan(node: Any, inputs: list[Stream], ctx: Any) -> Stream:
     if updating:
         cols.append(F.col(ROWKIND) if frame.updating else F.lit("+I").alias(ROWKIND))
     return Stream(frame.df.select(*cols), fields, updating=updating)
-
-
-def sink_context(node: Any, ctx: Any) -> SinkContext:
-    return SinkContext(node_id=ctx.node_id(node))

@@ -34,7 +34,7 @@ from planengine.ir.expressions import Call, InputRef, Literal
 from planengine.runtime.dataflow.stream import RECORD_WATERMARK, Stream, WatermarkFacts
 from planengine.runtime.engine.context import DrainControl
 from planengine.runtime.engine.translators import translator
-from planengine.runtime.jvm.record_watermark import with_record_watermarks
+from planengine.runtime.jvm.record_watermark_pass import with_record_watermarks
 
 EOI = "_end_of_input"
 MAX_EVENT_TIME = dt.datetime(9999, 12, 31, 23, 59, 59)

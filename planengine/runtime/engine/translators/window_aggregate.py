@@ -6,7 +6,7 @@ than the grouping keys, runs on transformWithState with one state per partition 
 below a per-record watermark assigner, because a watermark inside a batch may close a session before a later
 row of the batch would have extended it (Spark's session windows close only at batch ends). That session
 operator is Python (``operators/window_session.py``) in versions 1 and 2, the JVM processor
-(``runtime/jvm/session.py``) from version 3 on unless a call has no JVM accumulator (a Python aggregate
+(``runtime/jvm/session_window_processor.py``) from version 3 on unless a call has no JVM accumulator (a Python aggregate
 function); version 4 is version 3 except that such a session keeps its Python state with the versioned state
 codec instead of pickles. Output: grouping fields, aggregates, window_start, window_end, window_time (a rowtime
 attribute).
@@ -20,7 +20,7 @@ from typing import Any
 from planengine.plan.strategies import state_type_refusal
 from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.engine.translators import translator
-from planengine.runtime.jvm.session import jvm_session_aggregate, refusal
+from planengine.runtime.jvm.session_window_processor import jvm_session_aggregate, refusal
 from planengine.runtime.operators.window_aggregate import window_aggregate
 from planengine.runtime.operators.window_session import global_session_aggregate
 from planengine.runtime.operators.window_state import after_stateful, mark_stateful

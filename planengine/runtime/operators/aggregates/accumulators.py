@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from planengine.errors import ValidationError
 from planengine.functions import python_udf
 from planengine.ir.types import DataType, Kind
-from planengine.runtime.operators._codec import FLOATING, INTEGRAL, coerce, dump_state, load_state
+from planengine.runtime.operators.state_codec import FLOATING, INTEGRAL, coerce, dump_state, load_state
 
 
 class ValueBag(Protocol):
@@ -425,7 +425,7 @@ class UserAggregate(Aggregator):
     """A Python aggregate function (``create_accumulator``/``accumulate``/``retract``/``get_value``).
 
     The accumulator travels as text inside the JSON state: with ``json_state`` (group-aggregate_4 onwards) the
-    versioned state codec's tagged JSON (``_codec.dump_state``), so it must be made of JSON-representable values
+    versioned state codec's tagged JSON (``state_codec.dump_state``), so it must be made of JSON-representable values
     (lists, tuples, dicts, sets, numbers, strings, Decimal, date/time values, bytes, Rows); before that any
     Python object, pickled (base64), which older plans' snapshots hold and keep. The function is loaded lazily
     in the worker from its Python path."""

@@ -1,4 +1,4 @@
-"""State migration of a group aggregate from the Python operator to the JVM processor.
+"""A state move's conversion of a group aggregate from the Python operator to the JVM processor.
 
 The Python transformWithState operator (group-aggregate versions 1-2) runs a micro-batch and stops; its state
 is read with Spark's state data source, converted to the JVM processor's typed layout and handed to a new
@@ -16,7 +16,7 @@ from planengine.ir import types as T
 from planengine.ir.changelog import ALL
 from planengine.ir.types import parse_type
 from planengine.runtime.operators.group_aggregate import group_aggregate
-from planengine.runtime.state.migrate import group_aggregate_with_initial_state, initial_state
+from planengine.runtime.state.conversion import group_aggregate_with_initial_state, initial_state
 from tests.runtime.operators.test_aggregate import BIGINT_NN, agg, flink, input_node, node_ctx
 
 SCHEMA = "k STRING, v INT, tag STRING, _rowkind STRING"

@@ -1,5 +1,9 @@
 """The Python API (FLIP-190's Table API, pythonic): ``TableEnvironment`` and statement sets.
 
+Beside the facade, the package holds what it returns and what it runs besides plans: ``results``
+(``TableResult``) and ``tableau`` (its text tables, as Flink's SQL client prints them), ``preview`` (a bare
+SELECT, run briefly) and ``catalog_statements`` (SHOW, DESCRIBE, ALTER TABLE: a mix-in of ``TableEnvironment``).
+
 >>> env = TableEnvironment()
 >>> _ = env.execute_sql(
 ...     "CREATE TABLE clicks (user_id BIGINT, page STRING) WITH ('connector' = 'datagen');"
@@ -14,16 +18,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
+from planengine.api.catalog_statements import CatalogStatements
+from planengine.api.preview import explain_query, preview_query
+from planengine.api.results import TableResult
 from planengine.catalog.manager import CatalogManager
 from planengine.catalog.objects import CatalogFunction, CatalogTable, ObjectIdentifier
-from planengine.client.catalog_statements import CatalogStatements
-from planengine.client.preview import explain_query, preview_query
-from planengine.client.results import TableResult
 from planengine.config import REGISTRY
 from planengine.config import validate as validate_options
 from planengine.connectors.discovery import load_factory
@@ -185,7 +190,7 @@ class TableEnvironment(CatalogStatements):
         return TableResult("EXPLAIN", plan.explain() + "\n\n== Restore check ==\n" + report.summary())
 
     def _exec_Query(self, stmt: S.Query) -> TableResult:
-        """A bare SELECT previews its first rows (bounded by rows and time; ``planengine.client.preview``)."""
+        """A bare SELECT previews its first rows (bounded by rows and time; ``planengine.api.preview``)."""
         return preview_query(self, stmt)
 
     # --- plans ------------------------------------------------------------------------------------------
@@ -263,13 +268,10 @@ class TableEnvironment(CatalogStatements):
         """Run a plan in this session (``planengine.runtime.engine.executor.execute_compiled_plan`` takes the options).
 
         The plan layer never runs anything itself: the runtime sits above it and is called from here."""
-        try:
-            from planengine.runtime.engine.executor import execute_compiled_plan  # noqa: PLC0415 — deferred: pyspark is optional
-        except ImportError as error:
-            raise PlanError(
-                f"executing plans needs the Spark runtime ({error})",
-                hint="pip install 'planengine[spark]', or COMPILE PLAN to only write the plan",
-            ) from None
+        if importlib.util.find_spec("pyspark") is None:  # the optional `spark` extra, asked of itself
+            raise PlanError("executing plans needs the Spark runtime (No module named 'pyspark')",
+                            hint="pip install 'planengine[spark]', or COMPILE PLAN to only write the plan")
+        from planengine.runtime.engine.executor import execute_compiled_plan  # noqa: PLC0415 — the runtime loads only when a plan runs: compiling and checking stay light
         return execute_compiled_plan(CompiledPlan(plan.data, self.plan_session()), **options)
 
     def _execute(self, plan: CompiledPlan) -> TableResult:

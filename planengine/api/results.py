@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from planengine.client.tableau import DEFAULT_MAX_WIDTH, render_table
+from planengine.api.tableau import DEFAULT_MAX_WIDTH, render_table
 
 
 @dataclass

@@ -21,7 +21,7 @@ from planengine.ir.types import DataType
 from planengine.plan.strategies import jvm_calls_refusal
 from planengine.runtime.dataflow.stream import RECORD_WATERMARK, Stream, column_name
 from planengine.runtime.jvm import run_operator
-from planengine.runtime.jvm.group_aggregate import call_spec
+from planengine.runtime.jvm.group_aggregate_processor import call_spec
 from planengine.runtime.jvm.movable import run_movable
 from planengine.runtime.jvm.specs import SessionAggregateSpec
 from planengine.runtime.jvm.typed import typed_input

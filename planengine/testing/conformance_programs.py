@@ -1,11 +1,12 @@
 """Conformance programs (``<conformance dir>/flink-programs/*.yaml``, schema in the README beside them).
 
-``load_programs`` reads every family file into ``Program`` objects; ``Program.ddl(root)`` renders
-``filesystem`` tables over ``<root>/<table>``: sources as ``json`` (insert-only rows) or ``changelog-json``
-(rows carrying a row kind, or a declared ``'changelog-mode'``, which is kept so upsert and retract sources
-stay distinct), sinks as ``changelog-json`` with their PRIMARY KEY. Flink test-connector options without a
-meaning here are dropped (``DROPPED_OPTIONS``). ``json_lines`` turns source rows (physical values in schema
-order, Java-printed timestamps and decimals) into the JSON lines the filesystem source reads.
+``load_programs`` reads every family file into ``ConformanceProgram`` objects (their tables:
+``ConformanceTable``); ``ConformanceProgram.ddl(root)`` renders ``filesystem`` tables over ``<root>/<table>``:
+sources as ``json`` (insert-only rows) or ``changelog-json`` (rows carrying a row kind, or a declared
+``'changelog-mode'``, which is kept so upsert and retract sources stay distinct), sinks as ``changelog-json``
+with their PRIMARY KEY. Flink test-connector options without a meaning here are dropped (``DROPPED_OPTIONS``).
+``json_lines`` turns source rows (physical values in schema order, Java-printed timestamps and decimals) into
+the JSON lines the filesystem source reads.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def default_conformance_dir(repo_root: str | Path) -> Path:
 
 
 @dataclass
-class TableSpec:
+class ConformanceTable:
     name: str
     schema: list[str]
     options: dict[str, Any] = field(default_factory=dict)
@@ -62,18 +63,15 @@ class TableSpec:
     def is_lookup(self) -> bool:
         return str(self.options.get("lookup", "false")).lower() == "true"
 
-    @property
-    def has_primary_key(self) -> bool:
-        return any(part.strip().upper().startswith("PRIMARY KEY") for part in self.schema)
 
 
 @dataclass
-class Program:
+class ConformanceProgram:
     family: str
     id: str
     statement: str
-    sources: list[TableSpec]
-    sinks: list[TableSpec]
+    sources: list[ConformanceTable]
+    sinks: list[ConformanceTable]
     config: dict[str, str] = field(default_factory=dict)
     requires: list[str] = field(default_factory=list)
     functions: list[dict[str, Any]] = field(default_factory=list)
@@ -86,7 +84,7 @@ class Program:
     def key(self) -> str:
         return f"{self.family}/{self.id}"
 
-    def source_format(self, source: TableSpec) -> str:
+    def source_format(self, source: ConformanceTable) -> str:
         return "changelog-json" if source.has_row_kinds or source.changelog_mode is not None else "json"
 
     def ddl(self, root: str | Path, udf_module: str | None = None) -> str:
@@ -125,29 +123,30 @@ def _option_text(v: Any) -> str:
     return str(v)
 
 
-def _create_table(spec: TableSpec, options: dict[str, str]) -> str:
+def _create_table(spec: ConformanceTable, options: dict[str, str]) -> str:
     with_ = ", ".join(f"'{k}' = '{str(v).replace(chr(39), chr(39) * 2)}'" for k, v in options.items())
     columns = ",\n  ".join(spec.schema)
     return f"CREATE TABLE {spec.name} (\n  {columns}\n) WITH ({with_})"
 
 
-def _table(d: dict[str, Any]) -> TableSpec:
-    return TableSpec(name=d["name"], schema=list(d.get("schema") or []), options=dict(d.get("options") or {}),
-                     before=list(d.get("before") or []), after=list(d.get("after") or []),
-                     materialized=bool(d.get("materialized")), upsert_key_indices=d.get("upsert_key_indices"),
-                     ordered=bool(d.get("ordered")))
+def _table(d: dict[str, Any]) -> ConformanceTable:
+    return ConformanceTable(name=d["name"], schema=list(d.get("schema") or []),
+                            options=dict(d.get("options") or {}), before=list(d.get("before") or []),
+                            after=list(d.get("after") or []),
+                            materialized=bool(d.get("materialized")),
+                            upsert_key_indices=d.get("upsert_key_indices"), ordered=bool(d.get("ordered")))
 
 
-def load_programs(conformance_dir: str | Path) -> list[Program]:
+def load_programs(conformance_dir: str | Path) -> list[ConformanceProgram]:
     """Every program of ``<dir>/flink-programs/*.yaml`` (or ``<dir>/*.yaml``), in file then program order."""
     base = Path(conformance_dir)
     folder = base / "flink-programs" if (base / "flink-programs").is_dir() else base
-    out: list[Program] = []
+    out: list[ConformanceProgram] = []
     for path in sorted(folder.glob("*.yaml")):
         doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         family = doc.get("family") or path.stem
         for p in doc.get("programs") or []:
-            out.append(Program(
+            out.append(ConformanceProgram(
                 family=family, id=p["id"], statement=p["statement"],
                 sources=[_table(s) for s in p.get("sources") or []], sinks=[_table(s) for s in p.get("sinks") or []],
                 config=dict(p.get("config") or {}), requires=list(p.get("requires") or []),

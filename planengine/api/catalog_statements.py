@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from planengine.api.results import TableResult
 from planengine.catalog.describe import DESCRIBE_COLUMNS, create_statement, describe_rows
 from planengine.catalog.manager import CatalogManager
 from planengine.catalog.objects import CatalogTable, CatalogView
-from planengine.client.results import TableResult
 from planengine.config import REGISTRY
 from planengine.errors import CatalogError, ValidationError
 from planengine.functions.registry import FunctionRegistry

@@ -1,7 +1,8 @@
 """The registry of node migrations: ``(name, retired version) -> (target version, fn on the node's JSON)``.
 
-Its own module because both the restore checks (does this engine migrate a dropped version?) and the
-migration itself (``planengine.plan.migrate``) read it.
+A node migration rewrites one node of a retired version into a registered one; migrating a plan
+(``planengine.plan.migrate``) applies them node by node. Its own module because both the restore checks (does
+this engine migrate a dropped version?) and the plan migration read it.
 """
 
 from __future__ import annotations

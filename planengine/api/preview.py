@@ -1,4 +1,5 @@
-"""A bare ``SELECT`` in the SQL client: run it briefly on Spark in-process and show its first rows.
+"""A bare ``SELECT`` (``execute_sql``, so the SQL client's too): run it briefly on Spark in-process and show its
+first rows.
 
 A streaming query has no end, so a preview is bounded twice: by rows (``planengine.preview.max-rows``,
 default 20) and by time (``planengine.preview.timeout``, default 30 s). The query is planned exactly like an
@@ -25,8 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from planengine.api.results import TableResult
 from planengine.catalog.objects import CatalogTable, ObjectIdentifier
-from planengine.client.results import TableResult
 from planengine.config import REGISTRY
 from planengine.config import options as O
 from planengine.errors import PlanEngineError, PlanError

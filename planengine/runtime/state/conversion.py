@@ -1,4 +1,5 @@
-"""State migration: the state a Python ``transformWithState`` operator kept, as its JVM processor's initial state.
+"""A state move's conversion: the state a Python ``transformWithState`` operator kept, as its JVM processor's
+initial state.
 
 The group aggregate's accumulators need per-function conversion (below). Every other moved family
 (deduplicate, changelog normalize, upsert materializer, Top-N and sort-limit, join, OVER, sessions) keeps rows,
@@ -16,8 +17,8 @@ accumulator into the JVM's typed layout, and start the JVM processor from it thr
 
 Spark applies initial state in a query's first batch only (batch id 0), so the converted state starts a
 query without a checkpoint. ``initial_state`` and ``group_aggregate_with_initial_state`` are the two steps;
-``state_move`` runs them in a scratch checkpoint and puts the result into a job's restored checkpoint
-(docs/jvm-operators.md, "Migration").
+``move.move_pending_state`` runs them in a scratch checkpoint and puts the result into a job's restored
+checkpoint (docs/jvm-operators.md, "State moves").
 
 The conversion is exact: each Python accumulator holds the same facts as its JVM counterpart (``SUM``: sum and
 count, ``AVG``: sum and count, ``MIN``/``MAX``: the extreme, with the value multiset in ``distinctValues``...).
@@ -34,12 +35,12 @@ from planengine.errors import InternalError, PlanIncompatible
 from planengine.ir.types import INTEGRAL, DataType, Kind
 from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm import operators
-from planengine.runtime.jvm.group_aggregate import refusal, spec
+from planengine.runtime.jvm.group_aggregate_processor import refusal, spec
 from planengine.runtime.jvm.movable import MovableGroupAggregate, MovableOperator
 from planengine.runtime.jvm.typed import typed_input
-from planengine.runtime.operators._codec import decode, decode_row
 from planengine.runtime.operators.aggregates.accumulators import in_type
 from planengine.runtime.operators.aggregates.library import canonical_name
+from planengine.runtime.operators.state_codec import decode, decode_row
 
 
 def _state_rows(spark: Any, checkpoint: str, variable: str, operator_id: int) -> list[Any]:

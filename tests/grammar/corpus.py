@@ -7,7 +7,9 @@ Sources (docs/testing.md, "The grammar drift guard"):
 * the golden programs ``tests/golden/programs/*.sql`` (with ``_prelude.sql``);
 * the SQL of the end-to-end cases ``tests/e2e_cases/**/*.yaml`` and of the restore corpus
   ``tests/restore_corpus/programs/*.yaml`` (``ddl`` and ``statement``, ``{dir}`` filled in);
-* the ```` ```sql ```` code blocks of ``README.md`` and ``docs/*.md``.
+* the ```` ```sql ```` code blocks of ``README.md`` and ``docs/*.md``;
+* ``tests/grammar/flink_statements.sql``: statement forms of Flink's SQL that none of the above shows (SHOW, ALTER,
+  jobs, modules, JSON functions, ...), so the guard also watches the parts of our grammar the data never reaches.
 
 Scripts are split with planengine's own splitter (``planengine.sql.splitter``: the same token stream and
 statement-set rule the compile path uses), so both parsers see the same statement text. The only statement
@@ -171,9 +173,9 @@ def conformance_scripts(conformance_dir: Path | None = None) -> list[Script]:
     return scripts
 
 
-def sql_file_scripts(folder: Path = REPO / "tests" / "golden" / "programs") -> list[Script]:
-    """Every ``*.sql`` of the golden programs, the prelude first."""
-    paths = sorted(folder.glob("*.sql"), key=lambda p: (not p.name.startswith("_"), p.name))
+def sql_file_scripts(folder: Path = REPO / "tests" / "golden" / "programs", pattern: str = "*.sql") -> list[Script]:
+    """Every ``*.sql`` of a folder (the golden programs by default), a ``_prelude.sql`` first."""
+    paths = sorted(folder.glob(pattern), key=lambda p: (not p.name.startswith("_"), p.name))
     return [Script(_relative(p), 1, p.read_text(encoding="utf-8")) for p in paths]
 
 
@@ -211,6 +213,7 @@ def all_scripts(conformance_dir: Path | None = None) -> dict[str, list[Script]]:
         "e2e cases": yaml_case_scripts(sorted((REPO / "tests" / "e2e_cases").rglob("*.yaml"))),
         "restore corpus": yaml_case_scripts(sorted((REPO / "tests" / "restore_corpus" / "programs").glob("*.yaml"))),
         "docs": markdown_scripts([REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]),
+        "Flink statement forms": sql_file_scripts(REPO / "tests" / "grammar", "flink_statements.sql"),
     }
 
 

@@ -52,7 +52,8 @@ def test_a_jar_missing_from_the_class_path_fails_the_run_instead_of_rejecting_st
 # --- without a JVM ---------------------------------------------------------------------------------------------
 def test_the_corpus_holds_every_source() -> None:
     corpus = collect()
-    assert set(corpus.by_source) == {"conformance programs", "golden programs", "e2e cases", "restore corpus", "docs"}
+    assert set(corpus.by_source) == {"conformance programs", "golden programs", "e2e cases", "restore corpus", "docs",
+                                     "Flink statement forms"}
     assert all(count > 0 for count in corpus.by_source.values()), corpus.by_source
     assert corpus.total == sum(corpus.by_source.values()) >= len(corpus.statements) > 300
     golden = [s for s in corpus.statements if s.origin.startswith("tests/golden/programs/")]
@@ -105,6 +106,7 @@ def test_a_refusal_by_name_and_an_allow_listed_statement_pass() -> None:
     allowed = judged("LOAD  MODULE\nhive", allow_list=(entry,))
     assert [r.outcome for r in allowed.results] == [ALLOWED] and not allowed.failed
     assert "allowed: an example" in allowed.text()
+    assert not entry.matches(CorpusStatement(entry.origin, 1, "UNLOAD MODULE hive", ("UNLOAD MODULE hive",)))
 
 
 def test_a_stale_allow_list_entry_fails_the_guard() -> None:

@@ -59,30 +59,18 @@ class Allowed:
 
 # Known differences, each with its reason; "parser gap: …" marks one nobody has decided on yet. On 2026-12-07 every
 # statement of the project's data that Flink 2.3.0 accepts is parsed by planengine; the entries are all from
-# tests/grammar/flink_statements.sql (statement forms the data never shows). An entry that no longer matches a
-# failing statement fails the guard, so the list cannot outlive its reasons.
+# tests/grammar/flink_statements.sql (statement forms the data never shows; the Flink statements planengine does
+# not run, LOAD MODULE, ADD JAR, SHOW JOBS, ..., are refused by name in planengine/sql/refusals.py). An entry that
+# no longer matches a failing statement fails the guard, so the list cannot outlive its reasons.
 _FORMS = "tests/grammar/flink_statements.sql"
 ALLOW_LIST: tuple[Allowed, ...] = (
     Allowed(_FORMS, "LANGUAGE JAVA USING JAR", "parser gap: CREATE FUNCTION ... USING JAR fails with \"unexpected "
             "'USING'\" instead of a refusal (planengine loads no jars; Python functions need none)"),
-    Allowed(_FORMS, "ALTER DATABASE", "parser gap: ALTER DATABASE/CATALOG fail with \"expected TABLE after ALTER\", "
-            "not a refusal by name"),
-    Allowed(_FORMS, "TRUNCATE TABLE", "parser gap: an unknown statement, not a refusal by name (batch only in Flink)"),
-    Allowed(_FORMS, "ANALYZE TABLE", "parser gap: an unknown statement, not a refusal by name (batch only in Flink)"),
     Allowed(_FORMS, "EXECUTE SELECT", "parser gap: tests/sql/test_errors.py asserts \"expected INSERT, STATEMENT SET "
             "or PLAN after EXECUTE\" for it; Flink 2.3 parses EXECUTE <query> (SqlExecute)"),
     Allowed(_FORMS, "RETURNING INT DEFAULT 0 ON EMPTY", "parser gap: JSON_VALUE's RETURNING / ON EMPTY / ON ERROR "
             "clauses do not parse (plain JSON_VALUE(s, path) does)"),
     Allowed(_FORMS, "SELECT X'ab'", "parser gap: binary string literals X'..' do not tokenize as literals"),
-    Allowed(_FORMS, "LOAD MODULE", "parser gap: an unknown statement, not a refusal by name (no Hive module here)"),
-    Allowed(_FORMS, "UNLOAD MODULE", "parser gap: an unknown statement, not a refusal by name"),
-    Allowed(_FORMS, "ADD JAR", "parser gap: an unknown statement, not a refusal by name (planengine loads no jars)"),
-    Allowed(_FORMS, "SHOW JARS", "parser gap: SHOW's generic list of forms, not a refusal by name"),
-    Allowed(_FORMS, "SHOW JOBS", "parser gap: SHOW's generic list of forms, not a refusal by name (jobs are the "
-            "operator's: `kubectl get sparkplanjobs`)"),
-    Allowed(_FORMS, "STOP JOB", "parser gap: an unknown statement, not a refusal by name"),
-    Allowed(_FORMS, "CALL cat.sys.compact", "parser gap: an unknown statement, not a refusal by name (no catalog "
-            "procedures here)"),
 )
 
 

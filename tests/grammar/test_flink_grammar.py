@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from planengine.errors import SqlParseError
 from planengine.runtime.connectors import maven_jars
+from planengine.sql import parse_script
 from tests.grammar import drift, flink
 from tests.grammar.corpus import REPO, Corpus, CorpusStatement, Script, collect, split
 from tests.grammar.drift import ALLOWED, BOTH, GAP, NEITHER, OURS_ONLY, REFUSED, Allowed
@@ -93,20 +95,21 @@ def judged(text: str, flink_accepts: bool = True,
 
 
 def test_a_generic_parse_error_on_a_statement_flink_accepts_fails_the_guard_with_its_place() -> None:
-    report = judged("LOAD MODULE hive")  # a Flink statement our parser does not know (2026-12-07)
+    report = judged("SELECT a FROM t WHERE")  # as if Flink accepted it: a generic error of ours
     assert [r.outcome for r in report.results] == [GAP] and report.failed
-    assert "tests/grammar/example.sql:7: LOAD MODULE hive" in report.text()
+    assert "tests/grammar/example.sql:7: SELECT a FROM t WHERE" in report.text()
 
 
 def test_a_refusal_by_name_and_an_allow_listed_statement_pass() -> None:
     refused = judged("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES A.v AS v PATTERN (A) "
                      "DEFINE A AS A.v > 1)")
     assert [r.outcome for r in refused.results] == [REFUSED] and not refused.failed
-    entry = Allowed("tests/grammar/example.sql", "LOAD MODULE", "an example")
-    allowed = judged("LOAD  MODULE\nhive", allow_list=(entry,))
+    entry = Allowed("tests/grammar/example.sql", "FROM t WHERE", "an example")
+    allowed = judged("SELECT a  FROM\n  t WHERE", allow_list=(entry,))
     assert [r.outcome for r in allowed.results] == [ALLOWED] and not allowed.failed
     assert "allowed: an example" in allowed.text()
-    assert not entry.matches(CorpusStatement(entry.origin, 1, "UNLOAD MODULE hive", ("UNLOAD MODULE hive",)))
+    load = Allowed(entry.origin, "LOAD MODULE", "matched from the start of a word")
+    assert not load.matches(CorpusStatement(entry.origin, 1, "UNLOAD MODULE hive", ("UNLOAD MODULE hive",)))
 
 
 def test_a_stale_allow_list_entry_fails_the_guard() -> None:
@@ -145,3 +148,22 @@ def test_the_lock_pins_flink_2_3_with_the_calcite_its_build_names() -> None:
     assert pinned["com.google.guava:guava"] == "33.4.0-jre"
     names = [a.file_name for a in maven_jars.read_lock(flink.GROUP)]
     assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize(("text", "refused"), [
+    ("LOAD MODULE hive", "LOAD MODULE"), ("add jar '/x.jar'", "ADD JAR"), ("SHOW JOBS", "SHOW JOBS"),
+    ("STOP JOB 'abc'", "STOP JOB"), ("CALL cat.sys.compact('t')", "CALL"), ("ALTER DATABASE d SET ('k' = 'v')",
+                                                                         "ALTER DATABASE"),
+    ("TRUNCATE TABLE t", "TRUNCATE TABLE"), ("ANALYZE TABLE t COMPUTE STATISTICS", "ANALYZE TABLE"),
+])
+def test_flink_statements_planengine_does_not_run_are_refused_by_name(text: str, refused: str) -> None:
+    """What the guard found (flink_statements.sql): these failed as "unknown statement" or with SHOW's list."""
+    with pytest.raises(SqlParseError, match=f"statement 2, line 2, column 1: {refused} is not supported by planengine"
+                       ) as caught:
+        parse_script(f"SELECT 1;\n{text}")
+    assert caught.value.hint
+
+
+def test_the_statement_refusals_leave_names_alone() -> None:
+    [query] = parse_script("SELECT `call`, `load` FROM `show` AS jobs")
+    assert query.query.sql("flink") == "SELECT `call`, `load` FROM `show` AS jobs"

@@ -1,0 +1,1 @@
+"""The grammar drift guard: Flink's own SQL parser and ours on the project's SQL (docs/testing.md)."""

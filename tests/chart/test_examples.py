@@ -13,6 +13,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+
 from planengine_operator.builders import storage_problem
 
 REPO = Path(__file__).resolve().parents[2]

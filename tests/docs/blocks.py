@@ -83,6 +83,13 @@ class Command:
     def argv(self) -> list[str]:
         return self.stages()[0]
 
+    @property
+    def columns(self) -> list[str] | None:
+        """``kubectl get spj   # NAME, DESIRED, ...``: the columns the doc says the command prints, or None."""
+        if re.fullmatch(r"[A-Z][A-Z ]*(, [A-Z][A-Z ]*)+", self.comment):
+            return self.comment.split(", ")
+        return None
+
     def marker(self) -> Marker | None:
         """The marker that applies to this command: the block's, or the first whose prefix it starts with."""
         for marker in self.block.markers:

@@ -49,18 +49,11 @@ PROGRAMS = {"planengine", "kubectl", "helm", "make"}
 RUN_IN_PROCESS = {"compile", "explain", "check"}  # no Spark: cheap enough for the fast tier
 SUBCOMMANDS = set(cli.build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
 
-def documented_columns(command: Command) -> list[str] | None:
-    """``kubectl get spj   # NAME, DESIRED, ...``: the columns the doc says kubectl prints, or None."""
-    if re.fullmatch(r"[A-Z][A-Z ]*(, [A-Z][A-Z ]*)+", command.comment):
-        return command.comment.split(", ")
-    return None
-
-
 COMMANDS = all_commands()
 PLANENGINE = [c for c in COMMANDS if c.argv[0] == "planengine"]
 HELM_RENDERED = [c for c in COMMANDS if c.argv[:2] in (["helm", "install"], ["helm", "upgrade"], ["helm", "template"])]
 GET_SPJ = [c for c in COMMANDS if c.argv[0] == "kubectl" and re.search(r"\bget (spj|sparkplanjobs?)\b", c.shell)
-           and documented_columns(c) is not None]
+           and c.columns is not None]
 YAML_BLOCKS = [b for b in all_blocks() if b.language == "yaml"]
 
 
@@ -165,10 +158,9 @@ def printer_columns(wide: bool) -> list[str]:
 
 @pytest.mark.parametrize("command", GET_SPJ, ids=ids(GET_SPJ))
 def test_kubectl_get_spj_lists_the_crds_printer_columns(command: Command) -> None:
-    """The columns a doc promises (issue 22: ENGINE and LAST SNAPSHOT had left the default view); the cluster test
-    compares them with what kubectl prints."""
-    columns = documented_columns(command)
-    assert columns == printer_columns(wide="wide" in command.argv), f"{command.where}: {command.comment}"
+    """The columns a doc promises (issue 22: ENGINE had become DESIRED and RUNNING, LAST SNAPSHOT had moved to
+    ``-o wide``); the cluster test compares them with what kubectl prints."""
+    assert command.columns == printer_columns(wide="wide" in command.argv), f"{command.where}: {command.comment}"
 
 
 # ------------------------------------------------------------------------------------------------ helm

@@ -38,7 +38,6 @@ import yaml
 
 from planengine_operator.builders import DRIVER_SERVICE_ACCOUNT, storage_problem
 from tests.docs.blocks import COMMAND_LANGUAGES, DOCS, REPO, Block, Command, doc_blocks
-from tests.docs.test_docs_blocks import documented_columns
 
 pytestmark = [pytest.mark.timeout(600)]
 
@@ -147,7 +146,7 @@ def run_command(command: Command, names: Names, environ: dict[str, str]) -> str:
         return f"{command.where}: watched {WATCH_SECONDS:.0f} s: {shell}"
     done = run(argv, environ)
     assert done.returncode == 0, f"{command.where}: `{shell}` exited {done.returncode}:\n{done.stderr}{done.stdout}"
-    columns = documented_columns(command)
+    columns = command.columns
     if columns is not None:
         header = re.split(r"\s{2,}", done.stdout.splitlines()[0].strip())
         assert header == columns, f"{command.where}: the doc says {columns}, kubectl printed {header}"

@@ -1,4 +1,9 @@
-"""examples/k8s: every manifest is valid against the CRD (SparkPlanJob) or the Kubernetes schemas."""
+"""examples/k8s: every manifest is valid against the CRD (SparkPlanJob) or the Kubernetes schemas, and every job
+can start on the chart's default (Kubernetes) launcher.
+
+The schemas here are checked offline (jsonschema for the CRD, without its CEL rules); tests/docs/test_docs_on_cluster.py
+applies the same files to a real API server, which evaluates the CEL rules too.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+
+from planengine_operator.builders import storage_problem
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "k8s"
@@ -83,6 +90,15 @@ def test_catalog_references_resolve_to_example_configmaps():
             assert ref["name"] in configmaps
             assert ref.get("key", "catalog.sql") in configmaps[ref["name"]]["data"]
     assert referenced >= 1
+
+
+@pytest.mark.parametrize(("name", "job"), spark_plan_jobs(), ids=[n for n, _ in spark_plan_jobs()])
+def test_spark_plan_job_examples_have_the_storage_the_kubernetes_launcher_needs(name, job):
+    """The chart's default launcher refuses a job without spec.storage.pvc (StorageRequired) before anything runs;
+    an example without it failed in a user's first five minutes (issue 22)."""
+    assert storage_problem(job["spec"]) is None
+    claims = {doc["metadata"]["name"] for _, doc in example_manifests() if doc["kind"] == "PersistentVolumeClaim"}
+    assert job["spec"]["storage"]["pvc"]["claimName"] in claims, "the claim should be one of the examples"
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,9 @@ Only what cannot exist on a test machine is substituted (the `/data`, `/out` and
 URL and user, the status port); everything else is taken from README.md itself, so editing the tour without
 keeping it runnable fails here. The JDBC sink writes to the PostgreSQL test server; the password is the
 `${env:PG_PASSWORD}` reference the README uses, set in the environment of the commands.
+
+The README's other blocks (and its tour's lines, parsed and partly run without Spark) are tests/docs' business;
+its Kubernetes commands run against a real API server in tests/docs/test_docs_on_cluster.py.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ TOUR_SQL = re.search(r"```sql\n-- job\.sql\n(.*?)```", README, re.DOTALL).group(
 TOUR_SHELL = re.search(r"```bash\n(planengine compile .*?)```", README, re.DOTALL).group(1)  # type: ignore[union-attr]
 TOUR_PROMPT = re.findall(r"^planengine> (.*?)(?:\s+--.*)?$", README, re.MULTILINE)
 TOUR_PYTHON = re.search(r"```python\n(from planengine\.api import .*?)```", README, re.DOTALL).group(1)  # type: ignore[union-attr]
-HELM_LINE = re.search(r"`(helm template [^`|]*)\|", README).group(1).strip()  # type: ignore[union-attr]
 
 PAGES = ["/home", "/cart", "/search"]
 
@@ -175,13 +177,3 @@ def test_the_readme_prompt_lines_and_python_run(tmp_path: Path, spark, monkeypat
     exec(compile(TOUR_PYTHON, "README.md[python]", "exec"), {"__name__": "readme"})
     assert (tmp_path / "plan.json").is_file()
 
-
-def test_the_readme_helm_command_renders_the_crd(tmp_path: Path) -> None:
-    helm = REPO / ".tools" / "bin" / "helm"
-    if not helm.is_file():
-        pytest.skip(f"{helm} is missing: run `bash tests/setup/prepare.sh` (make test does)")
-    args = shlex.split(HELM_LINE)
-    assert args[0] == "helm"
-    done = subprocess.run([str(helm), *args[1:]], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "kind: CustomResourceDefinition" in done.stdout and "name: sparkplanjobs.planengine.io" in done.stdout

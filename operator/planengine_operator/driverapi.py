@@ -1,8 +1,8 @@
 """Client of the driver's HTTP status API (DESIGN §6): the only way the operator sees inside a driver.
 
-Beyond §6 (docs/DESIGN.md, Refinements): ``POST /v1/start`` on a warm standby, ``phase`` / ``capabilities``
-and per-query ``caughtUp`` in ``/v1/status``, and the job's control token on every POST (docs/operator.md,
-"Driver API")."""
+Besides stop and status (docs/DESIGN.md §6, "Driver status API"): ``POST /v1/start`` on a warm standby,
+``phase`` / ``capabilities`` and per-query ``caughtUp`` in ``/v1/status``, and the job's control token on every
+POST (docs/operator.md, "Driver API")."""
 
 from __future__ import annotations
 

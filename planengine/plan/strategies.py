@@ -1,4 +1,4 @@
-"""Translation strategies recorded in the plan: which Spark operator family runs a node (DESIGN §6 refinements).
+"""Which Spark operator family runs a node, recorded in the plan (DESIGN §6, "Translation strategies").
 
 State written by one strategy (Spark's native operators, a ``transformWithState`` operator's named variables)
 cannot be read by another, so the choice is part of the plan: compilation decides it once, from facts of the

@@ -68,8 +68,8 @@ PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # promethe
 _ROUTES = {"/healthz": ("GET",), "/v1/status": ("GET",), "/v1/stop": ("POST",), "/v1/start": ("POST",),
            "/metrics": ("GET",)}
 _STOP_FIELDS = {"snapshot": True, "drain": False}
-# What this engine's drivers offer beyond DESIGN §6, listed in their status document's "capabilities";
-# older engines send no "capabilities" at all.
+# What this engine's drivers offer beyond stop and status (DESIGN §6, "Driver status API"), listed in their
+# status document's "capabilities"; older engines send no "capabilities" at all.
 CAPABILITIES = ("standby",)
 
 

@@ -1,6 +1,6 @@
 """Job roots: the layout under a root, runs, snapshots' places and run ids, in one module.
 
-Layout (DESIGN §6, binding)::
+Layout (DESIGN §6 "Job storage", binding)::
 
     <root>/plan.json                               compiled plan in force
     <root>/runs/<run-id>/checkpoints/<uid>/        Spark checkpoints of one run

@@ -2,8 +2,9 @@
 
 ``<job root>/plan.json`` is the plan in force: the plan the job's checkpoints were written by. ``run --plan P``
 installs P into a job root without one and refuses a different plan, so a second plan never runs against
-checkpoints it did not write. An upgrade is the exception the contract allows (DESIGN §6): it starts a new
-run *from a snapshot*, and the snapshot names the plan its state belongs to (``snapshots/<id>/plan.json``).
+checkpoints it did not write. An upgrade is the exception the contract allows (DESIGN §6 "Job storage"): it
+starts a new run *from a snapshot*, and the snapshot names the plan its state belongs to
+(``snapshots/<id>/plan.json``).
 The plan of such a run may be
 
 * the snapshot's own plan (an upgrade that keeps the plan, or a rollback to the plan before an upgrade), or

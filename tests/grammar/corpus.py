@@ -3,7 +3,7 @@
 Sources (docs/testing.md, "The grammar drift guard"):
 
 * the conformance programs (``<conformance dir>/flink-programs/*.yaml``): each program's DDL as the conformance
-  harness renders it (``Program.ddl``) and its statement;
+  harness renders it (``ConformanceProgram.ddl``) and its statement;
 * the golden programs ``tests/golden/programs/*.sql`` (with ``_prelude.sql``);
 * the SQL of the end-to-end cases ``tests/e2e_cases/**/*.yaml`` and of the restore corpus
   ``tests/restore_corpus/programs/*.yaml`` (``ddl`` and ``statement``, ``{dir}`` filled in);
@@ -31,7 +31,7 @@ from sqlglot.tokens import Token, TokenType
 from planengine.sql import Flink
 from planengine.sql.positions import line_and_column
 from planengine.sql.splitter import split_statements
-from planengine.testing.programs import default_conformance_dir, load_programs
+from planengine.testing.conformance_programs import default_conformance_dir, load_programs
 
 REPO = Path(__file__).resolve().parents[2]
 DATA_DIR = "/data/grammar"  # stands in for ``{dir}`` of the YAML cases: a path, never read

@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from planengine.commands._env import (
     add_session_arguments,
@@ -58,6 +59,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         "port (needs --plan and --status-port; writes nothing in the job root until started)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
                    help="with --standby: skip the warm-up query (faster to Standby, slower first batch)")
+    p.add_argument("--spark-log", metavar="FILE",
+                   help="append Spark's own log lines (and its Python workers' output) to FILE instead of stderr; "
+                        "planengine's progress lines stay on stderr (default: $PLANENGINE_SPARK_LOG, else stderr, "
+                        "which is what `kubectl logs` shows for a driver pod)")
     p.add_argument("--control-token-file", metavar="FILE",
                    help="file holding the token POST /v1/stop and /v1/start must carry as 'Authorization: Bearer' "
                         f"(default: the file ${TOKEN_FILE_ENV} names; without one, only a loopback status port "
@@ -101,6 +106,8 @@ def warn_ignored_partitions(args: argparse.Namespace, plan_config: dict[str, str
 
 def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("PLANENGINE_PROGRESS", "1")
+    if args.spark_log:
+        os.environ["PLANENGINE_SPARK_LOG"] = str(Path(args.spark_log).resolve())  # read when the JVM starts
     if args.control_token_file:
         os.environ[TOKEN_FILE_ENV] = args.control_token_file  # the status server reads the file it names
     control_token()  # an unreadable or weak token file fails now (exit 2), before Spark starts

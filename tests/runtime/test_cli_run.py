@@ -47,9 +47,15 @@ def test_run_until_idle_then_restore_plan(tmp_path: Path, spark) -> None:
     script.write_text(SCRIPT.replace("{dir}", str(tmp_path)))
     add_rows(tmp_path, "one", [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}])
     root = tmp_path / "root"
+    spark_log = tmp_path / "logs" / "spark.log"
+    spark_log.parent.mkdir()
     first = cli("run", "--script", str(script), "--job-root", str(root), "--until-idle",
-                "--conf", "spark.sql.shuffle.partitions=3", "--conf", "spark.master=local[1]")
+                "--conf", "spark.sql.shuffle.partitions=3", "--conf", "spark.master=local[1]",
+                "--spark-log", str(spark_log))
     assert first.returncode == 0, first.stderr[-3000:]
+    # --spark-log: Spark's own lines go to the file, planengine's progress stays on stderr
+    assert "log4j" in spark_log.read_text() and "log4j" not in first.stderr
+    assert "batch 0 committed" in first.stderr
     summary = json.loads(first.stdout.strip().splitlines()[-1])
     assert summary["snapshot"].startswith("s-")
     # The start-up line: the run, the plan, the root and the state it starts from (nothing, the first time).

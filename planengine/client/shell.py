@@ -1,31 +1,24 @@
 """``planengine sql``: run a script (a file or standard input), or talk to a prompt.
 
-The prompt reads lines until a statement ends with ``;`` (a statement set until its ``END;``), runs it and
-prints the result the way Flink's SQL client does: tables for listings and SELECT previews, ``[INFO]`` for
-what a statement did, ``[ERROR]`` with the reason and the fix, after which the prompt simply continues.
-``HELP;`` lists what one can type, ``QUIT;`` / ``EXIT;`` / Ctrl-D leave (stopping the jobs started here
-with a snapshot), Ctrl-C drops the statement being typed. With ``readline`` available, lines are edited
-and remembered across sessions (``~/.planengine_history``, or ``PLANENGINE_HISTORY``).
+The prompt hands over whole statements (``planengine.client.prompt`` on a terminal: a statement ends with ``;``, a
+statement set with its ``END;``); the shell runs each and prints the result the way Flink's SQL client does:
+tables for listings and SELECT previews, ``[INFO]`` for what a statement did, ``[ERROR]`` with the reason and the
+fix, after which the prompt simply continues. ``HELP;`` lists what one can type, ``QUIT;`` / ``EXIT;`` / Ctrl-D
+leave (stopping the jobs started here with a snapshot), Ctrl-C drops the statement being typed.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TextIO
 
 from planengine.api.results import TableResult
+from planengine.client.reading import HELP, LEAVE, command_word
 from planengine.errors import PlanEngineError
-from planengine.sql import ends_statement, parse_script
+from planengine.sql import parse_script
 from planengine.version import ENGINE_VERSION
 
-PROMPT = "planengine> "
-CONTINUATION = "         > "
-LEAVE = ("QUIT", "EXIT")
 HELP_TEXT = """Statements end with ';' and may span lines. Among them:
   SHOW TABLES | VIEWS | FUNCTIONS | CATALOGS | DATABASES | CURRENT CATALOG | CURRENT DATABASE
   DESCRIBE t;  SHOW COLUMNS FROM t;  SHOW CREATE TABLE t;
@@ -63,36 +56,29 @@ class Shell:
             self.jobs.append(result.job)
 
     # -- the prompt ------------------------------------------------------------------------------------------
-    def interact(self, read_line: Callable[[str], str] = input) -> int:
+    def interact(self, read_statement: Callable[[], str]) -> int:
+        """Run what ``read_statement`` returns until QUIT, EXIT or EOF (Ctrl-D); Ctrl-C drops the typed text.
+
+        ``read_statement`` hands over one whole statement at a time (``planengine.client.prompt`` on a terminal,
+        ``LineReader`` over any line source), so the shell never sees half a statement."""
         print(f"planengine {ENGINE_VERSION} SQL client. Statements end with ';'. HELP; lists them, QUIT; leaves.",
               file=self.out, flush=True)
-        lines: list[str] = []
         while True:
             try:
-                line = read_line(CONTINUATION if lines else PROMPT)
+                text = read_statement()
             except EOFError:
                 print(file=self.out)
                 break
             except KeyboardInterrupt:
                 print("^C", file=self.out)
-                lines = []
                 continue
-            lines.append(line)
-            text = "\n".join(lines)
-            word = text.strip().rstrip(";").strip().upper()
-            if not word:
-                lines = []
-                continue
+            word = command_word(text)
             if word in LEAVE:
                 break
-            if word == "HELP":
+            if word == HELP:
                 print(HELP_TEXT, file=self.out, flush=True)
-                lines = []
-                continue
-            if not ends_statement(text):
-                continue
-            lines = []
-            self._run_typed(text)
+            elif text.strip():
+                self._run_typed(text)
         self.stop_jobs()
         return 0
 
@@ -116,22 +102,3 @@ class Shell:
             snapshot = job.stop(snapshot=True, reason="stop")
             print(f"[INFO] job {job.run.run_id} stopped with snapshot {snapshot}", file=self.out, flush=True)
         self.jobs = []
-
-
-def enable_history(path: Path | None = None) -> Path | None:
-    """Line editing and a history file, when Python has ``readline``; returns the history file."""
-    try:
-        import readline  # noqa: PLC0415 — optional: not on every platform; the prompt works without it
-    except ImportError:
-        return None
-    history = path or Path(os.environ.get("PLANENGINE_HISTORY") or Path.home() / ".planengine_history")
-    with contextlib.suppress(OSError):
-        readline.read_history_file(history)
-    readline.set_history_length(1000)
-
-    def save() -> None:
-        with contextlib.suppress(OSError):
-            readline.write_history_file(history)
-
-    atexit.register(save)
-    return history

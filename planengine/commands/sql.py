@@ -16,7 +16,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-from planengine.client.shell import Shell, enable_history
+from planengine.client.prompt import statement_prompt
+from planengine.client.shell import Shell
+from planengine.client.state import history_file
 from planengine.commands._env import add_session_arguments, read_text, session
 
 
@@ -47,9 +49,9 @@ def run(args: argparse.Namespace) -> int:
     if args.file is None and sys.stdin.isatty():
         # Spark's log lines and Python-worker chatter would bury the prompt: they go to a file.
         log = os.environ.setdefault("PLANENGINE_SPARK_LOG", str(Path(tempfile.gettempdir()) / "planengine-sql.log"))
-        history = enable_history()
-        print(f"Spark's log: {log}" + (f"; history: {history}" if history else ""), file=sys.stderr)
-        return shell.interact()
+        history = history_file()
+        print(f"Spark's log: {log}; history: {history}", file=sys.stderr)
+        return shell.interact(statement_prompt(env.catalog_manager, history))
     if args.file in (None, "-"):
         shell.run_script(sys.stdin.read(), "<stdin>")
     else:

@@ -6,11 +6,15 @@ import io
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from planengine.api import TableEnvironment
-from planengine.client.shell import CONTINUATION, PROMPT, Shell
+from planengine.cli import main
+from planengine.client.reading import CONTINUATION, PROMPT, LineReader
+from planengine.client.shell import Shell
+from planengine.commands import sql as sql_command
 from planengine.sql import ends_statement
 
 
@@ -48,7 +52,7 @@ def test_the_prompt_reads_statements_over_lines_and_survives_errors() -> None:
         "QUIT;",
         "SHOW TABLES;",  # never read
     )
-    assert Shell(TableEnvironment(), out=out).interact(read_line) == 0
+    assert Shell(TableEnvironment(), out=out).interact(LineReader(read_line)) == 0
     text = out.getvalue()
     assert prompts[:4] == [PROMPT, CONTINUATION, CONTINUATION, PROMPT]
     assert "[INFO] table `default_catalog`.`default_database`.`clicks` created" in text
@@ -75,7 +79,7 @@ def test_a_statement_set_runs_only_after_its_end() -> None:
 def test_ctrl_d_leaves_the_prompt() -> None:
     out = io.StringIO()
     read_line, prompts = typing("SHOW CATALOGS;")
-    assert Shell(TableEnvironment(), out=out).interact(read_line) == 0
+    assert Shell(TableEnvironment(), out=out).interact(LineReader(read_line)) == 0
     assert "default_catalog" in out.getvalue() and prompts == [PROMPT, PROMPT]
 
 
@@ -94,3 +98,29 @@ def test_a_script_on_standard_input_runs_statement_by_statement() -> None:
                          capture_output=True, timeout=120)
     assert bad.returncode == 2
     assert "planengine: error: <stdin>, statement 1, line 1, column 6: did you mean SHOW TABLES?" in bad.stderr
+
+
+def test_on_a_terminal_the_command_opens_the_prompt_with_the_users_history(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``planengine sql`` without FILE on a terminal reads statements from the prompt (here a typist stands in for
+    prompt_toolkit, which ``tests/client/test_prompt.py`` drives) over the session's catalog."""
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    opened: list[object] = []
+
+    def prompt(catalogs, history):  # type: ignore[no-untyped-def]
+        opened.append((catalogs, history))
+        return LineReader(typing("SHOW CATALOGS;")[0])
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    monkeypatch.setattr(sql_command, "statement_prompt", prompt)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    monkeypatch.delenv("PLANENGINE_HISTORY", raising=False)
+    monkeypatch.setenv("PLANENGINE_SPARK_LOG", str(tmp_path / "spark.log"))
+    assert main(["sql"]) == 0
+    captured = capsys.readouterr()
+    assert "default_catalog" in captured.out
+    assert opened[0][1] == tmp_path / "planengine" / "sql_history"  # type: ignore[index]
+    assert f"history: {tmp_path / 'planengine' / 'sql_history'}" in captured.err

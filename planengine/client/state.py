@@ -1,0 +1,48 @@
+"""Where the SQL client keeps what belongs to one user: the statement history (and, per session, Spark's log).
+
+Both used to sit in places every user of the machine shares or can read (the system temp directory, a history
+file created with the default umask). A history holds every statement typed, secrets in ``WITH (...)`` included,
+so it lives in the user's own state directory (XDG's ``$XDG_STATE_HOME``, else ``~/.local/state``) in a
+directory only they can enter, in a file only they can read.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+APP = "planengine"
+HISTORY_FILE = "sql_history"
+
+
+def state_dir() -> Path:
+    """``$XDG_STATE_HOME/planengine``, else ``~/.local/state/planengine`` (a relative ``XDG_STATE_HOME`` is ignored,
+    as the XDG base directory specification asks)."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "state"
+    return root / APP
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` created if missing, with the last level readable by its owner only (0700)."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.chmod(0o700)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """``path`` created empty if missing, readable and writable by its owner only (0600)."""
+    os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
+    path.chmod(0o600)
+    return path
+
+
+def history_file() -> Path:
+    """The prompt's history: ``PLANENGINE_HISTORY`` when set, else ``<state dir>/sql_history``; created 0600."""
+    named = os.environ.get("PLANENGINE_HISTORY")
+    if named:
+        path = Path(named)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        path = private_dir(state_dir()) / HISTORY_FILE
+    return private_file(path)

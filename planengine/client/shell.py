@@ -14,9 +14,10 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from planengine.api.results import TableResult
+from planengine.client.messages import error_line, info_line, statement_log
 from planengine.client.reading import HELP, LEAVE, command_word
 from planengine.errors import PlanEngineError
-from planengine.sql import parse_script
+from planengine.sql import parse_script, statement_texts
 from planengine.version import ENGINE_VERSION
 
 HELP_TEXT = """Statements end with ';' and may span lines. Among them:
@@ -41,6 +42,7 @@ class Shell:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.jobs: list[Any] = []
+        self.statements = 0  # statements typed at the prompt so far: errors name theirs by this number
 
     # -- scripts ---------------------------------------------------------------------------------------------
     def run_script(self, text: str, source: str) -> None:
@@ -83,22 +85,38 @@ class Shell:
         return 0
 
     def _run_typed(self, text: str) -> None:
+        """Each statement of what was typed, in order, until one fails (the rest may depend on it)."""
         try:
-            statements = parse_script(text, None)
-            for statement in statements:
+            texts = statement_texts(text)
+        except PlanEngineError as error:  # only if the prompt let an untokenizable text through
+            self.statements += 1
+            print(error_line(error, self.statements), file=self.out, flush=True)
+            return
+        for statement_text in texts:
+            self.statements += 1
+            if not self._run_statement(statement_text):
+                return
+
+    def _run_statement(self, text: str) -> bool:
+        """Parse and run one statement alone, so an error's line and column are within it; False if it failed."""
+        try:
+            with statement_log(self.out):
+                [statement] = parse_script(text, None)
                 result = self.env.execute_statement(statement)
-                if result.kind in ("OK", "PLAN", "JOB"):
-                    result.message = f"[INFO] {result.message}"
-                self.show(result)
+            if result.kind in ("OK", "PLAN", "JOB"):
+                result.message = info_line(result.message)
+            self.show(result)
+            return True
         except PlanEngineError as error:
-            print(f"[ERROR] {error.render()}", file=self.out, flush=True)
+            print(error_line(error, self.statements), file=self.out, flush=True)
         except KeyboardInterrupt:
-            print("[INFO] cancelled", file=self.out, flush=True)
+            print(info_line("cancelled"), file=self.out, flush=True)
         except Exception as error:  # an engine bug must not end the session; the message goes to the user
             print(f"[ERROR] internal error: {type(error).__name__}: {error}", file=self.out, flush=True)
+        return False
 
     def stop_jobs(self) -> None:
         for job in self.jobs:
             snapshot = job.stop(snapshot=True, reason="stop")
-            print(f"[INFO] job {job.run.run_id} stopped with snapshot {snapshot}", file=self.out, flush=True)
+            print(info_line(f"job {job.run.run_id} stopped with snapshot {snapshot}"), file=self.out, flush=True)
         self.jobs = []

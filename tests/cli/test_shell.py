@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -56,9 +57,9 @@ def test_the_prompt_reads_statements_over_lines_and_survives_errors() -> None:
     text = out.getvalue()
     assert prompts[:4] == [PROMPT, CONTINUATION, CONTINUATION, PROMPT]
     assert "[INFO] table `default_catalog`.`default_database`.`clicks` created" in text
-    assert "[ERROR] statement 1, line 1, column 1: unknown option 'table.exec.state.tll'; did you mean " \
+    assert "[ERROR] statement 2, line 1, column 1: unknown option 'table.exec.state.tll'; did you mean " \
            "'table.exec.state.ttl'?" in text
-    assert "[ERROR] statement 1, line 1, column 1: table or view `default_catalog`.`default_database`.`nowhere` " \
+    assert "[ERROR] statement 3, line 1, column 15: table or view `default_catalog`.`default_database`.`nowhere` " \
            "does not exist" in text
     assert "^C" in text and "half a statement" not in text
     assert "| table name |\n+------------+\n|     clicks |" in text
@@ -66,6 +67,52 @@ def test_the_prompt_reads_statements_over_lines_and_survives_errors() -> None:
     assert "|    n | BIGINT | TRUE |" in text and "| current database name |" in text
     assert text.count("[ERROR]") == 2
     assert len(prompts) == 11  # stopped reading at QUIT
+
+
+def test_errors_name_the_statement_in_the_session_and_the_place_within_it() -> None:
+    """Statements are counted over the session, lines and columns within the statement however it was typed; a
+    failing statement stops the rest of what was typed with it."""
+    out = io.StringIO()
+    read_line, _ = typing(
+        "CREATE TABLE clicks (page STRING) WITH ('connector' = 'datagen');",
+        "SHOW TABLES; EXPLAIN SELECT page,",
+        "  nope FROM clicks;",
+        "SHOW CATALOGS;   SHOW TABLS; SHOW DATABASES;",
+        "SHOW",
+        "  CURRENT CATALOG",
+        "SHOW TABLES;",
+    )
+    Shell(TableEnvironment(), out=out).interact(LineReader(read_line))
+    errors = [line for line in out.getvalue().splitlines() if line.startswith("[ERROR]")]
+    assert errors == [
+        "[ERROR] statement 3, line 2, column 3: column 'nope' not found",
+        "[ERROR] statement 5, line 1, column 6: did you mean SHOW TABLES? expected TABLES, VIEWS, [USER] FUNCTIONS, "
+        "CATALOGS, DATABASES, COLUMNS FROM <table>, CREATE TABLE|VIEW <name> or CURRENT CATALOG|DATABASE after SHOW",
+        "[ERROR] statement 6, line 3, column 1: missing ';' before line 3 column 1: the statement before 'SHOW' "
+        "does not end with ';'",
+    ]
+    assert "| database name |" not in out.getvalue()  # SHOW DATABASES came after the error in its line
+
+
+def test_warnings_while_a_statement_runs_are_warning_lines_without_timestamps() -> None:
+    """The CLI's log format (a timestamp, the level, the logger) is for logs; at the prompt a warning is a message."""
+    log = io.StringIO()
+    handler = logging.StreamHandler(log)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    out = io.StringIO()
+    try:
+        read_line, _ = typing("SET 'sql-client.verbose' = 'true';", "SHOW CATALOGS;")
+        Shell(TableEnvironment(), out=out).interact(LineReader(read_line))
+        logging.getLogger("planengine.test").warning("after the session: a log line again")
+    finally:
+        root.removeHandler(handler)
+    lines = out.getvalue().splitlines()
+    assert lines[1:3] == ["[WARNING] 'sql-client.verbose' has no effect in planengine: use `planengine -v` for "
+                          "detailed logs", "[INFO] set 'sql-client.verbose' = 'true'"]
+    assert "sql-client.verbose" not in log.getvalue()
+    assert "WARNING planengine.test: after the session: a log line again" in log.getvalue()
 
 
 def test_a_statement_set_runs_only_after_its_end() -> None:

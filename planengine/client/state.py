@@ -1,14 +1,17 @@
-"""Where the SQL client keeps what belongs to one user: the statement history (and, per session, Spark's log).
+"""Where the SQL client keeps what belongs to one user: the statement history and, per session, Spark's log.
 
-Both used to sit in places every user of the machine shares or can read (the system temp directory, a history
-file created with the default umask). A history holds every statement typed, secrets in ``WITH (...)`` included,
-so it lives in the user's own state directory (XDG's ``$XDG_STATE_HOME``, else ``~/.local/state``) in a
-directory only they can enter, in a file only they can read.
+Both used to sit in places every user of the machine shares or can read: one fixed Spark log in the system temp
+directory that every session of every user appended to (or could not, when another user had created it), and a
+history file created with the default umask. A history holds every statement typed, secrets in ``WITH (...)``
+included, and a log holds the statements' errors, so both live in the user's own state directory (XDG's
+``$XDG_STATE_HOME``, else ``~/.local/state``) in directories only they can enter, in files only they can read; each
+session gets a log of its own, so the log one is told about at start holds that session only.
 """
 
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 APP = "planengine"
@@ -25,7 +28,8 @@ def state_dir() -> Path:
 
 def private_dir(path: Path) -> Path:
     """``path`` created if missing, with the last level readable by its owner only (0700)."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.mkdir(exist_ok=True, mode=0o700)
     path.chmod(0o700)
     return path
 
@@ -46,3 +50,12 @@ def history_file() -> Path:
     else:
         path = private_dir(state_dir()) / HISTORY_FILE
     return private_file(path)
+
+
+def session_log_file(started: datetime | None = None, pid: int | None = None) -> Path:
+    """A new file for this session's Spark log: ``<state dir>/logs/sql-<UTC start>-<pid>.log``, created 0600.
+
+    The start time sorts a user's sessions; the process id tells apart two sessions started in the same second."""
+    stamp = (started or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    logs = private_dir(state_dir() / "logs")
+    return private_file(logs / f"sql-{stamp}-{os.getpid() if pid is None else pid}.log")

@@ -12,13 +12,11 @@ import argparse
 import os
 import signal
 import sys
-import tempfile
 import threading
-from pathlib import Path
 
 from planengine.client.prompt import statement_prompt
 from planengine.client.shell import Shell
-from planengine.client.state import history_file
+from planengine.client.state import history_file, session_log_file
 from planengine.commands._env import add_session_arguments, read_text, session
 
 
@@ -47,8 +45,10 @@ def run(args: argparse.Namespace) -> int:
         env.config["planengine.drain"] = "true" if args.drain else "false"
     shell = Shell(env)
     if args.file is None and sys.stdin.isatty():
-        # Spark's log lines and Python-worker chatter would bury the prompt: they go to a file.
-        log = os.environ.setdefault("PLANENGINE_SPARK_LOG", str(Path(tempfile.gettempdir()) / "planengine-sql.log"))
+        # Spark's log lines and Python-worker chatter would bury the prompt: they go to a file of this session's own,
+        # in the user's state directory (planengine.client.state), unless PLANENGINE_SPARK_LOG names one.
+        log = os.environ.get("PLANENGINE_SPARK_LOG") or str(session_log_file())
+        os.environ["PLANENGINE_SPARK_LOG"] = log
         history = history_file()
         print(f"Spark's log: {log}; history: {history}", file=sys.stderr)
         return shell.interact(statement_prompt(env.catalog_manager, history))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -147,10 +148,11 @@ def test_a_script_on_standard_input_runs_statement_by_statement() -> None:
     assert "planengine: error: <stdin>, statement 1, line 1, column 6: did you mean SHOW TABLES?" in bad.stderr
 
 
-def test_on_a_terminal_the_command_opens_the_prompt_with_the_users_history(
+def test_on_a_terminal_the_command_opens_the_prompt_with_the_users_history_and_log(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """``planengine sql`` without FILE on a terminal reads statements from the prompt (here a typist stands in for
-    prompt_toolkit, which ``tests/client/test_prompt.py`` drives) over the session's catalog."""
+    prompt_toolkit, which ``tests/client/test_prompt.py`` drives) over the session's catalog; Spark's log is the
+    session's own."""
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
             return True
@@ -165,9 +167,18 @@ def test_on_a_terminal_the_command_opens_the_prompt_with_the_users_history(
     monkeypatch.setattr(sql_command, "statement_prompt", prompt)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     monkeypatch.delenv("PLANENGINE_HISTORY", raising=False)
-    monkeypatch.setenv("PLANENGINE_SPARK_LOG", str(tmp_path / "spark.log"))
+    monkeypatch.setenv("PLANENGINE_SPARK_LOG", "")  # unset (and restored after the test: the command sets it)
     assert main(["sql"]) == 0
     captured = capsys.readouterr()
     assert "default_catalog" in captured.out
     assert opened[0][1] == tmp_path / "planengine" / "sql_history"  # type: ignore[index]
     assert f"history: {tmp_path / 'planengine' / 'sql_history'}" in captured.err
+    # Spark's log: a file of this session's own among the user's state, named at start, where the JVM will write.
+    log = Path(os.environ["PLANENGINE_SPARK_LOG"])
+    assert log.parent == tmp_path / "planengine" / "logs" and log.name.endswith(f"-{os.getpid()}.log")
+    assert f"Spark's log: {log};" in captured.err
+    # PLANENGINE_SPARK_LOG still chooses it.
+    monkeypatch.setenv("PLANENGINE_SPARK_LOG", str(tmp_path / "mine.log"))
+    assert main(["sql"]) == 0
+    assert f"Spark's log: {tmp_path / 'mine.log'};" in capsys.readouterr().err
+    assert os.environ["PLANENGINE_SPARK_LOG"] == str(tmp_path / "mine.log")

@@ -21,7 +21,14 @@ from planengine.errors import PlanEngineError, SourceLocation
 
 
 def info_line(message: str) -> str:
-    return f"[INFO] {message}"
+    """Every line of ``message`` tagged, so a line that follows another (a resumed job, then its submission) does
+    not read as program output.
+
+    >>> print(info_line("resuming the job in /j from snapshot s-1\\nSubmitted job r-2: plan 8a68"))
+    [INFO] resuming the job in /j from snapshot s-1
+    [INFO] Submitted job r-2: plan 8a68
+    """
+    return "\n".join(f"[INFO] {line}" for line in message.splitlines() or [""])
 
 
 def error_line(error: PlanEngineError, statement: int) -> str:

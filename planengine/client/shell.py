@@ -118,5 +118,7 @@ class Shell:
     def stop_jobs(self) -> None:
         for job in self.jobs:
             snapshot = job.stop(snapshot=True, reason="stop")
-            print(info_line(f"job {job.run.run_id} stopped with snapshot {snapshot}"), file=self.out, flush=True)
+            root = job.job_root
+            print(info_line(f"job {job.run.run_id} stopped with snapshot {snapshot}; `planengine run --plan "
+                            f"{root.plan_path} --job-root {root.path}` continues it"), file=self.out, flush=True)
         self.jobs = []

@@ -1,11 +1,14 @@
-"""Where the SQL client keeps what belongs to one user: the statement history and, per session, Spark's log.
+"""Where the SQL client keeps what belongs to one user: the statement history and, per session, Spark's log and
+the jobs started without a job root.
 
 Both used to sit in places every user of the machine shares or can read: one fixed Spark log in the system temp
 directory that every session of every user appended to (or could not, when another user had created it), and a
 history file created with the default umask. A history holds every statement typed, secrets in ``WITH (...)``
 included, and a log holds the statements' errors, so both live in the user's own state directory (XDG's
 ``$XDG_STATE_HOME``, else ``~/.local/state``) in directories only they can enter, in files only they can read; each
-session gets a log of its own, so the log one is told about at start holds that session only.
+session gets a log of its own, so the log one is told about at start holds that session only. Jobs went to one
+directory per plan under the system temp directory, so a session whose INSERT equalled an earlier session's (any
+user's) silently continued that job; now each session's jobs have a directory of their own.
 """
 
 from __future__ import annotations
@@ -52,10 +55,21 @@ def history_file() -> Path:
     return private_file(path)
 
 
-def session_log_file(started: datetime | None = None, pid: int | None = None) -> Path:
-    """A new file for this session's Spark log: ``<state dir>/logs/sql-<UTC start>-<pid>.log``, created 0600.
-
-    The start time sorts a user's sessions; the process id tells apart two sessions started in the same second."""
+def session_name(started: datetime | None = None, pid: int | None = None) -> str:
+    """``sql-<UTC start>-<pid>``: the start time sorts a user's sessions, the process id tells apart two sessions
+    started in the same second. A session's log and its jobs directory share it."""
     stamp = (started or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
-    logs = private_dir(state_dir() / "logs")
-    return private_file(logs / f"sql-{stamp}-{os.getpid() if pid is None else pid}.log")
+    return f"sql-{stamp}-{os.getpid() if pid is None else pid}"
+
+
+def session_log_file(session: str) -> Path:
+    """A new file for this session's Spark log: ``<state dir>/logs/<session>.log``, created 0600."""
+    return private_file(private_dir(state_dir() / "logs") / f"{session}.log")
+
+
+def session_jobs_dir(session: str) -> Path:
+    """Where this session's jobs keep their state when no job root is named: ``<state dir>/jobs/<session>``, one job
+    root per plan below it (``resolve_job_root``). Created by the first job; only the user can enter ``jobs``.
+
+    A job root outlives its session on purpose: ``planengine run --job-root <root>`` continues the job later."""
+    return private_dir(state_dir() / "jobs") / session

@@ -147,8 +147,10 @@ FORCE_RECOMPILE = Option(
 # --- session, CLI and preview -------------------------------------------------------------------------------
 JOB_ROOT = Option(
     "planengine.job-root", STRING, None,
-    "Where jobs started by INSERT / EXECUTE store plans, checkpoints and snapshots (one directory per plan); "
-    "default: a directory under the system temp directory.")
+    "Where jobs started by INSERT / EXECUTE store plans, checkpoints and snapshots (one job root per plan below it; "
+    "a job already there goes on from its last snapshot). Default: in `planengine sql` a directory of the "
+    "session's own (~/.local/state/planengine/jobs/sql-<UTC start>-<pid>), elsewhere one under the system temp "
+    "directory.")
 UNTIL_IDLE = Option(
     "planengine.until-idle", BOOL, "false",
     "Jobs started by statements stop once all available input is processed (`planengine sql --until-idle`).")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -163,6 +164,9 @@ def test_on_a_terminal_the_command_opens_the_prompt_with_the_users_history_and_l
         opened.append((catalogs, history))
         return LineReader(typing("SHOW CATALOGS;")[0])
 
+    sessions: list[TableEnvironment] = []
+    make_session = sql_command.session
+    monkeypatch.setattr(sql_command, "session", lambda args: sessions.append(make_session(args)) or sessions[-1])
     monkeypatch.setattr(sys, "stdin", Terminal())
     monkeypatch.setattr(sql_command, "statement_prompt", prompt)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
@@ -177,6 +181,10 @@ def test_on_a_terminal_the_command_opens_the_prompt_with_the_users_history_and_l
     log = Path(os.environ["PLANENGINE_SPARK_LOG"])
     assert log.parent == tmp_path / "planengine" / "logs" and log.name.endswith(f"-{os.getpid()}.log")
     assert f"Spark's log: {log};" in captured.err
+    # Jobs started without a job root go to a directory of the session's own among the user's state.
+    jobs = Path(sessions[0].session_jobs_dir)
+    assert jobs.parent == tmp_path / "planengine" / "jobs" and jobs.name == log.stem
+    assert stat.S_IMODE(jobs.parent.stat().st_mode) == 0o700
     # PLANENGINE_SPARK_LOG still chooses it.
     monkeypatch.setenv("PLANENGINE_SPARK_LOG", str(tmp_path / "mine.log"))
     assert main(["sql"]) == 0

@@ -53,7 +53,22 @@ def test_a_select_previews_every_window_of_bounded_input(env: TableEnvironment) 
     assert env.execute_sql("SHOW TABLES")[0].rows == [("clicks",)]
 
 
+def test_a_group_by_preview_shows_the_materialised_table_one_row_per_key(env: TableEnvironment) -> None:
+    """Flink's default result mode, TABLE: the table the changes describe, not the changes."""
+    result = env.execute_sql("SELECT page, COUNT(*) AS n FROM clicks GROUP BY page")[0]
+    assert result.columns == ("page", "n")
+    assert sorted(result.rows) == [("/cart", 1), ("/home", 3)]
+    assert re.fullmatch(r"2 rows in the table, from \d+ changes", result.message), result.message
+    # The row limit counts the table's rows; a row past it proves more follow.
+    env.execute_sql("SET 'planengine.preview.max-rows' = '1'")
+    result = env.execute_sql("SELECT page, COUNT(*) AS n FROM clicks GROUP BY page")[0]
+    assert len(result.rows) == 1 and result.rows[0][0] in ("/cart", "/home")
+    assert "stopped at the row limit, 'planengine.preview.max-rows' = 1; more rows follow" in result.message
+
+
 def test_a_select_preview_stops_at_the_row_limit_and_shows_row_kinds(env: TableEnvironment) -> None:
+    """CHANGELOG mode (Flink's key): every change with its row kind, cut at the row limit."""
+    env.execute_sql("SET 'sql-client.execution.result-mode' = 'changelog'")
     env.execute_sql("SET 'planengine.preview.max-rows' = '2'")
     result = env.execute_sql("SELECT page, COUNT(*) AS n FROM clicks GROUP BY page")[0]
     assert result.columns == ("op", "page", "n")

@@ -57,6 +57,10 @@ class TableEnvironment(CatalogStatements):
         self._reported_notes: set[str] = set()
         self.catalog_manager = catalog_manager or CatalogManager()
         self.registry = registry or default_registry()
+        # Where this session's jobs go when no job root is named (``resolve_job_root``, step 4). None: the shared
+        # default under the temp directory; ``planengine sql`` gives every session a directory of its own, so a
+        # session never continues another one's job without being asked to.
+        self.session_jobs_dir: str | None = None
 
     # --- statements ---------------------------------------------------------------------------------
     def execute_sql(self, script: str, source: str | None = None) -> list[TableResult]:
@@ -280,8 +284,31 @@ class TableEnvironment(CatalogStatements):
             options["until_idle"] = True
             options["drain"] = str(self.config.get("planengine.drain", "false")).lower() == "true"
         # The job root: planengine.runtime.storage.job_root.resolve_job_root, the same rule as execute_plan's.
+        if self.session_jobs_dir is not None:
+            options["session_jobs_dir"] = self.session_jobs_dir
         job = self.execute_plan(plan, **options)
-        return TableResult("JOB", f"plan {plan.plan_id[:12]} executed", plan=plan, job=job)
+        return TableResult("JOB", job_message(job), plan=plan, job=job)
+
+
+def job_message(job: Any) -> str:
+    """What a job statement says, as Flink's client names the job it submitted: the run (the job's id here), its
+    plan, its job root and status port, and first, when the job root held the job already, that it goes on from
+    there (a job root someone named is where a job's state lives on purpose; the silence was the surprise).
+
+    ``job`` is the running ``Job`` or, for an until-idle run, its ``JobResult``; both carry ``started`` (``JobStart``
+    in ``planengine.runtime.engine.executor``)."""
+    start = job.started
+    lines = []
+    if start.resumed:
+        lines.append(f"resuming the job in {start.job_root} from its own checkpoints")
+    elif start.from_snapshot:
+        lines.append(f"resuming the job in {start.job_root} from snapshot {start.from_snapshot}")
+    facts = f"plan {start.plan_id[:12]}, job root {start.job_root}, {start.status}"
+    if not hasattr(job, "wait"):  # a JobResult: the until-idle run is over already
+        lines.append(f"Finished job {start.run_id}: {facts}; stopped with snapshot {job.snapshot_id}")
+    else:
+        lines.append(f"Submitted job {start.run_id}: {facts}")
+    return "\n".join(lines)
 
 
 def _mutable_options(connector: str) -> Collection[str]:

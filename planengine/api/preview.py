@@ -6,8 +6,14 @@ default 20) and by time (``planengine.preview.timeout``, default 30 s). The quer
 ``INSERT`` into a temporary collect table (a ``changelog-json`` file sink in a temporary job root, so every
 row kind can be shown and nothing new is needed at run time), run until its available input is processed,
 then event time is advanced to the end (as Flink does when a bounded source finishes) so windows over the
-input fire. Rows are shown in commit order with their row kind in an ``op`` column, as Flink's SQL client
-shows a streaming result in tableau mode. The temporary table and job root are removed afterwards.
+input fire. The temporary table and job root are removed afterwards.
+
+What is shown follows Flink's ``sql-client.execution.result-mode``. In ``TABLE`` mode (the default, as in Flink) an
+updating result (a ``GROUP BY``, say) is shown as the table its changes describe, one row per key
+(``planengine.api.materialize``); then the row limit counts rows of that table, not changes, and is only known to
+be reached once a row past it appears. In ``CHANGELOG`` and ``TABLEAU`` mode, and for an insert-only result in any
+mode, the rows are shown in commit order with their row kind in an ``op`` column, as Flink's SQL client shows a
+streaming result in tableau mode. Either way the same bounds hold: the input processed, the row limit, the timeout.
 
 ``explain_query`` reuses the same collect table to explain a SELECT with the changelog modes its result has,
 then drops the table from the printed plan (Flink's EXPLAIN of a query shows no sink either).
@@ -21,17 +27,19 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from planengine.api.materialize import MaterializedTable
 from planengine.api.results import TableResult
 from planengine.catalog.objects import CatalogTable, ObjectIdentifier
 from planengine.config import REGISTRY
 from planengine.config import options as O
 from planengine.errors import PlanEngineError, PlanError
 from planengine.ir.schema import Column, ResolvedSchema
+from planengine.planner.upsert_keys import upsert_keys
 from planengine.sql import statements as S
 
 OP = "op"
@@ -93,27 +101,66 @@ def preview_query(env: Any, stmt: S.Query) -> TableResult:
     max_rows = int(REGISTRY.value(env.config, O.PREVIEW_MAX_ROWS.key))
     timeout_s = int(REGISTRY.value(env.config, O.PREVIEW_TIMEOUT.key)) / 1000
     width = int(REGISTRY.value(env.config, O.DISPLAY_MAX_COLUMN_WIDTH.key))
+    mode = str(REGISTRY.value(env.config, O.RESULT_MODE.key))
     work = Path(tempfile.mkdtemp(prefix="planengine-preview-"))
     try:
         with collect_table(env, stmt, work / "rows") as (insert, names):
             plan = env.compile_plan([insert])
+            table = _table_for(plan) if mode == "TABLE" else None
             job = env.execute_plan(plan, job_root=str(work / "job"), paced=False)
-            stopped_by, seconds = _run_bounded(job, work / "rows", max_rows, timeout_s)
-            rows = committed_rows(work / "rows", names)
-        shown = rows[:max_rows]
-        footer = f"Received a total of {len(shown)} row{'' if len(shown) == 1 else 's'}"
-        if stopped_by == "rows" or len(rows) > max_rows:
-            footer += (f" (stopped at the row limit, 'planengine.preview.max-rows' = {max_rows}; more rows may "
-                       "follow)")
-        elif stopped_by == "time":
-            footer += (f" (stopped after {seconds:.0f} s, 'planengine.preview.timeout'; more rows may follow)")
-        return TableResult("ROWS", message=footer, rows=shown, columns=(OP, *names), max_width=width)
+            changes = CommittedChanges(work / "rows", names)
+            if table is None:
+                stopped_by, seconds = _run_bounded(job, lambda: changes.count() >= max_rows, timeout_s)
+                return _changelog_result(changes.read(), names, max_rows, width, stopped_by, seconds)
+
+            def table_is_full() -> bool:  # one row past the limit proves more rows follow
+                table.apply_all(changes.read())
+                return len(table) > max_rows
+
+            stopped_by, seconds = _run_bounded(job, table_is_full, timeout_s)
+            table.apply_all(changes.read())  # what committed between the last look and the stop
+            return _table_result(table, names, max_rows, width, stopped_by, seconds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _run_bounded(job: Any, rows_dir: Path, max_rows: int, timeout_s: float) -> tuple[str, float]:
-    """Feed the job until its input is processed (then drain), ``max_rows`` rows or the timeout; cancel it.
+def _table_for(plan: Any) -> MaterializedTable | None:
+    """The table an updating result materialises into (upsert by the unique key the plan proves, else retract by
+    full row); None for an insert-only result, whose changelog is its table already and is shown as it comes."""
+    [sink] = plan.restore()
+    if sink.changelog_mode.contains_only_inserts():
+        return None
+    return MaterializedTable(upsert_keys(sink.inputs[0]))
+
+
+def _changelog_result(rows: list[tuple[Any, ...]], names: list[str], max_rows: int, width: int, stopped_by: str,
+                      seconds: float) -> TableResult:
+    shown = rows[:max_rows]
+    footer = f"Received a total of {len(shown)} row{'' if len(shown) == 1 else 's'}"
+    if stopped_by == "rows" or len(rows) > max_rows:
+        footer += (f" (stopped at the row limit, 'planengine.preview.max-rows' = {max_rows}; more rows may "
+                   "follow)")
+    elif stopped_by == "time":
+        footer += f" (stopped after {seconds:.0f} s, 'planengine.preview.timeout'; more rows may follow)"
+    return TableResult("ROWS", message=footer, rows=shown, columns=(OP, *names), max_width=width)
+
+
+def _table_result(table: MaterializedTable, names: list[str], max_rows: int, width: int, stopped_by: str,
+                  seconds: float) -> TableResult:
+    rows = table.rows()
+    shown = rows[:max_rows]
+    footer = (f"{len(shown)} row{'' if len(shown) == 1 else 's'} in the table, from {table.changes} "
+              f"change{'' if table.changes == 1 else 's'}")
+    if len(rows) > max_rows:
+        footer += (f" (stopped at the row limit, 'planengine.preview.max-rows' = {max_rows}; more rows follow and "
+                   "values may still change)")
+    elif stopped_by == "time":
+        footer += f" (stopped after {seconds:.0f} s, 'planengine.preview.timeout'; values may still change)"
+    return TableResult("ROWS", message=footer, rows=shown, columns=tuple(names), max_width=width)
+
+
+def _run_bounded(job: Any, enough: Callable[[], bool], timeout_s: float) -> tuple[str, float]:
+    """Feed the job until its input is processed (then drain), ``enough()`` says so or the timeout; cancel it.
     Returns what ended it (``input``, ``rows`` or ``time``) and after how many seconds."""
     done = threading.Event()
     failure: list[BaseException] = []
@@ -139,7 +186,7 @@ def _run_bounded(job: Any, rows_dir: Path, max_rows: int, timeout_s: float) -> t
             if time.monotonic() >= deadline:
                 ended = "time"
                 break
-            if count_committed_rows(rows_dir) >= max_rows:
+            if enough():
                 ended = "rows"
                 break
     finally:  # also on Ctrl-C: never leave the preview's queries running
@@ -177,17 +224,29 @@ def _committed_files(rows_dir: Path) -> list[Path]:
     return [Path(p) for p in seen]
 
 
-def count_committed_rows(rows_dir: Path) -> int:
-    return sum(len(f.read_text(encoding="utf-8").splitlines()) for f in _committed_files(rows_dir) if f.is_file())
+class CommittedChanges:
+    """The collect table's committed rows, ``(row kind, *values)``, each handed out once, in commit order: a preview
+    looks several times while its job runs, and a materialised one applies each change exactly once."""
 
+    def __init__(self, rows_dir: Path, names: list[str]):
+        self.rows_dir = rows_dir
+        self.names = names
+        self._read: set[Path] = set()
 
-def committed_rows(rows_dir: Path, names: list[str]) -> list[tuple[Any, ...]]:
-    rows = []
-    for file in _committed_files(rows_dir):
-        if not file.is_file():
-            continue
-        for line in file.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                record = json.loads(line)
-                rows.append((record.get(OP), *(record.get(n) for n in names)))
-    return rows
+    def count(self) -> int:
+        """Rows committed so far, read or not."""
+        return sum(len(f.read_text(encoding="utf-8").splitlines()) for f in _committed_files(self.rows_dir)
+                   if f.is_file())
+
+    def read(self) -> list[tuple[Any, ...]]:
+        """Rows of the files committed since the last call."""
+        rows = []
+        for file in _committed_files(self.rows_dir):
+            if file in self._read or not file.is_file():
+                continue
+            self._read.add(file)
+            for line in file.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    record = json.loads(line)
+                    rows.append((record.get(OP), *(record.get(n) for n in self.names)))
+        return rows

@@ -1,31 +1,25 @@
 """``planengine sql``: run a script (a file or standard input), or talk to a prompt.
 
-The prompt reads lines until a statement ends with ``;`` (a statement set until its ``END;``), runs it and
-prints the result the way Flink's SQL client does: tables for listings and SELECT previews, ``[INFO]`` for
-what a statement did, ``[ERROR]`` with the reason and the fix, after which the prompt simply continues.
-``HELP;`` lists what one can type, ``QUIT;`` / ``EXIT;`` / Ctrl-D leave (stopping the jobs started here
-with a snapshot), Ctrl-C drops the statement being typed. With ``readline`` available, lines are edited
-and remembered across sessions (``~/.planengine_history``, or ``PLANENGINE_HISTORY``).
+The prompt hands over whole statements (``planengine.client.prompt`` on a terminal: a statement ends with ``;``, a
+statement set with its ``END;``); the shell runs each and prints the result the way Flink's SQL client does:
+tables for listings and SELECT previews, ``[INFO]`` for what a statement did, ``[ERROR]`` with the reason and the
+fix, after which the prompt simply continues. ``HELP;`` lists what one can type, ``QUIT;`` / ``EXIT;`` / Ctrl-D
+leave (stopping the jobs started here with a snapshot), Ctrl-C drops the statement being typed.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TextIO
 
 from planengine.api.results import TableResult
+from planengine.client.messages import error_line, info_line, statement_log
+from planengine.client.reading import HELP, LEAVE, command_word
 from planengine.errors import PlanEngineError
-from planengine.sql import ends_statement, parse_script
+from planengine.sql import parse_script, statement_texts
 from planengine.version import ENGINE_VERSION
 
-PROMPT = "planengine> "
-CONTINUATION = "         > "
-LEAVE = ("QUIT", "EXIT")
 HELP_TEXT = """Statements end with ';' and may span lines. Among them:
   SHOW TABLES | VIEWS | FUNCTIONS | CATALOGS | DATABASES | CURRENT CATALOG | CURRENT DATABASE
   DESCRIBE t;  SHOW COLUMNS FROM t;  SHOW CREATE TABLE t;
@@ -48,6 +42,7 @@ class Shell:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.jobs: list[Any] = []
+        self.statements = 0  # statements typed at the prompt so far: errors name theirs by this number
 
     # -- scripts ---------------------------------------------------------------------------------------------
     def run_script(self, text: str, source: str) -> None:
@@ -63,75 +58,67 @@ class Shell:
             self.jobs.append(result.job)
 
     # -- the prompt ------------------------------------------------------------------------------------------
-    def interact(self, read_line: Callable[[str], str] = input) -> int:
+    def interact(self, read_statement: Callable[[], str]) -> int:
+        """Run what ``read_statement`` returns until QUIT, EXIT or EOF (Ctrl-D); Ctrl-C drops the typed text.
+
+        ``read_statement`` hands over one whole statement at a time (``planengine.client.prompt`` on a terminal,
+        ``LineReader`` over any line source), so the shell never sees half a statement."""
         print(f"planengine {ENGINE_VERSION} SQL client. Statements end with ';'. HELP; lists them, QUIT; leaves.",
               file=self.out, flush=True)
-        lines: list[str] = []
         while True:
             try:
-                line = read_line(CONTINUATION if lines else PROMPT)
+                text = read_statement()
             except EOFError:
                 print(file=self.out)
                 break
             except KeyboardInterrupt:
                 print("^C", file=self.out)
-                lines = []
                 continue
-            lines.append(line)
-            text = "\n".join(lines)
-            word = text.strip().rstrip(";").strip().upper()
-            if not word:
-                lines = []
-                continue
+            word = command_word(text)
             if word in LEAVE:
                 break
-            if word == "HELP":
+            if word == HELP:
                 print(HELP_TEXT, file=self.out, flush=True)
-                lines = []
-                continue
-            if not ends_statement(text):
-                continue
-            lines = []
-            self._run_typed(text)
+            elif text.strip():
+                self._run_typed(text)
         self.stop_jobs()
         return 0
 
     def _run_typed(self, text: str) -> None:
+        """Each statement of what was typed, in order, until one fails (the rest may depend on it)."""
         try:
-            statements = parse_script(text, None)
-            for statement in statements:
+            texts = statement_texts(text)
+        except PlanEngineError as error:  # only if the prompt let an untokenizable text through
+            self.statements += 1
+            print(error_line(error, self.statements), file=self.out, flush=True)
+            return
+        for statement_text in texts:
+            self.statements += 1
+            if not self._run_statement(statement_text):
+                return
+
+    def _run_statement(self, text: str) -> bool:
+        """Parse and run one statement alone, so an error's line and column are within it; False if it failed."""
+        try:
+            with statement_log(self.out):
+                [statement] = parse_script(text, None)
                 result = self.env.execute_statement(statement)
-                if result.kind in ("OK", "PLAN", "JOB"):
-                    result.message = f"[INFO] {result.message}"
-                self.show(result)
+            if result.kind in ("OK", "PLAN", "JOB"):
+                result.message = info_line(result.message)
+            self.show(result)
+            return True
         except PlanEngineError as error:
-            print(f"[ERROR] {error.render()}", file=self.out, flush=True)
+            print(error_line(error, self.statements), file=self.out, flush=True)
         except KeyboardInterrupt:
-            print("[INFO] cancelled", file=self.out, flush=True)
+            print(info_line("cancelled"), file=self.out, flush=True)
         except Exception as error:  # an engine bug must not end the session; the message goes to the user
             print(f"[ERROR] internal error: {type(error).__name__}: {error}", file=self.out, flush=True)
+        return False
 
     def stop_jobs(self) -> None:
         for job in self.jobs:
             snapshot = job.stop(snapshot=True, reason="stop")
-            print(f"[INFO] job {job.run.run_id} stopped with snapshot {snapshot}", file=self.out, flush=True)
+            root = job.job_root
+            print(info_line(f"job {job.run.run_id} stopped with snapshot {snapshot}; `planengine run --plan "
+                            f"{root.plan_path} --job-root {root.path}` continues it"), file=self.out, flush=True)
         self.jobs = []
-
-
-def enable_history(path: Path | None = None) -> Path | None:
-    """Line editing and a history file, when Python has ``readline``; returns the history file."""
-    try:
-        import readline  # noqa: PLC0415 — optional: not on every platform; the prompt works without it
-    except ImportError:
-        return None
-    history = path or Path(os.environ.get("PLANENGINE_HISTORY") or Path.home() / ".planengine_history")
-    with contextlib.suppress(OSError):
-        readline.read_history_file(history)
-    readline.set_history_length(1000)
-
-    def save() -> None:
-        with contextlib.suppress(OSError):
-            readline.write_history_file(history)
-
-    atexit.register(save)
-    return history

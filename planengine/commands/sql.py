@@ -12,11 +12,11 @@ import argparse
 import os
 import signal
 import sys
-import tempfile
 import threading
-from pathlib import Path
 
-from planengine.client.shell import Shell, enable_history
+from planengine.client.prompt import statement_prompt
+from planengine.client.shell import Shell
+from planengine.client.state import history_file, session_jobs_dir, session_log_file, session_name
 from planengine.commands._env import add_session_arguments, read_text, session
 
 
@@ -29,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("file", nargs="?", metavar="FILE",
                    help="the script ('-' for standard input; none on a terminal: the interactive prompt)")
     p.add_argument("--job-root", metavar="DIR",
-                   help="job storage for the jobs the script starts (default: a temp directory)")
+                   help="job storage for the jobs the session starts, one job root per plan below DIR (a job "
+                        "already there goes on from its last snapshot); default: a directory of this session's "
+                        "own, ~/.local/state/planengine/jobs/sql-<UTC start>-<pid>")
     p.add_argument("--until-idle", action="store_true", help="stop jobs once all available input is processed")
     p.add_argument("--drain", action="store_true", help="with --until-idle: fire all windows and timers first")
     add_session_arguments(p)
@@ -38,6 +40,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run(args: argparse.Namespace) -> int:
     env = session(args)
+    name = session_name()
+    # Jobs go where the user said (--job-root, -D or SET 'planengine.job-root', PLANENGINE_JOB_ROOT), else to a
+    # directory of this session's own: never to a default another session shares.
+    env.session_jobs_dir = str(session_jobs_dir(name))
     if args.job_root:
         env.config["planengine.job-root"] = args.job_root
     if args.until_idle:
@@ -45,11 +51,13 @@ def run(args: argparse.Namespace) -> int:
         env.config["planengine.drain"] = "true" if args.drain else "false"
     shell = Shell(env)
     if args.file is None and sys.stdin.isatty():
-        # Spark's log lines and Python-worker chatter would bury the prompt: they go to a file.
-        log = os.environ.setdefault("PLANENGINE_SPARK_LOG", str(Path(tempfile.gettempdir()) / "planengine-sql.log"))
-        history = enable_history()
-        print(f"Spark's log: {log}" + (f"; history: {history}" if history else ""), file=sys.stderr)
-        return shell.interact()
+        # Spark's log lines and Python-worker chatter would bury the prompt: they go to a file of this session's own,
+        # in the user's state directory (planengine.client.state), unless PLANENGINE_SPARK_LOG names one.
+        log = os.environ.get("PLANENGINE_SPARK_LOG") or str(session_log_file(name))
+        os.environ["PLANENGINE_SPARK_LOG"] = log
+        history = history_file()
+        print(f"Spark's log: {log}; history: {history}", file=sys.stderr)
+        return shell.interact(statement_prompt(env.catalog_manager, history))
     if args.file in (None, "-"):
         shell.run_script(sys.stdin.read(), "<stdin>")
     else:

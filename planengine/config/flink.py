@@ -66,7 +66,6 @@ IGNORED_BECAUSE: dict[str, str] = {
     # --- sql-client.* ------------------------------------------------------------------------------------------
     "sql-client.": _CLIENT,
     "sql-client.execution.max-table-result.rows": "a SELECT preview is bounded by 'planengine.preview.max-rows'",
-    "sql-client.execution.result-mode": "`planengine sql` always prints results in tableau form",
     "sql-client.verbose": "use `planengine -v` for detailed logs",
     # --- state.* -----------------------------------------------------------------------------------------------
     "state.": _STATE_STORE,

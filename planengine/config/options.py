@@ -147,8 +147,10 @@ FORCE_RECOMPILE = Option(
 # --- session, CLI and preview -------------------------------------------------------------------------------
 JOB_ROOT = Option(
     "planengine.job-root", STRING, None,
-    "Where jobs started by INSERT / EXECUTE store plans, checkpoints and snapshots (one directory per plan); "
-    "default: a directory under the system temp directory.")
+    "Where jobs started by INSERT / EXECUTE store plans, checkpoints and snapshots (one job root per plan below it; "
+    "a job already there goes on from its last snapshot). Default: in `planengine sql` a directory of the "
+    "session's own (~/.local/state/planengine/jobs/sql-<UTC start>-<pid>), elsewhere one under the system temp "
+    "directory.")
 UNTIL_IDLE = Option(
     "planengine.until-idle", BOOL, "false",
     "Jobs started by statements stop once all available input is processed (`planengine sql --until-idle`).")
@@ -157,10 +159,16 @@ DRAIN = Option(
     "With until-idle: advance event time to the end first, so every window and timer fires.")
 PREVIEW_MAX_ROWS = Option(
     "planengine.preview.max-rows", POSITIVE_INT, "20",
-    "A bare SELECT in `planengine sql` shows at most this many result rows.")
+    "A bare SELECT in `planengine sql` shows at most this many result rows (changes, or rows of the materialised "
+    "table: 'sql-client.execution.result-mode').")
 PREVIEW_TIMEOUT = Option(
     "planengine.preview.timeout", DURATION, "30 s",
     "A bare SELECT in `planengine sql` runs at most this long (it stops earlier once its input is processed).")
+RESULT_MODE = Option(
+    "sql-client.execution.result-mode", enum_type("TABLE", "CHANGELOG", "TABLEAU"), "TABLE",
+    "How a SELECT preview shows an updating result: TABLE, the table its changes describe (one row per key, "
+    "updated in place); CHANGELOG or TABLEAU, every change with its row kind in an op column. An insert-only "
+    "result is shown row by row with its op column in every mode.")
 DISPLAY_MAX_COLUMN_WIDTH = Option(
     "table.display.max-column-width", POSITIVE_INT, "30",
     "Tables printed by SHOW, DESCRIBE and SELECT previews cut longer values to this width (Flink's default).")
@@ -171,5 +179,5 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     SINK_UPSERT_MATERIALIZE, ASYNC_LOOKUP_CAPACITY, ASYNC_LOOKUP_TIMEOUT, LOCAL_TIME_ZONE, NON_TEMPORAL_SORT,
     TRIGGER_INTERVAL, MAX_PARALLELISM, CDC_EVENTS_DUPLICATE, DISABLED_RULES, COMPILE_CATALOG_OBJECTS,
     RESTORE_CATALOG_OBJECTS, ENRICH_TABLE_OPTIONS, SHARED_QUERIES, FORCE_RECOMPILE, JOB_ROOT, UNTIL_IDLE, DRAIN,
-    PREVIEW_MAX_ROWS, PREVIEW_TIMEOUT, DISPLAY_MAX_COLUMN_WIDTH,
+    PREVIEW_MAX_ROWS, PREVIEW_TIMEOUT, RESULT_MODE, DISPLAY_MAX_COLUMN_WIDTH,
 )

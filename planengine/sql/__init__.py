@@ -8,7 +8,14 @@ line and column in the script.
 from __future__ import annotations
 
 from planengine.sql.accessors import QueryHint, query_hints, system_time_as_of, table_options_hint
-from planengine.sql.api import ends_statement, parse_expression, parse_query, parse_script, parse_type
+from planengine.sql.api import (
+    ends_statement,
+    parse_expression,
+    parse_query,
+    parse_script,
+    parse_type,
+    statement_texts,
+)
 from planengine.sql.dialect import Flink
 from planengine.sql.type_render import render_type
 
@@ -22,6 +29,7 @@ __all__ = [
     "parse_type",
     "query_hints",
     "render_type",
+    "statement_texts",
     "system_time_as_of",
     "table_options_hint",
 ]

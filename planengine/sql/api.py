@@ -95,6 +95,18 @@ def parse_script(text: str, source: str | None = None) -> list[Statement]:
     return statements
 
 
+def statement_texts(text: str, source: str | None = None) -> list[str]:
+    """The text of each statement of a script, without its ``;``, for a caller that parses them one at a time.
+
+    The SQL client does, so that the positions an error reports are within the statement the user just typed, not
+    within whatever else they typed with it.
+
+    >>> statement_texts("SET 'a' = 'b';\\n  SELECT 1\\n  FROM t; ;")
+    ["SET 'a' = 'b'", 'SELECT 1\\n  FROM t']
+    """
+    return [s.text for s in split_statements(text, _tokenize(text, source), source)] if text.strip() else []
+
+
 def deepest_point(statement: StatementSource, text: str, source: str | None) -> SourceLocation:
     """Where ``statement`` is nested deepest: its first innermost parenthesis, else its start.
 

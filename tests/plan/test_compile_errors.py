@@ -56,7 +56,7 @@ CASES: dict[str, tuple[str, str, tuple[str, ...], str | None]] = {
         ("lookup join needs an equality condition", "join ON o.key = d.key"), None),
     "unknown-table": (
         "", "INSERT INTO json_out SELECT page, user_id FROM clickz",
-        ("`clickz` does not exist; did you mean `clicks`?", "check the name"), None),
+        ("`clickz` does not exist; did you mean `clicks`?", "check the name"), "clickz"),
     "insert-column-count": (
         "", "INSERT INTO json_out SELECT page, user_id, ts FROM clicks",
         ("the query produces 3 columns but `default_catalog`.`default_database`.`json_out` expects 2",

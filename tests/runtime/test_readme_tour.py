@@ -167,7 +167,7 @@ def test_the_readme_prompt_lines_and_python_run(tmp_path: Path, spark, monkeypat
     Shell(env, out=out).run_script(";\n".join(TOUR_PROMPT) + ";", "README")
     text = out.getvalue()
     assert re.search(r"\|\s+page \|\s+STRING \| TRUE \|", text)  # DESCRIBE
-    assert "| op |    page | n |" in text and "Received a total of" in text  # the preview
+    assert re.search(r"\|\s+page \|\s+n \|\n", text) and "rows in the table, from" in text  # the preview
     assert "GroupAggregate(groupBy=[page]" in text and "changelogMode=[I,UB,UA]" in text  # EXPLAIN SELECT
     options = env.catalog_manager.get_table(("clicks",)).object.options_dict
     assert options["source.monitor-interval"] == "10 s" and env.config["table.exec.state.ttl"] == "1 h"

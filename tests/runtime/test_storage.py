@@ -3,11 +3,12 @@
 import json
 import re
 import threading
+from pathlib import Path
 
 import pytest
 
 from planengine.errors import UserError
-from planengine.runtime.storage.job_root import JobRoot
+from planengine.runtime.storage.job_root import JobRoot, resolve_job_root
 
 RUN_ID = re.compile(r"^r-\d{8}T\d{6}Z-[0-9a-f]{4}$")
 
@@ -117,3 +118,20 @@ def test_unknown_snapshot_reference_says_what_is_expected(tmp_path):
         JobRoot(tmp_path).new_run(from_snapshot="nightly")
     assert "s-20261122T081500Z-0000" in err.value.render()
     assert JobRoot(tmp_path).runs() == []
+
+
+def test_a_job_root_someone_chose_beats_the_sessions_own_which_beats_the_shared_default(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``resolve_job_root``: explicit, then ``planengine.job-root``, then ``PLANENGINE_JOB_ROOT`` (all chosen by
+    someone), then the SQL client session's own directory, then the temp directory every session shares."""
+    plan_id = "8a68192b05c7e1f2a3b4c5d6"
+    monkeypatch.delenv("PLANENGINE_JOB_ROOT", raising=False)
+    session = tmp_path / "session"
+    assert resolve_job_root(plan_id, session_dir=session).path == session / plan_id[:16]
+    assert resolve_job_root(plan_id).path.parent.name == "planengine-jobs"
+    monkeypatch.setenv("PLANENGINE_JOB_ROOT", str(tmp_path / "env"))
+    assert resolve_job_root(plan_id, session_dir=session).path == tmp_path / "env"
+    assert resolve_job_root(plan_id, jobs_dir=tmp_path / "jobs", session_dir=session).path == (
+        tmp_path / "jobs" / plan_id[:16])
+    assert resolve_job_root(plan_id, tmp_path / "exact", jobs_dir=tmp_path / "jobs",
+                            session_dir=session).path == tmp_path / "exact"

@@ -361,8 +361,14 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
             for frame in reversed(self.ctes):
                 if parts[0] in frame:
                     return frame[parts[0]]
-        identifier = self._qualify(parts, table)
-        entry = self.ctx.catalogs.get_table(identifier)
+        # Point at the name, not at the statement's first word; inside a view's body positions are the view's own
+        # text, which the statement being reported is not, so there the statement's position it is.
+        at = None if self.view_stack else table.parts[0]
+        identifier = self._qualify(parts, at)
+        try:
+            entry = self.ctx.catalogs.get_table(identifier)
+        except ValidationError as error:
+            raise type(error)(error.message, location=self.location(at), hint=error.hint) from None
         obj = entry.object
         if isinstance(obj, CatalogView):
             if identifier in self.view_stack:
@@ -378,7 +384,7 @@ class QueryConverter(AggregateConversion, WindowConversion, SubqueryConversion, 
         ref = TableRef(identifier, obj, entry.is_temporary, tuple(sorted(hint_options.items())))
         return L.LogicalScan(ref)
 
-    def _qualify(self, parts: tuple[str, ...], node: exp.Expression) -> ObjectIdentifier:
+    def _qualify(self, parts: tuple[str, ...], node: exp.Expression | None) -> ObjectIdentifier:
         try:
             return self.ctx.catalogs.qualify(parts)
         except ValidationError as error:

@@ -131,11 +131,36 @@ class QueryState:
     restarts: int = 0
 
 
+@dataclass(frozen=True)
+class JobStart:
+    """How a run started, for the people watching it: which run of which plan, in which job root, from what state
+    (its own checkpoints, a snapshot it forked, or nothing) and where its status is. ``planengine run`` prints it
+    as ``startup_line``; the SQL client as its ``Submitted job`` message (``planengine.api``)."""
+
+    run_id: str
+    plan_id: str
+    job_root: Path
+    resumed: bool  # the run's own checkpoints (PLANENGINE_RUN_ID named a complete run)
+    from_snapshot: str | None  # the snapshot the run forked: a previous run's state in this root, or one named
+    status_url: str | None
+
+    @property
+    def origin(self) -> str:
+        if self.resumed:
+            return "resuming its own checkpoints"
+        return f"from snapshot {self.from_snapshot}" if self.from_snapshot else "from empty state"
+
+    @property
+    def status(self) -> str:
+        return f"status {self.status_url.rstrip('/')}/v1/status" if self.status_url else "no status port"
+
+
 @dataclass
 class JobResult:
     run_id: str
     snapshot_id: str | None
     queries: dict[str, int] = field(default_factory=dict)  # uid -> last batch id
+    started: JobStart | None = None
 
 
 class Job:
@@ -158,6 +183,7 @@ class Job:
         self.drain_controls: list[DrainControl] = []
         self.progress = os.environ.get("PLANENGINE_PROGRESS") == "1"
         self._lock_lost = False
+        self.started: JobStart | None = None  # how the run started: set by execute_compiled_plan
         self._state_moves: tuple[Any, list[Any]] = (None, [])
         # prometheus_client is in the ``spark`` extra, like everything a running Job needs; ``planengine snapshot``
         # imports this module without running one.
@@ -329,7 +355,8 @@ class Job:
 
     def result(self) -> JobResult:
         return JobResult(self.run.run_id, self.snapshot_id,
-                         {q.uid: last_committed_batch_id(self.run.checkpoint_dir(q.uid)) for q in self.queries})
+                         {q.uid: last_committed_batch_id(self.run.checkpoint_dir(q.uid)) for q in self.queries},
+                         self.started)
 
     # -- DriverControl ----------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
@@ -456,13 +483,15 @@ def _writer_lock_ok(run_id: str) -> bool:
 # --- entry points ----------------------------------------------------------------------------------------------
 def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str] | None = None,
                           from_snapshot: str | None = None, until_idle: bool = False, drain: bool = False,
-                          status_port: int | None = None, block: bool | None = None, paced: bool | None = None
-                          ) -> Any:
+                          status_port: int | None = None, block: bool | None = None, paced: bool | None = None,
+                          session_jobs_dir: str | os.PathLike[str] | None = None) -> Any:
     """Run a plan. With ``until_idle`` (or ``block``) it returns a ``JobResult`` after stopping; else the
     running ``Job`` (stop it with ``job.stop()``). ``paced`` (default: unless ``until_idle``) starts micro-batches
-    at the plan's ``pipeline.trigger-interval``."""
+    at the plan's ``pipeline.trigger-interval``. ``session_jobs_dir``: where the caller's session keeps its jobs
+    when nothing names a job root (``resolve_job_root``). Either way ``.started`` says how the run started."""
 
-    root = resolve_job_root(plan.plan_id, job_root, jobs_dir=plan.session.config.get("planengine.job-root"))
+    root = resolve_job_root(plan.plan_id, job_root, jobs_dir=plan.session.config.get("planengine.job-root"),
+                            session_dir=session_jobs_dir)
     refuse_sinks_inside(root, plan.data)
     plan = _install_plan(root, plan, from_snapshot)
     spark = get_spark()
@@ -474,9 +503,9 @@ def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str
         if status_port is not None:
             server = StatusServer(job, host=status_host(), port=status_port, token=control_token()).start()
             write_driver_file(root, run.run_id, server.port, server.url)
+        job.started = job_start(root, run, plan, None if server is None else server.url, resumed=resumed)
         if job.progress:
-            print(startup_line(root, run, plan, None if server is None else server.url, resumed=resumed),
-                  file=sys.stderr, flush=True)
+            print(startup_line(job.started), file=sys.stderr, flush=True)
         if until_idle:
             job.process_available()
             job.stop(snapshot=True, drain=drain, reason="stop")
@@ -503,22 +532,20 @@ def _resumed_run(root: JobRoot) -> bool:
     return run_id is not None and root.is_complete_run(run_id)
 
 
-def startup_line(root: JobRoot, run: Run, plan: CompiledPlan, status_url: str | None, *, resumed: bool) -> str:
-    """What a user of ``planengine run`` needs first: which run of which plan started where, from what state
-    (its own checkpoints resumed, the snapshot it forked, or nothing), and where to ask how it goes."""
+def job_start(root: JobRoot, run: Run, plan: CompiledPlan, status_url: str | None, *, resumed: bool) -> JobStart:
     try:
         forked = run.info().get("fromSnapshot")
     except (OSError, ValueError):
         forked = None
-    if resumed:
-        origin = "resuming its own checkpoints"
-    elif forked:
-        origin = f"from snapshot {forked}"
-    else:
-        origin = "from empty state"
-    status = f"status {status_url.rstrip('/')}/v1/status" if status_url else "no status port (--status-port N)"
-    return (f"[planengine] run {run.run_id} started: plan {plan.plan_id[:12]}, job root {root.path}, {origin}; "
-            f"{status}")
+    return JobStart(run.run_id, plan.plan_id, root.path, resumed, forked, status_url)
+
+
+def startup_line(start: JobStart) -> str:
+    """What a user of ``planengine run`` needs first: which run of which plan started where, from what state
+    (its own checkpoints resumed, the snapshot it forked, or nothing), and where to ask how it goes."""
+    status = start.status if start.status_url else "no status port (--status-port N)"
+    return (f"[planengine] run {start.run_id} started: plan {start.plan_id[:12]}, job root {start.job_root}, "
+            f"{start.origin}; {status}")
 
 
 def trigger_options(plan_config: dict[str, Any]) -> dict[str, Any]:

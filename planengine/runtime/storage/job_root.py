@@ -52,14 +52,20 @@ _STAMP = "%Y%m%dT%H%M%SZ"
 
 
 def resolve_job_root(plan_id: str, explicit: str | os.PathLike[str] | None = None, *,
-                     jobs_dir: str | os.PathLike[str] | None = None) -> JobRoot:
+                     jobs_dir: str | os.PathLike[str] | None = None,
+                     session_dir: str | os.PathLike[str] | None = None) -> JobRoot:
     """The job root a plan runs in: the one rule for the API, sessions and the CLI.
 
     1. ``explicit`` (``planengine run --job-root DIR``, ``execute_plan(plan, job_root=DIR)``): exactly DIR.
     2. ``jobs_dir`` (the session option ``planengine.job-root``, ``planengine sql --job-root``):
        ``<jobs_dir>/<plan id[:16]>``, one job root per plan, so a script with several INSERTs gets one each.
     3. ``PLANENGINE_JOB_ROOT`` (the operator's launchers name the job's root): exactly that.
-    4. Otherwise ``<temp dir>/planengine-jobs/<plan id[:16]>``.
+    4. ``session_dir`` (``planengine sql`` gives each session a directory of its own):
+       ``<session_dir>/<plan id[:16]>``, so a session never continues another session's job unasked.
+    5. Otherwise ``<temp dir>/planengine-jobs/<plan id[:16]>``.
+
+    Steps 1 to 3 are a place someone chose, where continuing the job found there is the point; steps 4 and 5
+    are defaults nobody chose.
     """
     if explicit is not None:
         return JobRoot(explicit)
@@ -67,6 +73,8 @@ def resolve_job_root(plan_id: str, explicit: str | os.PathLike[str] | None = Non
         return JobRoot(Path(jobs_dir) / plan_id[:16])
     if os.environ.get("PLANENGINE_JOB_ROOT"):
         return JobRoot(os.environ["PLANENGINE_JOB_ROOT"])
+    if session_dir:
+        return JobRoot(Path(session_dir) / plan_id[:16])
     return JobRoot(Path(tempfile.gettempdir()) / "planengine-jobs" / plan_id[:16])
 
 

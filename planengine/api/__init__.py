@@ -283,6 +283,8 @@ class TableEnvironment(CatalogStatements):
         if str(self.config.get("planengine.until-idle", "false")).lower() == "true":
             options["until_idle"] = True
             options["drain"] = str(self.config.get("planengine.drain", "false")).lower() == "true"
+        else:  # a job that keeps running gets a status port (loopback, any free one) its message names
+            options["status_port"] = 0
         # The job root: planengine.runtime.storage.job_root.resolve_job_root, the same rule as execute_plan's.
         if self.session_jobs_dir is not None:
             options["session_jobs_dir"] = self.session_jobs_dir

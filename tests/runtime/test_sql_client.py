@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import re
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -149,12 +151,25 @@ def test_a_session_never_continues_another_sessions_job_and_says_what_it_submitt
     assert rows("first") == 4
 
     # A running job: submitted, then stopped with a snapshot when the session ends, saying how to go on.
-    second = session("second", insert, before_quit=lambda shell: shell.jobs[0].process_available())
+    statuses: list[dict] = []
+
+    def running(shell) -> None:  # type: ignore[no-untyped-def]
+        shell.jobs[0].process_available()
+        url = json.loads((Path(shell.jobs[0].job_root.path) / "driver.json").read_text())["url"]
+        with urllib.request.urlopen(f"{url}/v1/status", timeout=10) as answer:
+            statuses.append({**json.loads(answer.read()), "url": f"{url}/v1/status"})
+
+    second = session("second", insert, before_quit=running)
     assert "resuming" not in second
     submitted = re.search(rf"\[INFO\] Submitted job (r-\S+): plan ([0-9a-f]{{12}}), job root ({tmp_path}/second/"
-                          r"[0-9a-f]{16}), no status port\n", second)
+                          r"[0-9a-f]{16}), status (http://127\.0\.0\.1:\d+/v1/status)\n", second)
     assert submitted, second
-    run_id, plan_id, root = submitted.groups()
+    run_id, plan_id, root, status_url = submitted.groups()
+    assert statuses[0]["runId"] == run_id and statuses[0]["url"] == status_url  # it answered while the job ran
+    deadline = time.monotonic() + 10  # the port closes right after the stop, on its own thread
+    while (Path(root) / "driver.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not (Path(root) / "driver.json").exists()  # the stopped job's status port is gone from its root
     assert f"plan {plan_id}," in finished  # the first session's plan: run again from empty state, all input read
     assert rows("second") == 4
     assert re.search(rf"\[INFO\] job {run_id} stopped with snapshot s-\S+; `planengine run --plan {root}/plan.json "

@@ -516,6 +516,8 @@ def execute_compiled_plan(plan: CompiledPlan, *, job_root: str | os.PathLike[str
             if server is not None:
                 server.wait_stop_answered(timeout=10)
             return job.result()
+        if server is not None:
+            _close_when_stopped(job, server, root)
         return job
     except BaseException:
         _abort(job)
@@ -575,6 +577,18 @@ def start_job(plan: CompiledPlan, root: JobRoot, spark: Any, from_snapshot: str 
         _abort(job)
         raise
     return job
+
+
+def _close_when_stopped(job: Job, server: StatusServer, root: JobRoot) -> None:
+    """A job handed back running (the SQL shell's) serves its status until it stops, however it is stopped (QUIT,
+    a signal, ``job.stop()``): then its port is freed and ``driver.json`` no longer names a driver that is gone."""
+
+    def close() -> None:
+        job._stopped.wait()
+        server.close()
+        remove_driver_file(root, job.run.run_id)
+
+    threading.Thread(target=close, name="planengine-status-close", daemon=True).start()
 
 
 def status_host() -> str:

@@ -18,6 +18,7 @@ from planengine.client.prompt import statement_prompt
 from planengine.client.shell import Shell
 from planengine.client.state import history_file, session_jobs_dir, session_log_file, session_name
 from planengine.commands._env import add_session_arguments, read_text, session
+from planengine.errors import UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -28,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                     "first rows, HELP; lists what you can type.")
     p.add_argument("file", nargs="?", metavar="FILE",
                    help="the script ('-' for standard input; none on a terminal: the interactive prompt)")
+    p.add_argument("-f", "--file", dest="script_file", metavar="FILE",
+                   help="the script, as Flink's SQL client takes it (the same as FILE)")
     p.add_argument("--job-root", metavar="DIR",
                    help="job storage for the jobs the session starts, one job root per plan below DIR (a job "
                         "already there goes on from its last snapshot); default: a directory of this session's "
@@ -39,6 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.script_file is not None:
+        if args.file is not None and args.file != args.script_file:
+            raise UserError(f"two scripts given: {args.file} and -f {args.script_file}", hint="give one of them")
+        args.file = args.script_file
     env = session(args)
     name = session_name()
     # Jobs go where the user said (--job-root, -D or SET 'planengine.job-root', PLANENGINE_JOB_ROOT), else to a

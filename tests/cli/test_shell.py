@@ -190,3 +190,17 @@ def test_on_a_terminal_the_command_opens_the_prompt_with_the_users_history_and_l
     assert main(["sql"]) == 0
     assert f"Spark's log: {tmp_path / 'mine.log'};" in capsys.readouterr().err
     assert os.environ["PLANENGINE_SPARK_LOG"] == str(tmp_path / "mine.log")
+
+
+def test_dash_f_runs_a_script_as_flinks_client_takes_it(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """``planengine sql -f FILE`` is Flink's ``sql-client.sh -f FILE``: the same as the positional FILE."""
+    from planengine import cli
+
+    script = tmp_path / "ddl.sql"
+    script.write_text("CREATE TABLE t (a INT) WITH ('connector' = 'datagen');\nSHOW TABLES;\n")
+    assert cli.main(["sql", "-f", str(script)]) == 0
+    assert "|          t |" in capsys.readouterr().out
+    other = tmp_path / "other.sql"
+    other.write_text("SHOW TABLES;\n")
+    assert cli.main(["sql", str(other), "-f", str(script)]) == 2
+    assert "two scripts given" in capsys.readouterr().err

@@ -46,9 +46,12 @@ class Shell:
 
     # -- scripts ---------------------------------------------------------------------------------------------
     def run_script(self, text: str, source: str) -> None:
-        """Every statement in order; the first error propagates (the CLI maps it to its exit code)."""
+        """Every statement in order; the first error propagates (the CLI maps it to its exit code). Warnings while
+        a statement runs are ``[WARNING]`` lines on stderr, as at the prompt (stdout keeps only the results)."""
         for statement in parse_script(text, source):
-            self.show(self.env.execute_statement(statement))
+            with statement_log(self.err):
+                result = self.env.execute_statement(statement)
+            self.show(result)
 
     def show(self, result: TableResult) -> None:
         text = str(result)

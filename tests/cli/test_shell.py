@@ -204,3 +204,15 @@ def test_dash_f_runs_a_script_as_flinks_client_takes_it(tmp_path, capsys) -> Non
     other.write_text("SHOW TABLES;\n")
     assert cli.main(["sql", str(other), "-f", str(script)]) == 2
     assert "two scripts given" in capsys.readouterr().err
+
+
+def test_a_script_prints_warnings_as_warning_lines_on_stderr(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Script runs too: a SET of a Flink key without effect is a ``[WARNING]`` line, no log timestamp."""
+    from planengine import cli
+
+    script = tmp_path / "set.sql"
+    script.write_text("SET 'table.optimizer.agg-phase-strategy' = 'TWO_PHASE';\n")
+    assert cli.main(["sql", str(script)]) == 0
+    err = capsys.readouterr().err
+    assert "[WARNING] 'table.optimizer.agg-phase-strategy' has no effect in planengine" in err
+    assert " WARNING planengine:" not in err

@@ -56,7 +56,7 @@ def test_the_readme_tour_runs_as_written(tmp_path: Path, postgres_db, spark) -> 
     import psycopg
 
     with psycopg.connect(postgres_db.dsn, autocommit=True) as conn:
-        conn.execute("CREATE TABLE views (page TEXT PRIMARY KEY, views BIGINT)")
+        conn.execute("CREATE TABLE page_views (page TEXT PRIMARY KEY, hits BIGINT)")
     (tmp_path / "data" / "clicks").mkdir(parents=True)
     (tmp_path / "data" / "clicks" / "part-1.json").write_text(clicks(0, 60))
     local = {"/data/clicks": str(tmp_path / "data" / "clicks"), "/out/minute": str(tmp_path / "out" / "minute"),
@@ -97,12 +97,12 @@ def test_the_readme_tour_runs_as_written(tmp_path: Path, postgres_db, spark) -> 
         if args[0] == "compile":
             plan = json.loads((tmp_path / "plan.json").read_text())
             views = next(n for n in plan["nodes"] if n["type"].startswith("stream-exec-sink")
-                         and "views" in n["table"]["identifier"])
+                         and "page_views" in n["table"]["identifier"])
             assert views["table"]["resolvedTable"]["options"]["password"] == "${env:PG_PASSWORD}"
         elif args[0] == "explain" and "--json" in args:
             assert json.loads(done.stdout)
         elif args[0] == "explain":
-            assert "Sink(table=[views])" in done.stdout and "changelogMode=[I,UA]" in done.stdout
+            assert "Sink(table=[page_views])" in done.stdout and "changelogMode=[I,UA]" in done.stdout
         elif args[0] == "check":
             assert json.loads(done.stdout)["status"] == "compatible"
         elif args[0] == "snapshots":
@@ -112,7 +112,7 @@ def test_the_readme_tour_runs_as_written(tmp_path: Path, postgres_db, spark) -> 
 
     # Exactly once across the stop and the restore: the upsert table holds every click once.
     with psycopg.connect(postgres_db.dsn) as conn:
-        stored = dict(conn.execute("SELECT page, views FROM views").fetchall())
+        stored = dict(conn.execute("SELECT page, hits FROM page_views").fetchall())
     expected = Counter(json.loads(r)["page"] for f in ("part-1.json", "part-2.json")
                        for r in (tmp_path / "data" / "clicks" / f).read_text().splitlines())
     assert stored == dict(expected)
@@ -134,7 +134,7 @@ def run_until_committed(args: list[str], cwd: Path, environ: dict[str, str], *, 
         while time.monotonic() < deadline:
             assert proc.poll() is None, proc.communicate()[1][-3000:]
             with psycopg.connect(postgres_db.dsn) as conn:
-                total = conn.execute("SELECT COALESCE(SUM(views), 0) FROM views").fetchone()[0]
+                total = conn.execute("SELECT COALESCE(SUM(hits), 0) FROM page_views").fetchone()[0]
             if total >= expected_views:
                 break
             time.sleep(1)
@@ -144,14 +144,14 @@ def run_until_committed(args: list[str], cwd: Path, environ: dict[str, str], *, 
         # the sinks' queries by their tables, and the one query reading the clicks once for both (the plan's
         # shared topology: a fan-out at the watermark writing the channel both aggregates read)
         assert sorted(q["name"] for q in status["queries"]) == [
-            "channel: watermark-assigner of clicks", "per_minute", "views"]
+            "channel: watermark-assigner of clicks", "page_views", "per_minute"]
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err[-3000:]
-    assert "[planengine] views: batch" in err  # progress names tables, not node uids
+    assert "[planengine] page_views: batch" in err  # progress names tables, not node uids
     return str(json.loads(out.strip().splitlines()[-1])["snapshot"])
 
 

@@ -37,6 +37,7 @@ import pytest
 import yaml
 
 from planengine_operator.builders import DRIVER_SERVICE_ACCOUNT, storage_problem
+from tests.cluster.client import ApiError
 from tests.docs.blocks import COMMAND_LANGUAGES, DOCS, REPO, Block, Command, doc_blocks
 
 pytestmark = [pytest.mark.timeout(600)]
@@ -153,6 +154,20 @@ def run_command(command: Command, names: Names, environ: dict[str, str]) -> str:
     return f"{command.where}: {'dry run' if marker else 'ran'}: {shell}"
 
 
+def _sparkplanjobs(api: Any, namespace: str, patience: float = 30) -> list[dict[str, Any]]:
+    """The namespace's SparkPlanJobs. A doc that (re)applies the CRD (``kubectl apply --server-side -f crds/``) makes
+    the API server re-initialise the resource's storage for a moment, answering 429 "storage is (re)initializing";
+    a reader's next kubectl retries, and so does this."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return list(api.list("planengine.io", "sparkplanjobs", namespace))
+        except ApiError as error:
+            if error.code != 429 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def assert_jobs_can_start(api: Any, names: Names, block: Block) -> None:
     """What the installed operator (its configuration in the release's ConfigMap) needs before it can start each
     SparkPlanJob present: the first five minutes of a reader who follows the doc to here."""
@@ -161,7 +176,7 @@ def assert_jobs_can_start(api: Any, names: Names, block: Block) -> None:
         if "config.yaml" in (configmap.get("data") or {}):
             config = yaml.safe_load(configmap["data"]["config.yaml"])
     for namespace in (names.default, names.streaming):
-        for job in api.list("planengine.io", "sparkplanjobs", namespace):
+        for job in _sparkplanjobs(api, namespace):
             where = f"{block.where}: SparkPlanJob {job['metadata']['name']} in {namespace}"
             spec = job["spec"]
             problem = storage_problem(spec)

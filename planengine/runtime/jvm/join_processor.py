@@ -23,12 +23,9 @@ from planengine.errors import ValidationError
 from planengine.plan import strategies
 from planengine.plan.state_moves import user_function_in
 from planengine.runtime.dataflow.expressions import render_spark_sql
-from planengine.runtime.dataflow.stream import ROWKIND, Stream
+from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.jvm.movable import run_movable
 from planengine.runtime.jvm.specs import JoinSpec
-from planengine.runtime.jvm.typed import spark_type
-
-SIDE = "_side"
 
 
 def refusal(node: Any) -> str | None:
@@ -74,27 +71,6 @@ def refusal_v3(node: Any) -> str | None:
     return None
 
 
-def _sides(left: Stream, right: Stream, node: Any) -> Any:
-    from pyspark.sql import functions as F  # noqa: PLC0415 — pyspark is an optional extra
-
-    lt, rt = node.inputs[0].field_types, node.inputs[1].field_types
-    key_types = [lt[i] for i in node.left_keys]
-
-    def side_df(stream: Stream, side: int) -> Any:
-        keys = node.left_keys if side == 0 else node.right_keys
-        cols = [F.col(stream.columns[k]).cast(spark_type(t)).alias(f"_k{i}")
-                for i, (k, t) in enumerate(zip(keys, key_types, strict=True))]
-        cols.append(F.lit(side).cast("int").alias(SIDE))
-        cols.append((F.col(ROWKIND) if stream.updating else F.lit("+I")).alias(ROWKIND))
-        for i, t in enumerate(lt):
-            cols.append((F.col(left.columns[i]) if side == 0 else F.lit(None)).cast(spark_type(t)).alias(f"l{i}"))
-        for i, t in enumerate(rt):
-            cols.append((F.col(right.columns[i]) if side == 1 else F.lit(None)).cast(spark_type(t)).alias(f"r{i}"))
-        return stream.df.select(*cols)
-
-    return side_df(left, 0).unionByName(side_df(right, 1))
-
-
 def jvm_join(left: Stream, right: Stream, node: Any, ctx: Any) -> Stream:
     """``stream-exec-join`` on the JVM processor; a non-equi condition (``refusal_v3`` None) goes along as Spark
     SQL over ``l0..``/``r0..``."""
@@ -112,6 +88,10 @@ def jvm_join(left: Stream, right: Stream, node: Any, ctx: Any) -> Stream:
         state_names=tuple(type(node).STATE_NAMES),
         condition=None if condition is None else render_spark_sql(condition, condition_columns(node)),
     )
-    df = run_movable(_sides(left, right, node), "join", spec, node, ctx, [f"_k{i}" for i in range(len(node.left_keys))])
+    # The Python operator's own input form: keys, side tag, row kind, both rows (what a state move converts from).
+    from planengine.runtime.operators.join import join_sides  # noqa: PLC0415 — loads pyspark; refusal() must not
+
+    sides = join_sides(left, right, node)
+    df = run_movable(sides, "join", spec, node, ctx, [f"_k{i}" for i in range(len(node.left_keys))])
     return Stream(df=df, fields=tuple(node.field_names), updating=not insert_only, rowtime=None,
                   facts=replace(left.facts, stateful=True))

@@ -219,9 +219,11 @@ class JoinProcessor(ChangelogProcessor):
                 left.set_assoc(k, e[2] - 1)
 
 
-def join(left: Any, right: Any, node: Any, ctx: Any) -> Any:
-    """``stream-exec-join``: union both sides (tagged ``_side``) and run one TWS keyed by the join key."""
-
+def join_sides(left: Any, right: Any, node: Any) -> Any:
+    """Both inputs of a regular join as one DataFrame, the form both join operators (this one and the JVM
+    processor, ``runtime/jvm/join_processor.py``) key and keep: the join key cast to the left key's type
+    (``_k0..``), ``_side`` (0 left, 1 right), ``_rowkind``, then the left row (``l0..``) and the right row
+    (``r0..``), the other side's columns NULL."""
     lt, rt = node.inputs[0].field_types, node.inputs[1].field_types
     key_types = [lt[i] for i in node.left_keys]
 
@@ -239,7 +241,15 @@ def join(left: Any, right: Any, node: Any, ctx: Any) -> Any:
             cols.append(src.cast(render_spark_type(t)).alias(f"r{i}"))
         return stream.df.select(*cols)
 
-    df = side_df(left, 0).unionByName(side_df(right, 1))
+    return side_df(left, 0).unionByName(side_df(right, 1))
+
+
+def join(left: Any, right: Any, node: Any, ctx: Any) -> Any:
+    """``stream-exec-join``: union both sides (tagged ``_side``) and run one TWS keyed by the join key."""
+
+    lt, rt = node.inputs[0].field_types, node.inputs[1].field_types
+    key_types = [lt[i] for i in node.left_keys]
+    df = join_sides(left, right, node)
     processor = JoinProcessor(
         left_types=lt, right_types=rt, out_types=node.field_types, join_type=node.join_type,
         left_keys=node.left_keys, right_keys=node.right_keys, filter_nulls=node.filter_nulls,

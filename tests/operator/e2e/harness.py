@@ -531,6 +531,16 @@ class World:
     def event_reasons(self, name: str) -> list[str]:
         return [e.get("reason") for e in self.events(name)]
 
+    def wait_events(self, name: str, *reasons: str, timeout: float = 30) -> list[str]:
+        """Wait until every one of ``reasons`` has an Event; returns all reasons seen.
+
+        kopf posts Events from a queue after the status patch it belongs to, so a test that has just seen a
+        status must wait for its Event rather than read the list once (a CI run lost a race that way).
+        """
+        _wait_for(lambda: set(reasons) <= set(self.event_reasons(name)), timeout, f"events {', '.join(reasons)}",
+                  lambda: self.event_reasons(name))
+        return self.event_reasons(name)
+
     def wait_status(self, name: str, predicate: Callable[[dict[str, Any]], Any], what: str,
                     timeout: float = 30) -> dict[str, Any]:
         def check() -> Any:

@@ -64,7 +64,7 @@ def test_periodic_snapshots_are_bounded_and_keep_the_rollback_snapshot(world: Wo
         assert max(len(_ids(s)) for s in _statuses(world, "s")) == 3
         kept = _disk_matches_status(world, "s", root)
         assert not kept & set(_written(world, root)[:3])  # the oldest were deleted from the job root
-        assert "SnapshotTaken" in world.event_reasons("s")
+        world.wait_events("s", "SnapshotTaken")
 
         # 2. an upgrade whose target commits a batch, then crashes, rolls back from a fork of the target's
         #    state (not the handover snapshot, which the target's batch has moved past); that one is pinned

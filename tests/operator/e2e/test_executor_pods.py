@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.operator.e2e.harness import World, wait_for
+from tests.operator.e2e.harness import REAL_TARGET, World, wait_for
 from tests.operator.e2e.test_real_engine import FEED_EVERY, JVM
 
 pytestmark = pytest.mark.timeout(1200)
@@ -99,3 +99,34 @@ def test_executors_are_pods_that_take_tasks_and_a_lost_one_is_replaced(real_worl
     world.assert_windows_exactly_once("x", timeout=JVM)
     print(f"\nexecutor pods {[p['metadata']['name'] for p in pods]}; killed {victim}, replaced by "
           f"{replaced[0]['metadata']['name']}; {len(world.input_rows('x'))} rows exactly once")
+
+
+@pytest.mark.parametrize("launcher", ["kubernetes"], indirect=True)
+def test_an_upgrade_hands_over_to_a_standby_with_executor_pods_of_its_own(real_world: World) -> None:
+    """The warm standby is a second driver pod with its own Service and its own executor pods: they must reach
+    it while the old driver (and its executors) still run, the handover stays exact, and the old driver's
+    executor pods go with it (the real garbage collector, through their owner reference)."""
+    world = real_world
+    assert world.kubelet is not None
+    world.kubelet.executor_pods = True
+    world.start_operator()
+    executor = {"instances": EXECUTORS, "cores": 1, "memory": "1Gi"}
+    quarter = {"spark.kubernetes.executor.request.cores": "250m"}
+    world.add_input("u", 3)
+    world.apply(world.job_manifest("u", "0.1", executor=executor, sparkConf=quarter))
+    first = world.wait_status("u", lambda s: s.get("phase") == "Running", "phase Running", timeout=JVM)
+    old_driver = first["driver"]["name"]
+    wait_for(lambda: len(_running(_executor_pods(world, old_driver))) == EXECUTORS, JVM,
+             f"{EXECUTORS} executor pods of the first driver", lambda: world.diagnosis("u"))
+    with world.feeding("u", every=FEED_EVERY):
+        world.apply(world.job_manifest("u", REAL_TARGET, executor=executor, sparkConf=quarter))
+        status = world.wait_status("u", lambda s: (s.get("upgrade") or {}).get("step") == "Succeeded",
+                                   "upgrade Succeeded", timeout=2 * JVM)
+    driver = status["driver"]["name"]
+    assert driver != old_driver and status["engineVersion"] == REAL_TARGET
+    wait_for(lambda: len([e for e in _spark_executors(world, driver) if e["active"]]) == EXECUTORS, JVM,
+             "the new driver's two executors in Spark's list", lambda: _spark_executors(world, driver))
+    wait_for(lambda: not _executor_pods(world, old_driver), JVM, "the old driver's executor pods deleted",
+             lambda: [p["metadata"]["name"] for p in _executor_pods(world, old_driver)])
+    world.assert_exactly_once("u", timeout=JVM)
+    world.assert_windows_exactly_once("u", timeout=JVM)

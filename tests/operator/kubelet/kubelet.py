@@ -325,8 +325,15 @@ class Kubelet:
 
     # ------------------------------------------------------------------------------------------ API
     async def _get(self, path: str) -> Any:
+        """The object at ``path``, None when it does not exist; any other refusal is not an answer (a 403 Status
+        read as an empty pod list once hid every Service from every executor pod's /etc/hosts): a container being
+        prepared waits and is tried again, as a kubelet retries a volume it cannot read yet."""
         async with self.http.get(path) as rsp:
-            return None if rsp.status == 404 else await rsp.json()
+            if rsp.status == 404:
+                return None
+            if rsp.status >= 400:
+                raise _NotYet("ContainerCreating", f"GET {path}: {rsp.status} {(await rsp.text())[:300]}")
+            return await rsp.json()
 
     async def _patch(self, path: str, body: dict[str, Any]) -> None:
         async with self.http.patch(path, json=body, headers={"Content-Type": "application/merge-patch+json"}) as rsp:
@@ -553,7 +560,12 @@ class Kubelet:
         """The pod's /etc/hosts additions, a stand-in for cluster DNS written when the container starts: its name,
         and the cluster name of every Service of its namespace with the address of a pod it selects (this pod's
         when it selects this pod: a driver's own Service; else a running pod's: the driver Service an executor
-        dials). No kube-proxy: a name leads to a pod address, as a headless Service's does."""
+        dials). No kube-proxy: a name leads to a pod address, as a headless Service's does.
+
+        The pods come from this node's own list (``spec.nodeName``): the real API server's Node authorizer lets a
+        kubelet list pods only with that field selector, and on this one-node cluster it holds every pod. A
+        Service with ``publishNotReadyAddresses`` (the drivers') names a pod as soon as it has an address, as the
+        EndpointSlice controller does; any other only a Ready pod."""
         lines = [f"{run.ip} {run.name}"]
         if self.real:
             lines.append(f"{self.api_service_ip} kubernetes kubernetes.default kubernetes.default.svc "
@@ -568,10 +580,13 @@ class Kubelet:
             address = run.ip if _selects(selector, labels) else None
             if address is None:
                 if others is None:
-                    others = (await self._get(f"/api/v1/namespaces/{run.namespace}/pods") or {}).get("items") or []
-                address = next((o["status"]["podIP"] for o in others if (o.get("status") or {}).get("podIP")
-                                and (o.get("status") or {}).get("phase") == "Running"
-                                and _selects(selector, o["metadata"].get("labels") or {})), None)
+                    query = f"?fieldSelector=spec.nodeName%3D{self.node}" if self.real else ""
+                    others = (await self._get(f"/api/v1/namespaces/{run.namespace}/pods{query}") or {}
+                              ).get("items") or []
+                not_ready_too = bool((svc.get("spec") or {}).get("publishNotReadyAddresses"))
+                address = next((o["status"]["podIP"] for o in others
+                                if _selects(selector, o["metadata"].get("labels") or {})
+                                and _endpoint(o, not_ready_too)), None)
             if address is not None:
                 name = svc["metadata"]["name"]
                 lines.append(f"{address} {name}.{run.namespace}.svc {name}.{run.namespace}.svc.cluster.local")
@@ -938,6 +953,17 @@ def _unmount_quietly(path: Path) -> None:
     with contextlib.suppress(OSError):
         if os.path.ismount(path):
             subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
+
+
+def _endpoint(pod: dict[str, Any], not_ready_too: bool) -> bool:
+    """Whether a Service's endpoints hold ``pod``: it has an address, is not finished or being deleted, and is
+    Ready unless the Service publishes not-ready addresses (the EndpointSlice controller's rule)."""
+    status = pod.get("status") or {}
+    if not status.get("podIP") or status.get("phase") in ("Succeeded", "Failed") \
+            or pod["metadata"].get("deletionTimestamp"):
+        return False
+    return not_ready_too or any(c.get("type") == "Ready" and c.get("status") == "True"
+                                for c in status.get("conditions") or [])
 
 
 def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:

@@ -59,7 +59,9 @@ from planengine.ir.schema import ResolvedSchema
 
 PATH = option("path", PATH_TYPE, description="Directory (or file) to read or write: a local path or a URI; not "
               "empty, no NUL bytes or surrounding blanks, and a sink's path not inside the job root's runs/, "
-              "snapshots/ or checkpoints/ (checked when the job starts).")
+              "snapshots/ or checkpoints/ (checked when the job starts). A local sink path belongs to one job: the "
+              "first job to write it claims it (_planengine_sink.json), and another job is refused when it starts "
+              "(Spark's exactly-once log is per path, so it would lose the second job's rows).")
 FORMAT = string_option("format", description="File format: json, csv, parquet, debezium-json or changelog-json.")
 MONITOR_INTERVAL = duration_option(
     "source.monitor-interval",

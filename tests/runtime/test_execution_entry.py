@@ -9,6 +9,7 @@ rule names.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from planengine.api import TableEnvironment
@@ -54,6 +55,10 @@ def test_api_session_and_cli_land_in_the_same_job_root_layout(tmp_path: Path, sp
     cli_root = tmp_path / "cli"
     assert cli_main(["run", "--script", str(tmp_path / "job.sql"), "--job-root", str(cli_root), "--until-idle"]) == 0
 
+    # Each way is another job writing the same sink path: free it as a user would (the path's claim and Spark's
+    # log; runtime/storage/sink_claims.py), else the next job is refused rather than losing its rows.
+    shutil.rmtree(tmp_path / "snk" / "same")
+
     # API: TableEnvironment.execute_plan(plan, job_root=DIR)
     env = TableEnvironment()
     env.execute_sql(script(tmp_path, "same"))
@@ -64,6 +69,7 @@ def test_api_session_and_cli_land_in_the_same_job_root_layout(tmp_path: Path, sp
     # API without a job root, and a session's INSERT: both <planengine.job-root>/<plan id[:16]>
     jobs = tmp_path / "jobs"
     env.execute_sql(f"SET 'planengine.job-root' = '{jobs}'")
+    shutil.rmtree(tmp_path / "snk" / "same")
     env.execute_plan(plan, until_idle=True)
     per_plan = jobs / plan.plan_id[:16]
     session_env = TableEnvironment()

@@ -51,6 +51,7 @@ from planengine.runtime.storage import fencing
 from planengine.runtime.storage.files import atomic_write_text
 from planengine.runtime.storage.job_root import JobRoot, Run, refuse_sinks_inside, resolve_job_root
 from planengine.runtime.storage.plan_in_force import install_run_plan, plan_to_run
+from planengine.runtime.storage.sink_claims import claim_sink_paths
 from planengine.runtime.storage.snapshots import last_committed_batch_id, take_snapshot
 from planengine.version import ENGINE_VERSION
 
@@ -166,8 +167,10 @@ class JobResult:
 class Job:
     """A running plan: its queries, their status, stop and snapshot. Implements ``DriverControl``."""
 
-    def __init__(self, plan: CompiledPlan, job_root: JobRoot, run: Run, spark: Any, *, paced: bool = True):
+    def __init__(self, plan: CompiledPlan, job_root: JobRoot, run: Run, spark: Any, *, paced: bool = True,
+                 forked_from: str | None = None):
         self.plan = plan
+        self.forked_from = forked_from  # the snapshot this run forked (it may hand over a file sink's path)
         # Continuous runs start micro-batches at the plan's trigger interval; an until-idle run processes what
         # is there as fast as it can (pacing would only delay the stop).
         self.trigger = trigger_options(plan.data.get("config") or {}) if paced else {}
@@ -214,6 +217,7 @@ class Job:
     # -- lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:
         fencing.acquire_run_lock(self.job_root, self.run.run_id)
+        claim_sink_paths(self.job_root, self.plan.data, self.run.run_id, forked_from=self.forked_from)
         install_run_plan(self.job_root, self.plan)  # an upgrade's plan (from a snapshot) is now the one in force
         use_plan_partitions(self.spark, dict(self.plan.data.get("config") or {}))
         # Under the run lock, before any query reads its checkpoint: state moved by a plan migration.
@@ -569,7 +573,7 @@ def start_job(plan: CompiledPlan, root: JobRoot, spark: Any, from_snapshot: str 
     directory, the translation (control directories, channels live in the run) and the lock all belong
     to the run, so none of it can happen before the snapshot to start from is known."""
     run = open_run(root, plan.plan_id, from_snapshot)
-    job = Job(plan, root, run, spark, paced=paced)
+    job = Job(plan, root, run, spark, paced=paced, forked_from=from_snapshot)
     job.translate()
     try:
         job.start()

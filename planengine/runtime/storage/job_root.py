@@ -40,6 +40,7 @@ from pathlib import Path
 
 from planengine.errors import UserError
 from planengine.runtime.storage.files import PLAN_FILE, atomic_write_text, utc_now_iso, validate_uid
+from planengine.runtime.storage.sink_claims import local_file_sinks
 from planengine.runtime.storage.snapshots import SnapshotInfo, fork_snapshot, read_snapshot
 
 RUN_MARKER = "run.json"
@@ -337,28 +338,10 @@ def refuse_sinks_inside(root: JobRoot, plan_data: dict) -> None:
     checkpoint state. Only the run knows the root, so this is checked here rather than at compile time."""
     base = Path(os.path.normpath(root.path))
     reserved = [base, base / "runs", base / "snapshots", base / "checkpoints"]
-    for node in plan_data.get("nodes") or []:
-        if not str(node.get("type", "")).startswith("stream-exec-sink"):
-            continue
-        table = node.get("table") or {}
-        options = (table.get("resolvedTable") or {}).get("options") or {}
-        path = options.get("path")
-        if options.get("connector") != "filesystem" or not isinstance(path, str):
-            continue
-        local = _local_path(path)
-        if local is None:
-            continue
+    for sink in local_file_sinks(plan_data):
         for directory in reserved:
-            if local == directory or (directory != base and directory in local.parents):
+            if sink.path == directory or (directory != base and directory in sink.path.parents):
                 where = "is the job root itself" if directory == base else f"is inside {directory}"
-                raise UserError(f"sink {table.get('identifier', '?')} writes to {path}, which {where}: the engine "
+                raise UserError(f"sink {sink.identifier} writes to {sink.path}, which {where}: the engine "
                                 "keeps its checkpoints, runs and snapshots there",
                                 hint="give the sink a 'path' outside the job root, or run with another --job-root")
-
-
-def _local_path(path: str) -> Path | None:
-    """``path`` as an absolute local path (``file:`` URIs included); None for other schemes (s3a://, …)."""
-    if "://" in path and not path.startswith("file://"):
-        return None
-    local = path.removeprefix("file://") if path.startswith("file://") else path.removeprefix("file:")
-    return Path(os.path.normpath(Path(local).absolute()))

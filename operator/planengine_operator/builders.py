@@ -361,6 +361,11 @@ def spark_conf(spec: dict[str, Any], *, namespace: str, pod_name: str, image: st
         "spark.executor.instances": str(executor.get("instances", 1)),
         "spark.executor.cores": str(executor.get("cores", 1)),
         "spark.executor.memory": _spark_memory(str(executor.get("memory", "1Gi"))),
+        # The driver's calls to the API server (executor pods, their ConfigMap) give up after Spark's default 10 s
+        # and fail the driver: a warm standby started during an upgrade met that on a busy API server (2026-12-07,
+        # UpgradeRefused). 30 s rides out a slow API server; the user's sparkConf may still set either.
+        "spark.kubernetes.driver.requestTimeout": "30000",
+        "spark.kubernetes.driver.connectionTimeout": "30000",
     }
     # The driver's RPC and block-manager ports are published through its Service: only processes holding the
     # application's secret may talk to them. Spark on Kubernetes generates that secret per application and hands

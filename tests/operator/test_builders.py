@@ -79,6 +79,7 @@ def test_the_kubernetes_master_settings_name_this_pod_and_its_own_service():
     assert volume["configMap"]["name"] == builders.build_executor_configmap("clicks", SPEC)["metadata"]["name"]
     assert key in builders.build_executor_configmap("clicks", SPEC)["data"]
     assert manifest["spec"]["serviceAccountName"] == builders.DRIVER_SERVICE_ACCOUNT
+    assert conf["spark.kubernetes.driver.requestTimeout"] == "30000"  # a busy API server must not fail a driver
 
 
 def test_no_executors_means_tasks_in_the_driver():

@@ -174,6 +174,9 @@ class UpgradeRecord(_Model):
     fleet: bool | None = None
     fromRunId: str | None = None
     snapshot: str | None = None
+    # When the spec stopped asking for ``to`` after a refusal or rollback (the user set engineVersion back):
+    # from then on the same target is a new request and is tried again.
+    withdrawn: str | None = None
 
 
 class Restarts(_Model):

@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any
 
-from planengine_operator.models import JobSpec, JobStatus
+from planengine_operator.models import JobSpec, JobStatus, UpgradeRecord
 
 
 class Change(enum.Enum):
@@ -60,6 +60,14 @@ def target_engine(spec: JobSpec, default_engine: str) -> str:
     return spec.engineVersion or default_engine
 
 
+def blocks(upgrade: UpgradeRecord | None, target: str) -> bool:
+    """A refused or rolled-back upgrade to ``target`` holds until the spec asks for something else: retrying the
+    same target on every reconcile would stop the job again for the same reason, but a user who set the version
+    back and then asks for the target again (after fixing the cause) means it."""
+    return (upgrade is not None and upgrade.to == target and upgrade.step in ("Refused", "RolledBack")
+            and not upgrade.withdrawn)
+
+
 def source_changed(status: JobStatus, source_hash: str | None) -> bool:
     """The program's text changed under an unchanged reference (a ConfigMap's content was edited).
 
@@ -90,7 +98,7 @@ def classify(spec: JobSpec, status: JobStatus, default_engine: str, source_hash:
     target = target_engine(spec, default_engine)
     if target != status.engineVersion:
         upgrade = status.upgrade
-        if upgrade is not None and upgrade.to == target and upgrade.step in ("Refused", "RolledBack"):
+        if blocks(upgrade, target):
             return Change.UPGRADE_BLOCKED
         return Change.UPGRADE
     if config_hash(spec) != (status.driver.configHash if status.driver else None):

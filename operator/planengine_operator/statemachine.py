@@ -173,6 +173,11 @@ def _steady(view: JobView, observed: DriverObservation, waiting: str | None = No
         if interval > 0 and seconds_since(last, view.now) >= interval:
             return _begin(view, "Snapshot", "Snapshot", reason="periodic")
     new = view.next_status()
+    if _upgrade_withdrawn(view):
+        assert status.upgrade is not None
+        new.upgrade = status.upgrade.model_copy(update={"withdrawn": iso(view.now)})
+        if phase == "RolledBack":  # the user chose to stay on the engine the job runs: nothing is degraded
+            new.phase = phase = "Running"
     restarts = status.restarts
     baseline = (status.driver.baselineBatches if status.driver else None) or 0
     if restarts is not None and restarts.count and observed.batches is not None and observed.batches > baseline:
@@ -186,6 +191,14 @@ def _steady(view: JobView, observed: DriverObservation, waiting: str | None = No
         if blocked not in (Change.UPGRADE_BLOCKED, Change.PLAN_CHANGED):
             new.error = None
     return Decision(status=None if new == status else new)
+
+
+def _upgrade_withdrawn(view: JobView) -> bool:
+    """The spec no longer asks for the target a refusal or rollback blocked (engineVersion was set back, or
+    changed to another version): remember it, so asking for that target again later tries it again."""
+    upgrade = view.status.upgrade
+    return (upgrade is not None and upgrade.step in ("Refused", "RolledBack") and not upgrade.withdrawn
+            and upgrade.to != target_engine(view))
 
 
 def _driver_failure(view: JobView, observed: DriverObservation) -> str | None:

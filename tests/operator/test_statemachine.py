@@ -291,6 +291,26 @@ def test_incompatible_target_is_refused_and_the_old_job_keeps_running(result):
     assert again.action is None and "operation" not in written(again)  # not retried
 
 
+@pytest.mark.parametrize("outcome", ["Refused", "RolledBack"])
+def test_a_blocked_target_set_back_and_asked_for_again_is_tried_again(outcome):
+    """The message after a refusal or rollback says: set engineVersion back to stay, or fix the cause and ask
+    again. Setting it back settles the job (Running, not Degraded); asking for the target again then starts a
+    new upgrade instead of staying blocked by the old record for good (the fault campaign's round 2)."""
+    upgrade = {"from": "0.1", "to": "0.2", "step": outcome, "message": "the new driver exited"}
+    status = running(phase="Running" if outcome == "Refused" else "RolledBack", upgrade=upgrade)
+    blocked = decide(view(status, UPGRADE_SPEC), ALIVE)
+    assert blocked.action is None and "operation" not in apply(status, blocked)
+    settled = decide(view(status, SPEC), ALIVE)
+    apply(status, settled)
+    assert status["phase"] == "Running" and status["upgrade"]["withdrawn"] == "2026-01-01T00:00:00.000000Z"
+    assert {c["type"]: c["reason"] for c in status["conditions"]}["Degraded"] == "Healthy"
+    again = decide(view(status, UPGRADE_SPEC), ALIVE)
+    apply(status, again)
+    assert status["phase"] == "Upgrading" and status["operation"]["step"] == "Check"
+    assert status["upgrade"] == {"from": "0.1", "to": "0.2", "step": "Check", "started": status["upgrade"]["started"],
+                                 "message": "checking the plan on engine 0.2", "fleet": False, "fromRunId": "r1"}
+
+
 @pytest.mark.parametrize("observed,cause", [
     (DriverObservation.gone(exit_code=1), "exited"),
     (DriverObservation(running=True, run_id=None, healthy=True, batches=10, exception="boom"), "boom"),

@@ -44,8 +44,7 @@ os.environ.setdefault("PLANENGINE_OPERATOR_TICK", "0.3")  # fixed at handler imp
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [p for p in (str(REPO), str(REPO / "operator")) if p not in sys.path]
 
-from planengine_operator.launchers.kubernetes import DRIVER_URL_ENV  # noqa: E402
-from tests.fixtures.cluster import cluster_session  # noqa: E402
+from benchmarks.real_world import real_world  # noqa: E402
 from tests.operator.e2e.harness import (  # noqa: E402
     REAL_TARGET,
     World,
@@ -102,63 +101,50 @@ def executor_spec(executors: int) -> dict[str, Any]:
 def upgrades(count: int, launcher: str = "local", executors: int = 0) -> list[dict[str, Any]]:
     measured: list[dict[str, Any]] = []
     extra = executor_spec(executors)
-    if launcher == "kubernetes":
-        os.environ[DRIVER_URL_ENV] = "http://{endpoint}:{port}"  # the kubelet's pod IPs; no cluster DNS here
     # A killed driver may still be removing its RocksDB files when the directory goes: not the benchmark's failure.
     with (tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp,
-          cluster_session(Path(tmp) / "cluster") as (plane, identity)):
-        plane.admin.create("", "namespaces", None, {"apiVersion": "v1", "kind": "Namespace",
-                                                    "metadata": {"name": "bench"}})
-        (Path(tmp) / "world").mkdir()
-        world = World(Path(tmp) / "world", plane, "bench", "real", launcher, operator_identity=identity)
-        if executors:
-            assert world.kubelet is not None
-            world.kubelet.executor_pods = True  # the drivers' Spark asks the API server for executor pods
-        os.environ["KUBECONFIG"] = str(world.operator_kubeconfig)
+          real_world(Path(tmp), launcher, executors=executors) as world):
         root = world.storage_root(Path(tmp) / "root")  # on Kubernetes: the subPath "root" of the jobs claim
         world.start_operator()
         name = "bench"
-        try:
-            world.add_input(name, 3)
-            world.apply(world.job_manifest(name, "0.1", storage=root, **extra))
-            world.wait_status(name, lambda s: s.get("phase") == "Running", "Running", timeout=120)
-            world.assert_exactly_once(name, timeout=900)
-            engines = ["0.1", REAL_TARGET]
-            for index in range(count):
-                before = world.status(name)
-                target = engines[(index + 1) % 2]
-                load = _load()
-                # Caught up before the next upgrade, with no new input meanwhile: a driver reading one file per
-                # batch may be slower than a file per 0.5 s (the 0.2 driver's pod was, 2026-11-27), so waiting
-                # while feeding never ended.
-                wait_for(lambda: len(world.output(name)) >= len(world.input_rows(name)), 600,
-                         "the old engine is caught up")
-                with world.feeding(name, every=0.5):
-                    world.apply(world.job_manifest(name, target, storage=root, **extra))
-                    status = world.wait_status(
-                        name, lambda s, r=before["runId"]: (s.get("upgrade") or {}).get("step") == "Succeeded"
-                        and s.get("runId") != r, f"upgrade {index} Succeeded", timeout=900)
-                old, new, snap = before["runId"], status["runId"], status["upgrade"]["snapshot"]
-                manifest = json.loads((root / "snapshots" / snap / "manifest.json").read_text())
-                uid = sink_uid(root, world.sink(name))
-                last = snapshot_last_batch(root, snap, uid)
-                old_commit = commit_times(root, old, uid)[last]
-                first_new = min(t for b, t in commit_times(root, new, uid).items() if b > last)
-                call = next(c for c in world.calls(root, "run") if c["runId"] == new)
-                session = _iso_seconds(json.loads((root / "runs" / new / "run.json").read_text())["createdAt"])
-                snapshot_at = _iso_seconds(manifest["createdAt"])
-                measured.append({
-                    "from": before["engineVersion"], "to": target, "load": load, "load_end": _load(),
-                    "path": "cold" if call.get("fromSnapshot") else "standby",
-                    "downtime": handover_downtime(root, world.sink(name), old, new, snap),
-                    "stop": snapshot_at - old_commit, "handover": session - snapshot_at,
-                    "first_batch": first_new - session, "lead": snapshot_at - call["at"],
-                    "executors": executors,
-                })
-                print(measured[-1], flush=True)
-            rows, missing, duplicates = exactly_once(world, name)
-        finally:
-            world.close()  # kills drivers and standbys (their records under tmp; on Kubernetes: the kubelet)
+        world.add_input(name, 3)
+        world.apply(world.job_manifest(name, "0.1", storage=root, **extra))
+        world.wait_status(name, lambda s: s.get("phase") == "Running", "Running", timeout=120)
+        world.assert_exactly_once(name, timeout=900)
+        engines = ["0.1", REAL_TARGET]
+        for index in range(count):
+            before = world.status(name)
+            target = engines[(index + 1) % 2]
+            load = _load()
+            # Caught up before the next upgrade, with no new input meanwhile: a driver reading one file per
+            # batch may be slower than a file per 0.5 s (the 0.2 driver's pod was, 2026-11-27), so waiting
+            # while feeding never ended.
+            wait_for(lambda: len(world.output(name)) >= len(world.input_rows(name)), 600,
+                     "the old engine is caught up")
+            with world.feeding(name, every=0.5):
+                world.apply(world.job_manifest(name, target, storage=root, **extra))
+                status = world.wait_status(
+                    name, lambda s, r=before["runId"]: (s.get("upgrade") or {}).get("step") == "Succeeded"
+                    and s.get("runId") != r, f"upgrade {index} Succeeded", timeout=900)
+            old, new, snap = before["runId"], status["runId"], status["upgrade"]["snapshot"]
+            manifest = json.loads((root / "snapshots" / snap / "manifest.json").read_text())
+            uid = sink_uid(root, world.sink(name))
+            last = snapshot_last_batch(root, snap, uid)
+            old_commit = commit_times(root, old, uid)[last]
+            first_new = min(t for b, t in commit_times(root, new, uid).items() if b > last)
+            call = next(c for c in world.calls(root, "run") if c["runId"] == new)
+            session = _iso_seconds(json.loads((root / "runs" / new / "run.json").read_text())["createdAt"])
+            snapshot_at = _iso_seconds(manifest["createdAt"])
+            measured.append({
+                "from": before["engineVersion"], "to": target, "load": load, "load_end": _load(),
+                "path": "cold" if call.get("fromSnapshot") else "standby",
+                "downtime": handover_downtime(root, world.sink(name), old, new, snap),
+                "stop": snapshot_at - old_commit, "handover": session - snapshot_at,
+                "first_batch": first_new - session, "lead": snapshot_at - call["at"],
+                "executors": executors,
+            })
+            print(measured[-1], flush=True)
+        rows, missing, duplicates = exactly_once(world, name)
     for m in measured:
         m.update(rows=rows, missing=missing, duplicates=duplicates)
     return measured

@@ -249,12 +249,26 @@ def _rolled_back(view: JobView, op: Operation, result: Result) -> Decision:
     status = _started(view, op, result)
     upgrade = upgrade_record(view)
     cause = op.cause or upgrade.message or "stability gate failed"
-    upgrade.snapshot, upgrade.step, upgrade.finished, upgrade.message = op.snapshot, "RolledBack", iso(view.now), cause
+    message = f"{cause}; {rollback_advice(op.engineVersion, upgrade.to)}"
+    upgrade.snapshot, upgrade.step, upgrade.finished = op.snapshot, "RolledBack", iso(view.now)
+    upgrade.message = message
     status.operation, status.upgrade, status.phase = None, upgrade, "RolledBack"
-    status.conditions = conditions(view, "RolledBack", degraded=("RolledBack", cause))
+    status.conditions = conditions(view, "RolledBack", degraded=("RolledBack", message))
     return Decision(status=status, events=[Event(
         "Warning", "RolledBack",
-        f"upgrade to {upgrade.to} rolled back to {op.engineVersion} from snapshot {op.snapshot}: {cause}")])
+        f"upgrade to {upgrade.to} rolled back to {op.engineVersion} from snapshot {op.snapshot}: {message}")])
+
+
+def rollback_advice(running: str | None, target: str | None) -> str:
+    """What a user does after a rollback: the operator does not retry the same target by itself (it would fail the
+    same way), so the message must say which field moves the job on (the fault campaign found the cause alone).
+
+    >>> rollback_advice("0.1", "0.2")[:90]
+    'the job runs engine 0.1 again and 0.2 is not retried until spec.engineVersion changes: set'
+    """
+    return (f"the job runs engine {running} again and {target} is not retried until spec.engineVersion changes: "
+            f"set it to {running} to stay, or fix the cause (see the target driver's log) and set it to a fixed "
+            "engine to upgrade again")
 
 
 def _activate_failed(view: JobView, op: Operation, result: Result) -> Decision:

@@ -338,6 +338,7 @@ def test_gate_failure_rolls_back_to_the_old_engine_from_the_same_snapshot(observ
     apply(status, advance(view(status, UPGRADE_SPEC), launch, Result(True, {"name": "3"})))
     assert status["phase"] == "RolledBack" and status["engineVersion"] == "0.1"
     assert status["upgrade"]["step"] == "RolledBack" and cause in status["upgrade"]["message"]
+    assert "not retried until spec.engineVersion changes: set it to 0.1 to stay" in status["upgrade"]["message"]
     assert status["upgrade"]["snapshot"] == "s1" and status["lastSnapshot"]["id"] == "s1"
     assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
 

@@ -106,7 +106,7 @@ def _stand_in_paths(venv: Path, virtual_env: str) -> list[sandbox.Mount]:
     directory the pod mounts over (a checkout under /tmp, behind the pod's emptyDir at /tmp), so they are bound
     again after the pod's volumes.
     """
-    built_at = venv.absolute()
+    built_at = venv.resolve()  # a worktree reaches its main checkout's venvs through symlinks
     if str(built_at) == virtual_env:
         return []
     sources: list[Path] = []

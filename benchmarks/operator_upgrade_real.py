@@ -124,8 +124,13 @@ def upgrades(count: int, launcher: str = "local", executors: int = 0) -> list[di
             with world.feeding(name, every=0.5):
                 world.apply(world.job_manifest(name, target, storage=root, **extra))
                 status = world.wait_status(
-                    name, lambda s, r=before["runId"]: (s.get("upgrade") or {}).get("step") == "Succeeded"
-                    and s.get("runId") != r, f"upgrade {index} Succeeded", timeout=900)
+                    name, lambda s, r=before["runId"]: ended(s, r), f"upgrade {index} ended", timeout=900)
+            if status["upgrade"]["step"] != "Succeeded":  # a refusal or rollback is a result: record it, stop
+                measured.append({"from": before["engineVersion"], "to": target, "load": load, "load_end": _load(),
+                                 "outcome": status["upgrade"]["step"], "message": status["upgrade"].get("message"),
+                                 "executors": executors})
+                print(measured[-1], flush=True)
+                break
             old, new, snap = before["runId"], status["runId"], status["upgrade"]["snapshot"]
             manifest = json.loads((root / "snapshots" / snap / "manifest.json").read_text())
             uid = sink_uid(root, world.sink(name))
@@ -150,6 +155,15 @@ def upgrades(count: int, launcher: str = "local", executors: int = 0) -> list[di
     return measured
 
 
+def ended(status: dict[str, Any], old_run: str) -> bool:
+    """The upgrade away from ``old_run`` reached its outcome: Succeeded on a new run, or Refused, RolledBack or
+    Failed (each a result the table shows, instead of waiting out the timeout)."""
+    step = (status.get("upgrade") or {}).get("step")
+    if status.get("operation") or (status.get("upgrade") or {}).get("fromRunId") != old_run:
+        return False
+    return step in ("Refused", "RolledBack", "Failed") or (step == "Succeeded" and status.get("runId") != old_run)
+
+
 def exactly_once(world: World, name: str, settle: float = 300) -> tuple[int, int, int]:
     """(input rows, missing, duplicated) once the output stops growing (bounded): a loss is reported, not
     waited for."""
@@ -161,7 +175,9 @@ def exactly_once(world: World, name: str, settle: float = 300) -> tuple[int, int
 
 
 def render(measured: list[dict[str, Any]], command: str, launcher: str = "local", executors: int = 0) -> str:
-    downtimes = [m["downtime"] for m in measured]
+    refused = [m for m in measured if "outcome" in m]
+    measured = [m for m in measured if "outcome" not in m]
+    downtimes = [m["downtime"] for m in measured] or [float("nan")]
     where = (f" Each driver runs {executors} executor pods (a quarter core requested each), which the drivers' "
              "Spark creates through the API server and the kubelet runs through `planengine-spark-executor`; "
              "the standby's executors start with it." if executors else "")
@@ -186,6 +202,9 @@ def render(measured: list[dict[str, Any]], command: str, launcher: str = "local"
         lines.append(f"| {index} | {m['from']} -> {m['to']} | {m['path']} | {m['load']:.1f} / {m['load_end']:.1f} | "
                      f"{m['downtime']:.1f} | {m['stop']:.1f} | {m['handover']:.1f} | {m['first_batch']:.1f} | "
                      f"{m['lead']:.1f} |")
+    for m in refused:
+        lines.append(f"| {len(measured) + 1} | {m['from']} -> {m['to']} | **{m['outcome']}** | {m['load']:.1f} / "
+                     f"{m['load_end']:.1f} | {str(m['message'] or '')[:160]} | | | | |")
     lines += [
         "",
         f"- **Median downtime {statistics.median(downtimes):.1f} s** (min {min(downtimes):.1f}, max "

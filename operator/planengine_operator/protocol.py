@@ -267,8 +267,8 @@ def rollback_advice(running: str | None, target: str | None) -> str:
     'the job runs engine 0.1 again and 0.2 is not retried until spec.engineVersion changes: set'
     """
     return (f"the job runs engine {running} again and {target} is not retried until spec.engineVersion changes: "
-            f"set it to {running} to stay, or fix the cause (see the target driver's log) and set it to a fixed "
-            "engine to upgrade again")
+            f"set it to {running} to stay; once the cause is fixed (see the target driver's log), setting it to "
+            f"{target} again, or to another engine, upgrades again")
 
 
 def _activate_failed(view: JobView, op: Operation, result: Result) -> Decision:

@@ -229,7 +229,14 @@ class Kubelet:
 
     def _main(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.loop.run_until_complete(self._serve())
+        try:
+            self.loop.run_until_complete(self._serve())
+        finally:  # connections still forwarded to the API server end here, not in the garbage collector
+            pending = asyncio.all_tasks(self.loop)
+            for task in pending:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self.loop.close()
 
     async def _serve(self) -> None:
         connector = aiohttp.TCPConnector(ssl=node_api.client_context(self.api)) if self.real else None

@@ -1,5 +1,5 @@
 """The S3A jars of the lock (group ``s3a``): Hadoop's own version, one AWS SDK release, nothing PySpark already ships,
-and loaded by default beside the Kafka connector. That they work is tests/runtime/storage/test_s3a_checkpoint.py's
+and loaded by default beside the Kafka connector. That they work is tests/runtime/test_s3a_checkpoint.py's
 job (a streaming query checkpointing to a local S3 server through them)."""
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,33 @@ def test_the_engine_loads_the_s3a_group_from_the_set_up_cache(tmp_path: Path, mo
     for jar in kafka:
         jar.write_bytes(b"")
     assert extra_jars.extra_jars() == kafka + wanted  # both, in DEFAULT_GROUPS order
+
+
+# What the S3A jars refer to and may lack: optional features that nothing loads unless configured. The AWS CRT
+# (native HTTP client, SigV4a), S3 client-side encryption and KMS (fs.s3a.encryption.algorithm=CSE-KMS), S3 Access
+# Grants, the v1 SDK's credential providers (fs.s3a.aws.credentials.provider naming a com.amazonaws class), the
+# shaded bundle's socket factory (only when the bundle is there), and Apache HttpClient 5 (the analytics
+# accelerator's shaded Thrift HTTP transport, which S3 reads never use).
+OPTIONAL_PACKAGES = ("software.amazon.awssdk.crt", "software.amazon.encryption.s3",
+                     "software.amazon.awssdk.services.kms", "software.amazon.awssdk.s3accessgrants", "com.amazonaws",
+                     "software.amazon.awssdk.thirdparty", "org.apache.hc.",
+                     "software.amazon.s3.shaded.com.google.errorprone")
+
+
+@pytest.mark.usefixtures("jvm_process")
+def test_the_s3a_jars_link_against_pyspark_but_for_optional_features() -> None:
+    """Every class hadoop-aws and the SDK modules refer to is in PySpark's jars plus the group, except the optional
+    features above: dropping a module S3A needs (say ``retries``) fails here, not in a task on a cluster."""
+    jars = maven_jars.cached("s3a")
+    assert jars is not None, "run `bash tests/setup/prepare.d/27-s3a.sh` (make test runs it)"
+    jdeps = shutil.which("jdeps")
+    assert jdeps is not None, "jdeps (JDK 17) is needed"
+    result = subprocess.run([jdeps, "--multi-release", "17", "--missing-deps", "-cp",
+                             f"{PYSPARK_JARS}/*:{':'.join(map(str, jars))}", *map(str, jars)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    missing = sorted({line.split("->")[1].split()[0] for line in result.stdout.splitlines()
+                      if line.startswith(" ") and line.endswith("not found")})  # class lines, not jar lines
+    assert missing, "jdeps reported nothing: the check would pass vacuously"
+    unexpected = [name for name in missing if not name.startswith(OPTIONAL_PACKAGES)]
+    assert unexpected == [], "\n".join(unexpected[:20])

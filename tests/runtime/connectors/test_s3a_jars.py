@@ -66,10 +66,11 @@ def test_the_engine_loads_the_s3a_group_from_the_set_up_cache(tmp_path: Path, mo
 
 
 # What the S3A jars refer to and may lack: optional features that nothing loads unless configured. The AWS CRT
-# (native HTTP client, SigV4a), S3 client-side encryption and KMS (fs.s3a.encryption.algorithm=CSE-KMS), S3 Access
-# Grants, the v1 SDK's credential providers (fs.s3a.aws.credentials.provider naming a com.amazonaws class), the
-# shaded bundle's socket factory (only when the bundle is there), and Apache HttpClient 5 (the analytics
-# accelerator's shaded Thrift HTTP transport, which S3 reads never use).
+# (native HTTP client, SigV4a; the prefix covers crt-core's ``crtcore`` too, which only the CRT client uses), S3
+# client-side encryption and KMS (fs.s3a.encryption.algorithm=CSE-KMS), S3 Access Grants, the v1 SDK's credential
+# providers (fs.s3a.aws.credentials.provider naming a com.amazonaws class), the shaded bundle's socket factory (only
+# when the bundle is there), and Apache HttpClient 5 (the analytics accelerator's shaded Thrift HTTP transport, which
+# S3 reads never use).
 OPTIONAL_PACKAGES = ("software.amazon.awssdk.crt", "software.amazon.encryption.s3",
                      "software.amazon.awssdk.services.kms", "software.amazon.awssdk.s3accessgrants", "com.amazonaws",
                      "software.amazon.awssdk.thirdparty", "org.apache.hc.",
@@ -79,7 +80,8 @@ OPTIONAL_PACKAGES = ("software.amazon.awssdk.crt", "software.amazon.encryption.s
 @pytest.mark.usefixtures("jvm_process")
 def test_the_s3a_jars_link_against_pyspark_but_for_optional_features() -> None:
     """Every class hadoop-aws and the SDK modules refer to is in PySpark's jars plus the group, except the optional
-    features above: dropping a module S3A needs (say ``retries``) fails here, not in a task on a cluster."""
+    features above: dropping a module S3A needs fails here, not in a task on a cluster (without ``retries`` it names
+    94 classes; without ``eventstream`` and ``utils-lite``, which the end-to-end test never loads, 4)."""
     jars = maven_jars.cached("s3a")
     assert jars is not None, "run `bash tests/setup/prepare.d/27-s3a.sh` (make test runs it)"
     jdeps = shutil.which("jdeps")

@@ -55,6 +55,8 @@ def test_a_query_checkpointing_on_s3_resumes_exactly_once(spark: Any, s3_store: 
     assert any("/checkpoint/state/0/" in k for k in keys), "the state store's files are on the store"
     assert not [k for k in keys if k.rsplit("/", 1)[-1].startswith(".") and k.endswith(".tmp")], \
         "the checkpoint manager left a temporary file behind"
+    uploads = [r for r in s3_store.requests() if r.startswith(f"PUT /{s3_store.bucket}/{prefix}/") and r[-1] != "/"]
+    assert uploads and len(uploads) == len(set(uploads)), "an object was uploaded twice: a retried request"
 
 
 def test_the_checkpoint_manager_on_s3a_is_sparks_file_context_one(spark: Any, s3_store: S3Store) -> None:
@@ -66,3 +68,35 @@ def test_the_checkpoint_manager_on_s3a_is_sparks_file_context_one(spark: Any, s3
     manager = jvm.org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.create(
         jvm.org.apache.hadoop.fs.Path(checkpoint), spark._jsparkSession.sessionState().newHadoopConf())
     assert manager.getClass().getSimpleName() == "FileContextBasedCheckpointFileManager"
+
+
+DDL = """
+CREATE TABLE clicks (id INT, v STRING)
+  WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = 'json');
+CREATE TABLE shouted (id INT, v STRING)
+  WITH ('connector' = 'filesystem', 'path' = '{sink}', 'format' = 'json');
+"""
+
+
+def test_a_planengine_job_reads_and_writes_s3a_tables_exactly_once(spark: Any, s3_store: S3Store, tmp_path) -> None:
+    """The ``filesystem`` connector with ``s3a://`` paths: the job applies the store's settings itself (nothing here
+    calls ``use_object_store``), and a second run on the same job root goes on where the first stopped."""
+    from planengine.api import TableEnvironment
+
+    prefix = s3_store.prefix("job")
+    source, sink = s3_store.uri(prefix, "clicks"), s3_store.uri(prefix, "shouted")
+    spark.conf.unset("fs.s3a.endpoint")  # as in a fresh driver: only the connector may set it
+    env = TableEnvironment()
+    env.execute_sql(DDL.format(source=source, sink=sink))
+    plan = env.compile_plan_sql("INSERT INTO shouted SELECT id, UPPER(v) AS v FROM clicks WHERE id > 0")
+    job_root = tmp_path / "job"
+
+    put_json_file(s3_store, f"{prefix}/clicks/1.json", [{"id": 1, "v": "a"}, {"id": -1, "v": "skip"}])
+    TableEnvironment().execute_plan(plan, job_root=str(job_root), until_idle=True)
+    put_json_file(s3_store, f"{prefix}/clicks/2.json", [{"id": 2, "v": "b"}])
+    TableEnvironment().execute_plan(plan, job_root=str(job_root), until_idle=True)
+
+    assert spark.conf.get("fs.s3a.endpoint") == s3_store.endpoint  # set by the connector, from the environment
+    rows = sorted(tuple(row) for row in spark.read.schema(SCHEMA).json(sink).collect())
+    assert rows == [(1, "A"), (2, "B")]  # B: the second run resumed (a fresh checkpoint's batch 0 is skipped)
+    assert any(k.startswith(f"{prefix}/shouted/_spark_metadata/") for k in s3_store.keys(f"{prefix}/shouted/"))

@@ -26,17 +26,21 @@ RUN pyspark="$(python -c 'import re, tomllib; print(next(r for r in tomllib.load
  && python -m zipfile -l /dist/planengine-*.whl | grep -q 'planengine/runtime/jvm/jars/planengine-jvm-spark' \
  && cp constraints.txt /dist/
 
-# --- kafka-jars: Spark's Kafka connector, the group kafka-connector of planengine/runtime/connectors/jars.lock -
-# The connector jars are not in pyspark's wheel. The set-up fetches the same lock (tests/setup/prepare.d/25-kafka.sh),
-# so the image and the tests run the same jars; the fetcher (stdlib only, run by path) downloads each from Maven
-# Central and refuses one whose sha256 differs from the lock. docs/kafka.md says why the connector is 4.2.0.
-FROM ${PYTHON_IMAGE} AS kafka-jars
+# --- connector-jars: the jars.lock groups the engine loads (planengine/runtime/connectors/jars.lock) ----------------
+# kafka-connector (Spark's Kafka source and sink) and s3a (hadoop-aws and the AWS SDK v2 modules it loads, for s3a://
+# checkpoints and paths; docs/object-store.md) are not in pyspark's wheel. The set-up fetches the same lock
+# (tests/setup/prepare.d/25-kafka.sh, 27-s3a.sh), so the image and the tests run the same jars; the fetcher (stdlib
+# only, run by path) downloads each from Maven Central and refuses one whose sha256 differs from the lock.
+# docs/kafka.md says why the connector is 4.2.0.
+FROM ${PYTHON_IMAGE} AS connector-jars
 ARG MAVEN_REPOSITORY=https://repo1.maven.org/maven2
 COPY planengine/runtime/connectors/maven_jars.py planengine/runtime/connectors/jars.lock /fetch/
-RUN PLANENGINE_MAVEN_REPOSITORY="${MAVEN_REPOSITORY}" python /fetch/maven_jars.py fetch kafka-connector --dest /jars \
+RUN for group in kafka-connector s3a; do \
+      PLANENGINE_MAVEN_REPOSITORY="${MAVEN_REPOSITORY}" python /fetch/maven_jars.py fetch "$group" --dest /jars || exit 1; \
+    done \
  && ls -l /jars
 
-# --- engine: JRE 17 + Python 3.11 + planengine[spark] + Kafka jars ----------------------------------
+# --- engine: JRE 17 + Python 3.11 + planengine[spark] + connector jars ----------------------------------
 FROM ${ENGINE_BASE_IMAGE} AS engine
 ENV DEBIAN_FRONTEND=noninteractive \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -59,11 +63,11 @@ COPY --from=builder /dist/ /tmp/dist/
 RUN pip install --no-cache-dir --disable-pip-version-check -c /tmp/dist/constraints.txt \
       "$(ls /tmp/dist/planengine-*.whl)[spark]" \
  && rm -rf /tmp/dist
-COPY --from=kafka-jars /jars/ /tmp/kafka-jars/
+COPY --from=connector-jars /jars/ /tmp/connector-jars/
 RUN jars="$(python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')" \
  && test -d "$jars" \
- && cp /tmp/kafka-jars/*.jar "$jars"/ \
- && rm -rf /tmp/kafka-jars \
+ && cp /tmp/connector-jars/*.jar "$jars"/ \
+ && rm -rf /tmp/connector-jars \
  && python -c 'import planengine' \
  && mkdir -p /var/lib/planengine/jobs \
  && chown -R 10001:10001 /var/lib/planengine

@@ -6,6 +6,7 @@ pytest_plugins = [
     "tests.fixtures.cluster",
     "tests.fixtures.spark",
     "tests.fixtures.kafka",
+    "tests.fixtures.object_store",
     "tests.tiers.plugin",
     "tests.tiers.guard",
     "pytester",  # tests/tiers run pytest on small suites of their own

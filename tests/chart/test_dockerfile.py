@@ -148,18 +148,20 @@ def test_engine_ships_the_kafka_connector_for_the_pinned_spark():
     """The image's Kafka jars are the lock's kafka-connector group, fetched and checked by the same fetcher as the
     set-up (planengine/runtime/connectors/jars.lock, maven_jars.py): the engine image and the tests run the same
     jars."""
-    jars_stage = BY_NAME["kafka-jars"]
+    jars_stage = BY_NAME["connector-jars"]
     copied = [copy_sources(c)[1] for c in jars_stage.all("COPY")]
     assert ["planengine/runtime/connectors/maven_jars.py", "planengine/runtime/connectors/jars.lock"] in copied
     for path in ("planengine/runtime/connectors/maven_jars.py", "planengine/runtime/connectors/jars.lock"):
         assert not dockerignore_excludes(path)
     script = " ".join(jars_stage.all("RUN"))
-    assert "maven_jars.py fetch kafka-connector --dest /jars" in script
+    assert "for group in kafka-connector s3a;" in script and 'maven_jars.py fetch "$group" --dest /jars' in script
     lock = (REPO / "planengine" / "runtime" / "connectors" / "jars.lock").read_text()
     connector = [line.split()[1] for line in lock.splitlines() if line.startswith("kafka-connector ")]
     for artifact in ("spark-sql-kafka-0-10_2.13:", "spark-token-provider-kafka-0-10_2.13:", "kafka-clients:",
                      "commons-pool2:"):
         assert any(f":{artifact}" in c for c in connector), artifact
+    s3a = [line.split()[1] for line in lock.splitlines() if line.startswith("s3a ")]
+    assert any(c.startswith("org.apache.hadoop:hadoop-aws:") for c in s3a), "the image's S3A filesystem"
     # The pyspark we test with is built for the connector's Scala binary version.
     spark_pin = next(d for d in PYPROJECT["project"]["optional-dependencies"]["spark"] if d.startswith("pyspark"))
     spec = importlib.util.find_spec("pyspark")
@@ -167,4 +169,4 @@ def test_engine_ships_the_kafka_connector_for_the_pinned_spark():
         jars = Path(spec.origin).parent / "jars"
         assert (jars / f"spark-core_2.13-{spark_pin.split('==')[1]}.jar").is_file()
     engine_run = " ".join(BY_NAME["engine"].all("RUN"))
-    assert "pyspark" in engine_run and '"jars"' in engine_run and "/tmp/kafka-jars/*.jar" in engine_run
+    assert "pyspark" in engine_run and '"jars"' in engine_run and "/tmp/connector-jars/*.jar" in engine_run

@@ -1,4 +1,4 @@
-"""Jars the engine adds to ``spark.jars`` besides its own JVM library: Spark's Kafka connector, mainly.
+"""Jars the engine adds to ``spark.jars`` besides its own JVM library: Spark's Kafka connector and Hadoop's S3A.
 
 Why: PySpark's wheel carries no connector jars, and resolving them when a session starts (``spark.jars.packages``)
 would need the network on every driver. The set-up fetches the pinned, checked jars once (``maven_jars``); this
@@ -6,8 +6,9 @@ module only finds them, in this order:
 
 * ``PLANENGINE_EXTRA_JARS``: jar files or folders of jars, separated by ``os.pathsep`` (``:``) or commas; set and
   empty, it turns the default off;
-* otherwise the set-up's cache of the checkout, ``<checkout>/.tools/jars/kafka-connector/``, when it holds every
-  jar of the lock's ``kafka-connector`` group (``bash tests/setup/prepare.d/25-kafka.sh`` fills it).
+* otherwise the set-up's cache of the checkout, ``<checkout>/.tools/jars/<group>/`` for each group of
+  ``DEFAULT_GROUPS`` that is there whole: ``kafka-connector`` (``bash tests/setup/prepare.d/25-kafka.sh`` fills it)
+  and ``s3a`` (``27-s3a.sh``). A group is all or nothing: half a connector would fail later, inside a task.
 
 The engine image needs neither: its Dockerfile copies the same jars into PySpark's own ``jars/`` folder.
 """
@@ -24,6 +25,10 @@ log = logging.getLogger("planengine.runtime.extra_jars")
 
 ENV = "PLANENGINE_EXTRA_JARS"
 KAFKA_GROUP = "kafka-connector"
+#: hadoop-aws and the AWS SDK modules it loads: ``s3a://`` paths (docs/object-store.md).
+S3A_GROUP = "s3a"
+#: The lock's groups the engine loads from the set-up's cache, in ``spark.jars`` order.
+DEFAULT_GROUPS = (KAFKA_GROUP, S3A_GROUP)
 #: What a user runs to get the connector jars into the default place (shown by the missing-jar error).
 FETCH_COMMAND = f"python -m planengine.runtime.connectors.maven_jars fetch {KAFKA_GROUP}"
 
@@ -49,11 +54,13 @@ def extra_jars() -> list[Path]:
     value = os.environ.get(ENV)
     if value is not None:
         return _listed(value)
-    try:
-        return maven_jars.cached(KAFKA_GROUP) or []
-    except (OSError, maven_jars.JarCheckFailed) as error:  # no lock in this installation: nothing to look for
-        log.debug("no default extra jars: %s", error)
-        return []
+    jars: list[Path] = []
+    for group in DEFAULT_GROUPS:
+        try:
+            jars.extend(maven_jars.cached(group) or [])
+        except (OSError, maven_jars.JarCheckFailed) as error:  # no lock in this installation: nothing to look for
+            log.debug("no default extra jars of %s: %s", group, error)
+    return jars
 
 
 def with_extra_jars(conf: dict[str, str]) -> dict[str, str]:

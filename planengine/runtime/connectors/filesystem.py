@@ -10,6 +10,9 @@ filters) is applied as filters on the partition columns Spark discovers from ``k
 Sink: Spark's file sink (``_spark_metadata`` manifest: each batch's files become visible exactly once).
 Insert-only formats refuse updating streams; ``changelog-json`` writes ``op`` so row kinds survive;
 ``debezium-json`` writes Debezium envelopes. ``PARTITIONED BY`` becomes ``partitionBy``.
+
+A ``path`` may be ``s3a://bucket/prefix``: the session gets the object store's S3A settings before the query
+starts (``planengine.runtime.storage.object_store``, docs/object-store.md).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from planengine.runtime.connectors import (
 from planengine.runtime.connectors import changelog_format as cf
 from planengine.runtime.dataflow.expressions import render_spark_sql, render_spark_type
 from planengine.runtime.dataflow.stream import APPEND, ROWKIND
+from planengine.runtime.storage.object_store import use_object_store
 
 _SPARK_FORMAT = {"json": "json", "csv": "csv", "parquet": "parquet", "changelog-json": "json",
                  "debezium-json": "json"}
@@ -136,6 +140,7 @@ def read_filesystem(source: Any, ctx: Any, node: Any) -> SourceFrame:
         ddl = cf.debezium_schema(spark_schema_ddl([n for n in names if n not in source.partition_keys],
                                                   [t for n, t in zip(names, types) if n not in source.partition_keys]))
     path = source.path
+    use_object_store(spark, path)
     reader = spark.readStream.format(_SPARK_FORMAT[fmt]).schema(ddl)
     local = _local_dir(path)
     if local is not None:
@@ -206,6 +211,7 @@ def write_filesystem(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOp
                               f"{stream.output_mode} output mode",
                               hint="write the query to a jdbc, upsert-kafka, print or blackhole sink")
     files = _files(stream, sink)
+    use_object_store(ctx.spark, sink.path)
     writer = files.df.writeStream.format(files.spark_format).outputMode("append").option("path", sink.path)
     for k, v in files.options.items():
         writer = writer.option(k, v)
@@ -227,6 +233,7 @@ def filesystem_batches(sink: Any, node: Any, ctx: Any, options: BatchOptions) ->
                                   hint="write the query to a jdbc, upsert-kafka, print or blackhole sink")
         files = _files(stream, sink)
         if "sink" not in state:
+            use_object_store(ctx.spark, sink.path)
             state["sink"] = file_stream_sink(ctx.spark, sink.path, files.spark_format, files.options,
                                              files.partition_by)
         options.fence(batch_id)

@@ -2,13 +2,14 @@
 
 Why a lock and not ``spark.jars.packages``: Spark's Ivy resolution runs when a session starts, so every driver
 would need the network and would trust whatever the repository serves that day. Here the jars are fetched once,
-at set-up (``tests/setup/prepare.d/25-kafka.sh``) or image build (the Dockerfile's ``kafka-jars`` stage), both
-from the same committed list, and a file whose sha256 differs from the lock is refused, never used.
+at set-up (``tests/setup/prepare.d/25-kafka.sh``, ``27-s3a.sh``) or image build (the Dockerfile's
+``connector-jars`` stage), both from the same committed list, and a file whose sha256 differs from the lock is
+refused, never used.
 
 ``jars.lock`` (next to this module) has one jar per line, ``<group> <groupId:artifactId:version[:classifier]>
 <sha256>``; a group is what one consumer needs (``kafka-connector``: the engine's Spark Kafka connector;
-``kafka-broker``: the tests' single-node broker). Commands (stdlib only, so the image's jar stage runs this file
-by path without installing planengine)::
+``s3a``: Hadoop's S3A filesystem for ``s3a://`` paths; ``kafka-broker``: the tests' single-node broker).
+Commands (stdlib only, so the image's jar stage runs this file by path without installing planengine)::
 
     python -m planengine.runtime.connectors.maven_jars fetch kafka-connector [--dest DIR]   # idempotent
     python -m planengine.runtime.connectors.maven_jars lock kafka-broker org.apache.kafka:kafka_2.13:4.1.1 --transitive

@@ -20,8 +20,9 @@ Everything else may be tuned per deployment, later sources winning:
   chatter) instead of the terminal.
 
 The JVM operator library's jar (``planengine.runtime.jvm``) is appended to ``spark.jars``, then the extra jars of
-``planengine.runtime.connectors.extra_jars`` (Spark's Kafka connector from ``PLANENGINE_EXTRA_JARS`` or the set-up's
-cache).
+``planengine.runtime.connectors.extra_jars`` (Spark's Kafka connector and Hadoop's S3A from ``PLANENGINE_EXTRA_JARS``
+or the set-up's cache). The S3A settings of an object store are not session-start settings: they are applied when a
+path is ``s3a://`` (``planengine.runtime.storage.object_store``), so a local job's configuration stays as it was.
 """
 
 from __future__ import annotations

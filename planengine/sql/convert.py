@@ -268,6 +268,11 @@ def _offset(node: exp.Expression) -> int | None:
 
 def _column(node: exp.ColumnDef, origin: Origin) -> tuple[st.ColumnDef, bool]:
     """A column definition, and whether it carries a column-level PRIMARY KEY."""
+    for constraint in node.constraints:  # sqlglot keeps words it took for a dialect's constraint (IN, OUT) bare
+        if not isinstance(constraint, exp.ColumnConstraint):
+            raise origin.error(f"column '{node.name}': unexpected '{constraint.sql('flink')}'; a column is written "
+                               "name TYPE [NOT NULL] [COMMENT '...'], name AS expression, or name TYPE METADATA",
+                               _offset(node))
     kinds = [constraint.kind for constraint in node.constraints]
     computed = next((k for k in kinds if isinstance(k, exp.ComputedColumnConstraint)), None)
     metadata = next((k for k in kinds if isinstance(k, ast.MetadataColumnConstraint)), None)

@@ -694,7 +694,18 @@ class FlinkParser(BaseParser):
 
     def _hint_from_token(self, token: Token) -> exp.Hint:
         text = token.comments[0] if token.comments else token.text.removeprefix("/*+").removesuffix("*/")
-        hint = exp.maybe_parse(text, into=exp.Hint, dialect=self.dialect)
+        return self._checked_hint(exp.maybe_parse(text, into=exp.Hint, dialect=self.dialect), token)
+
+    def _parse_hint(self) -> exp.Hint | None:
+        hint = super()._parse_hint()
+        return self._checked_hint(hint, self._prev) if hint is not None else None
+
+    def _checked_hint(self, hint: exp.Expression, token: Token) -> exp.Hint:
+        """sqlglot keeps a hint it cannot parse as its raw text (a string, not a node); Flink refuses it. Say so
+        at the hint, instead of failing later on a string where a hint was expected."""
+        if not isinstance(hint, exp.Hint) or not all(isinstance(item, exp.Expression) for item in hint.expressions):
+            self.raise_error("malformed hint: expected /*+ NAME('key' = 'value', ...) */ or /*+ NAME(a, b) */ "
+                             "with quoted keys and values", token)
         return t.cast(exp.Hint, hint)
 
     def _parse_table(self, *args: t.Any, **kwargs: t.Any) -> t.Any:

@@ -35,6 +35,8 @@ CASES = {
     "sink_path_empty.sql": ("expected a non-empty path", 4),
     "sink_path_blank.sql": ("expected a non-empty path", 4),
     "sink_path_nul.sql": ("expected a path without NUL bytes", 4),
+    "hint_with_broken_quotes.sql": ("malformed hint: expected /*+ NAME('key' = 'value', ...) */", 3),
+    "column_with_stray_in.sql": ("column 'b': unexpected 'IN'", 3),
 }
 
 

@@ -1,0 +1,4 @@
+CREATE TABLE s (
+  a STRING,
+  b IN T NOT NULL
+) WITH ('connector' = 'datagen');

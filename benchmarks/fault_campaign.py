@@ -233,15 +233,20 @@ class Injection:
     def _corrupt_checkpoint(self, op: dict[str, Any]) -> str | None:
         status = self.world.status(self.name)
         run = op.get("runId") if op.get("step") == "Stabilize" else status.get("runId")
-        files = [p for p in (self.root / "runs" / str(run) / "checkpoints").rglob("*")
-                 if p.is_file() and not p.name.startswith(".")]
-        if not files:
-            return None
-        newest = max(files, key=lambda p: p.stat().st_mtime)
-        size = newest.stat().st_size
-        with open(newest, "r+b") as handle:  # in place: every hard link of it (a snapshot's) is corrupted too
-            handle.write(b"\x00corrupt\xff" * (size // 9 + 1))
-        return f"corrupted {newest.relative_to(self.root)} ({size} bytes) in place"
+        for _ in range(10):  # Spark deletes old log and state files as it goes: one may vanish after the listing
+            files = [p for p in (self.root / "runs" / str(run) / "checkpoints").rglob("*")
+                     if p.is_file() and not p.name.startswith(".")]
+            if not files:
+                return None
+            try:
+                newest = max(files, key=lambda p: p.stat().st_mtime)
+                size = newest.stat().st_size
+                with open(newest, "r+b") as handle:  # in place: a hard link of it (a snapshot's) is corrupted too
+                    handle.write(b"\x00corrupt\xff" * (size // 9 + 1))
+            except FileNotFoundError:
+                continue
+            return f"corrupted {newest.relative_to(self.root)} ({size} bytes) in place"
+        return None
 
 
 def batch_ids(directory: Path) -> list[int]:

@@ -31,6 +31,8 @@ LABEL_JOB = "planengine.io/job"
 LABEL_RUN = "planengine.io/run-id"
 LABEL_PLAN = "planengine.io/plan-id"
 LABEL_ROLE = "planengine.io/role"  # active | standby (driver pods)
+# On tool pods: the request (operation step and command) whose answer the pod is (launchers/kubernetes.py).
+ANNOTATION_TOOL_REQUEST = "planengine.io/tool-request"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 ROLE_ACTIVE, ROLE_STANDBY = "active", "standby"
 

@@ -11,6 +11,7 @@ object's status is the log the protocol resumes from. Each action kind has one e
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import re
@@ -43,6 +44,17 @@ def new_run_id(now: datetime) -> str:
 
 
 Executor = Callable[[JobRef, JobView, dict[str, Any]], Awaitable[Result]]
+
+
+def request_of(view: JobView, action: Action) -> str:
+    """Which request an action serves: the operation's type, start and step, and the action. An operator that
+    restarts mid-step asks again with the same request (a tool pod still running or finished is its answer); a
+    later operation never takes the answer an earlier one left behind (a fork's pod the Stop step did not need
+    gave a later upgrade an hours-old snapshot: fault campaign, seed 20261207, round 10)."""
+    op = view.status.operation
+    if op is None:
+        return action.kind
+    return f"{op.type}/{op.started}/{op.step}/{action.kind}"
 
 
 class Reconciler:
@@ -126,6 +138,7 @@ class Reconciler:
     # ------------------------------------------------------------------------------------- actions
     async def _execute(self, job: JobRef, view: JobView, action: Action) -> Result:
         executor = self.executors[action.kind]
+        job = dataclasses.replace(job, request=request_of(view, action))
         try:
             return await executor(job, view, action.params)
         except LaunchError as exc:

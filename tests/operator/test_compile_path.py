@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import json
 import time
 from datetime import UTC, datetime
@@ -25,10 +26,10 @@ import pytest
 
 from planengine_operator import builders, kube
 from planengine_operator.config import OperatorConfig
-from planengine_operator.launchers.base import JobRef
+from planengine_operator.launchers.base import JobRef, ToolPending
 from planengine_operator.launchers.kubernetes import KubernetesLauncher
 from planengine_operator.models import JobSpec, JobStatus
-from planengine_operator.reconciler import Reconciler, plan_from_output
+from planengine_operator.reconciler import Reconciler, plan_from_output, request_of
 from planengine_operator.statemachine import Action, JobView
 from tests.operator.kapi.server import run_in_thread
 
@@ -176,3 +177,68 @@ def test_compiled_plan_ref_uri_is_refused_on_kubernetes_with_advice(api):
 def test_plan_from_output_skips_log_lines_and_braces_that_are_not_the_plan():
     text = '{"level": "info", "msg": "starting"}\nnoise\n' + json.dumps(PLAN, indent=1) + "\nINFO done\n"
     assert json.loads(plan_from_output(text)) == PLAN
+
+
+def test_a_tool_answer_left_by_an_earlier_request_is_never_taken_for_a_later_one(api):
+    """The fault campaign (seed 20261207, round 10): an upgrade's Stop found the old driver dead and forked its
+    checkpoint in a ``<job>-snapshot`` tool pod; a retry found that snapshot by time and never read the pod. Three
+    upgrades later another dead driver's fork found the finished pod and took its answer: the new engine started
+    from a snapshot 240 batches old. The pod is now the answer of one request only; an operator restarted
+    mid-step (the same request) still gets it."""
+    job, _ = make_job(api, "c6", {"sql": SQL})
+    launcher = KubernetesLauncher(CONFIG)
+    argv = ["snapshot", "--job-root", job.job_root]
+    first = dataclasses.replace(job, request="Upgrade/2026-12-07T12:27:00Z/Stop/stop")
+    later = dataclasses.replace(job, request="Upgrade/2026-12-07T12:34:58Z/Stop/stop")
+
+    def tool(ref: JobRef):
+        async def run():
+            try:
+                return await launcher.run_tool(ref, "0.1", "snapshot", argv)
+            finally:
+                await kube.close()
+        return asyncio.run(run())
+
+    with pytest.raises(ToolPending, match="started"):
+        tool(first)
+    finish_pod(api, "c6-snapshot", 0, '{"snapshot": "s-old"}\n')
+    with pytest.raises(ToolPending, match="earlier request"):
+        tool(later)  # before: returned s-old
+    assert api.get("", "pods", NS, "c6-snapshot") is None
+    with pytest.raises(ToolPending, match="started"):
+        tool(later)
+    finish_pod(api, "c6-snapshot", 0, '{"snapshot": "s-new"}\n')
+    assert tool(later).stdout.strip() == '{"snapshot": "s-new"}'
+
+
+def test_an_operator_restarted_mid_step_takes_the_answer_of_its_own_request(api):
+    job, _ = make_job(api, "c7", {"sql": SQL})
+    ref = dataclasses.replace(job, request="Restart/2026-12-07T12:00:00Z/Fork/fork")
+
+    def tool(launcher: KubernetesLauncher):
+        async def run():
+            try:
+                return await launcher.run_tool(ref, "0.1", "snapshot", ["snapshot"])
+            finally:
+                await kube.close()
+        return asyncio.run(run())
+
+    with pytest.raises(ToolPending):
+        tool(KubernetesLauncher(CONFIG))
+    finish_pod(api, "c7-snapshot", 0, '{"snapshot": "s-1"}\n')
+    assert tool(KubernetesLauncher(CONFIG)).stdout.strip() == '{"snapshot": "s-1"}'  # a new operator, same step
+
+
+def test_the_request_names_the_operation_step_and_action():
+    job_spec = JobSpec.model_validate({"engineVersion": "0.1", "plan": {"sql": SQL}})
+
+    def view(**op: Any) -> JobView:
+        status = JobStatus.model_validate({"operation": op} if op else {})
+        return JobView(name="j", namespace=NS, generation=1, spec=job_spec, status=status, config=CONFIG,
+                       job_root="/jobs/j", now=datetime.now(UTC), new_run_id="r1")
+
+    stop = Action("stop", {})
+    assert request_of(view(type="Upgrade", step="Stop", started="t1"), stop) == "Upgrade/t1/Stop/stop"
+    assert request_of(view(type="Upgrade", step="Stop", started="t1"), stop) != request_of(
+        view(type="Upgrade", step="Stop", started="t2"), stop)
+    assert request_of(view(), Action("compile", {})) == "compile"

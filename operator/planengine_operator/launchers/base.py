@@ -42,6 +42,9 @@ class JobRef:
     uid: str
     job_root: str
     body: dict[str, Any]  # the SparkPlanJob (for owner references and spec)
+    # The operation step an action runs for (type, start and step of ``status.operation``): a tool result belongs
+    # to the request that started it, so a launcher that finds a finished tool from another request starts anew.
+    request: str = ""
 
 
 class Launcher(Protocol):

@@ -26,6 +26,7 @@ that reaches pod IPs but not cluster DNS (outside the cluster, or the test kubel
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import secrets
@@ -109,6 +110,24 @@ def _cannot_start(pod: dict[str, Any], what: str) -> LaunchError | None:
 def _run_of(pod: dict[str, Any]) -> str | None:
     md = pod["metadata"]
     return (md.get("annotations") or {}).get(builders.LABEL_RUN) or (md.get("labels") or {}).get(builders.LABEL_RUN)
+
+
+def _annotation(pod: dict[str, Any], key: str) -> str | None:
+    return (pod["metadata"].get("annotations") or {}).get(key)
+
+
+def tool_request(job: JobRef, engine: str, argv: list[str], files: dict[str, str] | None) -> str:
+    """What a tool pod answers: the request it runs for (``JobRef.request``) and exactly what it runs.
+
+    >>> job = JobRef("ns", "j", "u", "/jobs/j", {}, request="Upgrade/t1/Stop/stop")
+    >>> tool_request(job, "0.1", ["snapshot"], None) == tool_request(job, "0.1", ["snapshot"], None)
+    True
+    >>> later = JobRef("ns", "j", "u", "/jobs/j", {}, request="Upgrade/t2/Stop/stop")
+    >>> tool_request(job, "0.1", ["snapshot"], None) == tool_request(later, "0.1", ["snapshot"], None)
+    False
+    """
+    text = json.dumps([job.request, engine, argv, files or {}], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _role(pod: dict[str, Any]) -> str | None:
@@ -409,9 +428,14 @@ class KubernetesLauncher:
                         command: list[str] | None = None, files: dict[str, str] | None = None) -> dict[str, Any]:
         """The tool pod of ``key``: found, or created (with its input ConfigMap)."""
         name = builders.tool_pod_name(job.name, key)
+        request = tool_request(job, engine, argv, files)
         current = await kube.get(job.namespace, "pods", name)
         if current is not None and not _terminating(current):
-            return current
+            if _annotation(current, builders.ANNOTATION_TOOL_REQUEST) == request:
+                return current
+            # Left by another request (its answer was never read, or it asked something else): never an answer.
+            await self._delete_tool(job, current, bool(files))
+            raise ToolPending(f"tool pod {name} of an earlier request deleted", delay=TOOL_POLL)
         if current is not None:
             raise ToolPending(f"tool pod {name} from an earlier attempt is terminating", delay=TOOL_POLL)
         configmap = None
@@ -424,6 +448,7 @@ class KubernetesLauncher:
                                       argv=[a.replace("{work}", builders.TOOL_INPUT_MOUNT) for a in argv],
                                       command=command, input_configmap=configmap, namespace=job.namespace,
                                       job_root=job.job_root)
+        pod["metadata"].setdefault("annotations", {})[builders.ANNOTATION_TOOL_REQUEST] = request
         return await self._adopt_apply(job, "pods", pod)
 
     async def _delete_tool(self, job: JobRef, pod: dict[str, Any], has_input: bool) -> None:

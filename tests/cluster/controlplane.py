@@ -16,10 +16,8 @@ and node. Logs of every component are kept under the session's directory and pri
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -27,13 +25,13 @@ from typing import Any
 
 from tests.cluster import pki
 from tests.cluster.client import ApiClient, ApiError
+from tests.fixtures.child_process import die_with_parent, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 K8S_VERSION = "v1.35.4"  # tests/setup/prepare.d/40-controlplane.sh builds this version
 BINARIES = REPO / ".tools" / "controlplane" / K8S_VERSION / "bin"
 SERVICE_CIDR = "10.0.0.0/24"
 KUBERNETES_SERVICE_IP = "10.0.0.1"
-PR_SET_PDEATHSIG = 1  # prctl(2)
 
 # Controllers of kube-controller-manager that the tests rely on (their names as `--controllers` takes them).
 CONTROLLERS = (
@@ -61,18 +59,6 @@ CONTROLLERS = (
     # it is Ready, and taints (then evicts from) a node whose kubelet stopped renewing.
     "node-lifecycle-controller",
 )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the test process dies, so a killed pytest (a CI time-out, a
-    developer's Ctrl-C twice) leaves no API server or etcd running; its teardown would not run."""
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def missing_binaries() -> str | None:
@@ -176,7 +162,7 @@ class ControlPlane:
         log = (self.logs / f"{component}.log").open("ab")
         self.procs[component] = subprocess.Popen(self.command(component), stdout=log, stderr=subprocess.STDOUT,
                                                  stdin=subprocess.DEVNULL, start_new_session=True,
-                                                 preexec_fn=_die_with_parent)
+                                                 preexec_fn=die_with_parent)
         log.close()
 
     def stop_component(self, component: str, sig: int = signal.SIGTERM, timeout: float = 20) -> None:

@@ -109,7 +109,9 @@ def retry(view: JobView, op: Operation, result: Result) -> Decision:
 def refuse(view: JobView, op: Operation, reason: str, *, condition: str = "UpgradeRefused") -> Decision:
     """The target engine will not run this plan: nothing was stopped, the old run keeps going."""
     upgrade = upgrade_record(view)
-    message = f"engine {upgrade.to} cannot run this plan: {reason}; the job keeps running on {upgrade.from_}"
+    message = (f"engine {upgrade.to} cannot run this plan: {reason}; the job keeps running on {upgrade.from_} and "
+               f"{upgrade.to} is not retried until spec.engineVersion changes: set it to {upgrade.from_} to stay; once "
+               f"the cause is fixed, setting it to {upgrade.to} again, or to another engine, upgrades again")
     upgrade.step, upgrade.finished, upgrade.message = "Refused", iso(view.now), message
     phase = "Running" if view.status.runId else "Failed"
     status = view.next_status(operation=None, upgrade=upgrade, phase=phase, error=message,
@@ -118,6 +120,19 @@ def refuse(view: JobView, op: Operation, reason: str, *, condition: str = "Upgra
 
 
 def _refuse_result(view: JobView, op: Operation, result: Result) -> Decision:
+    return refuse(view, op, result.error)
+
+
+CHECK_ATTEMPTS = 3  # a check that could not run is tried this often before the target is refused
+
+
+def _check_failed(view: JobView, op: Operation, result: Result) -> Decision:
+    """A check that gave no verdict (its process killed, its pod never started, a time-out, exit 1) says nothing
+    about the plan: try it again, with backoff, before refusing the target. A user error in the plan or the
+    spec (exit 2: permanent) is refused at once, as is a verdict (exit 4 arrives as a result, not a failure).
+    The fault campaign killed a check's pod and the target was refused as if it could not run the plan."""
+    if not result.permanent and int(op.attempt or 0) + 1 < CHECK_ATTEMPTS:
+        return retry(view, op, result)
     return refuse(view, op, result.error)
 
 
@@ -575,7 +590,7 @@ STEPS: dict[tuple[str, str], Step] = {
     ("Suspend", "Stop"): Step(_stop, on_ok=_suspended, on_fail=retry),
     ("Resume", "Launch"): Step(_launch, on_ok=_launched, on_fail=retry),
     ("Snapshot", "Snapshot"): Step(_snapshot, on_ok=_snapshot_taken, on_fail=retry),
-    ("Upgrade", "Check"): Step(_check, on_ok=_checked, on_fail=_refuse_result),
+    ("Upgrade", "Check"): Step(_check, on_ok=_checked, on_fail=_check_failed),
     ("Upgrade", "Migrate"): Step(_migrate, on_ok=_migrated, on_fail=_refuse_result),
     ("Upgrade", "Standby"): Step(_standby, on_ok=_standby_done, on_fail=_standby_failed),
     ("Upgrade", "Stop"): Step(_upgrade_stop, on_ok=_stopped, on_fail=retry),

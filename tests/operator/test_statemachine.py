@@ -280,7 +280,7 @@ def test_migration_writes_the_plan_into_the_new_run_only():
 
 @pytest.mark.parametrize("result", [
     Result(True, {"verdict": "incompatible", "reason": "state layout changed"}),
-    Result(False, {}, "state layout changed", "CheckFailed")])
+    Result(False, {"permanent": True}, "state layout changed", "CheckFailed")])
 def test_incompatible_target_is_refused_and_the_old_job_keeps_running(result):
     status, _ = begin(running(), UPGRADE_SPEC)
     status = step(status, "check", result, UPGRADE_SPEC)
@@ -289,6 +289,21 @@ def test_incompatible_target_is_refused_and_the_old_job_keeps_running(result):
     assert {c["type"]: c["reason"] for c in status["conditions"]}["Degraded"] == "UpgradeRefused"
     again = decide(view(status, UPGRADE_SPEC), ALIVE)
     assert again.action is None and "operation" not in written(again)  # not retried
+
+
+def test_a_check_that_gave_no_verdict_is_tried_again_before_the_target_is_refused():
+    """A killed check pod (exit 137), a check that timed out or whose pod never started says nothing about the
+    plan: the Check step is retried (CHECK_ATTEMPTS in all) and only then refused, with what to do."""
+    killed = Result(False, {"permanent": False}, "planengine check exited 137: ", "CheckFailed")
+    status, _ = begin(running(), UPGRADE_SPEC)
+    for attempt in (1, 2):
+        status = step(status, "check", killed, UPGRADE_SPEC)
+        assert status["operation"]["step"] == "Check" and status["operation"]["attempt"] == attempt
+        assert status["phase"] == "Upgrading" and status["runId"] == "r1"
+    status = step(status, "check", killed, UPGRADE_SPEC)
+    assert "operation" not in status and status["upgrade"]["step"] == "Refused"
+    assert "exited 137" in status["upgrade"]["message"]
+    assert "set it to 0.1 to stay" in status["upgrade"]["message"], status["upgrade"]["message"]
 
 
 @pytest.mark.parametrize("outcome", ["Refused", "RolledBack"])
@@ -796,7 +811,7 @@ TABLE = {
     ("Suspend", "Stop"): ("stop", "Suspended", "Stop"),
     ("Resume", "Launch"): ("launch", "Running", "Launch"),
     ("Snapshot", "Snapshot"): ("snapshot", "Running", "Snapshot"),
-    ("Upgrade", "Check"): ("check", "Standby", "Running"),  # refused: the old run keeps going
+    ("Upgrade", "Check"): ("check", "Standby", "Check"),  # no verdict: tried again (refused after CHECK_ATTEMPTS)
     ("Upgrade", "Migrate"): ("migrate", "Standby", "Running"),
     ("Upgrade", "Standby"): ("standby", "Stop", "Running"),
     ("Upgrade", "Stop"): ("stop", "Activate", "Stop"),

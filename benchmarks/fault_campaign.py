@@ -464,13 +464,18 @@ class Campaign:
         operator retries an upgrade only when spec.engineVersion changes); a job that does not run again within
         the bound is abandoned for a fresh one (recorded, never hidden)."""
         status = self.world.status(self.name)
-        if status.get("phase") == "Running" and not status.get("operation"):
+        step = (status.get("upgrade") or {}).get("step")
+        if status.get("phase") == "Running" and not status.get("operation") and step not in ("Refused", "RolledBack"):
             return
+        # A refused or rolled-back target stays asked for until the spec is set back (the operator then stamps
+        # upgrade.withdrawn); without that the next round's apply of the same target would change nothing.
         running = status.get("engineVersion") or "0.1"
         for spec, timeout in (({}, 120.0), ({"restartNonce": record.number}, 900.0)):
             with contextlib.suppress(AssertionError):  # kubectl refusing the spec fails loudly (not caught)
                 self.world.apply(self.world.job_manifest(self.name, running, storage=self.root, **spec))
-                self.world.wait_status(self.name, lambda s: s.get("phase") == "Running" and not s.get("operation"),
+                self.world.wait_status(self.name, lambda s: s.get("phase") == "Running" and not s.get("operation")
+                                       and ((s.get("upgrade") or {}).get("step") not in ("Refused", "RolledBack")
+                                            or (s.get("upgrade") or {}).get("withdrawn")),
                                        "running again", timeout=timeout)
                 return
         self.abandoned.append(f"round {record.number}: job {self.name} not Running again within 900 s "

@@ -27,6 +27,7 @@ from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.restore import COMPATIBLE, INCOMPATIBLE, CheckReport
 from planengine.runtime.state_check import check_snapshot_state
 from planengine.runtime.storage.checkpoint_layout import read_layout, read_schema_file
+from planengine.runtime.storage.sink_claims import CLAIM_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_A = REPO / ".venv-spark42" / "bin" / "planengine"
@@ -164,6 +165,10 @@ def copy_job(job: dict[str, Any], target: Path) -> tuple[Path, Path]:
     shutil.copytree(job["snapshot"], snapshot)
     for path in [snapshot, *snapshot.rglob("*")]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    # The copy writes the job's sinks: the job is done, so its sink claims go, as the refusal's hint advises
+    # (otherwise the copy's start is refused: two job roots on one sink path lose rows).
+    for claim in job["data"].rglob(CLAIM_FILE):
+        claim.unlink()
     return root, snapshot
 
 

@@ -176,8 +176,13 @@ class Injection:
             if not op:
                 return
             time.sleep(self.fault.delay)
-            injector = getattr(self, "_" + self.fault.kind.replace("-", "_"))
-            self.outcome = injector(op) or f"not injected: nothing to {self.fault.kind} at {self.fault.step}"
+            injectors: dict[str, Callable[[dict[str, Any]], str | None]] = {
+                "kill-old-driver": self._kill_old_driver, "kill-standby": self._kill_standby,
+                "kill-tool": self._kill_tool, "kill-operator": self._kill_operator,
+                "source-mid-batch": self._source_mid_batch, "disk-full": self._disk_full,
+                "corrupt-checkpoint": self._corrupt_checkpoint}
+            self.outcome = (injectors[self.fault.kind](op)
+                            or f"not injected: nothing to {self.fault.kind} at {self.fault.step}")
         except Exception as exc:  # the campaign reports a broken injector instead of dying
             self.outcome = f"injector error: {exc!r}"
 

@@ -124,3 +124,27 @@ def test_a_deleted_pod_is_stopped_and_removed(control_plane: ControlPlane, clust
     wait_for(lambda: control_plane.admin.get("", "pods", cluster_namespace, "sleeper") is None, 60,
          "the node to stop the container and remove the pod")
     assert node.process(cluster_namespace, "sleeper") is None
+
+
+def test_a_node_marked_unreachable_reports_ready_again(control_plane: ControlPlane, node: Kubelet) -> None:
+    """What the node-lifecycle controller does after one Lease renewal came late (a loaded machine): Ready set to
+    Unknown and the node tainted unreachable. A Lease renewal alone never sets Ready back; the kubelet's status
+    report does, and the controller then lifts the taint (the fault campaign's node stayed tainted, every new
+    pod Pending, before the test kubelet reported its status periodically)."""
+    wait_for(lambda: control_plane.admin.get("coordination.k8s.io", "leases", "kube-node-lease", node.node), 30,
+             "the node's first Lease")
+    control_plane.admin.request("PATCH", f"/api/v1/nodes/{node.node}/status", {"status": {"conditions": [
+        {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+         "message": "Kubelet stopped posting node status.", "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}, content_type="application/merge-patch+json")
+    control_plane.admin.patch("", "nodes", None, node.node, {"spec": {"taints": [
+        {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"}]}})
+
+    def ready_and_untainted() -> bool:
+        found = control_plane.admin.get("", "nodes", None, node.node) or {}
+        ready = [c for c in found["status"]["conditions"] if c["type"] == "Ready"]
+        return bool(ready) and ready[0]["status"] == "True" and not (found["spec"].get("taints") or [])
+
+    wait_for(ready_and_untainted, 90, "the node Ready and untainted again",
+             lambda: (control_plane.admin.get("", "nodes", None, node.node) or {}).get("status"))
+    assert not node.errors, node.errors

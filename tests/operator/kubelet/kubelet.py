@@ -66,6 +66,11 @@ TUNING_ENV = "PLANENGINE_SPARK_CONF"
 
 SYNC_INTERVAL = 0.2
 HEARTBEAT = 5.0  # seconds between the node's Lease renewals (a kubelet's default is 10 s)
+# Seconds between the node's status reports (a kubelet's nodeStatusReportFrequency is 5 min, and it reports at
+# once when the stored status differs from its own). Once a late Lease renewal under load let the node-lifecycle
+# controller set Ready to Unknown and taint the node unreachable, only a status report makes it Ready again: the
+# fault campaign's node stayed tainted, and every new pod Pending, after one renewal came late at load 15.
+STATUS_REPORT = 30.0
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -179,6 +184,7 @@ class Kubelet:
         self.capacity = capacity or node_api.machine_capacity()
         self._server: web.AppRunner | None = None
         self._last_heartbeat = 0.0
+        self._last_status = time.monotonic()  # registration reports the first status
         self._api_proxy: asyncio.AbstractServer | None = None
         self.port = 0
         self.root = root
@@ -235,7 +241,8 @@ class Kubelet:
             pending = asyncio.all_tasks(self.loop)
             for task in pending:
                 task.cancel()
-            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            if pending:  # gather() of nothing asks for the thread's current loop, and this thread has none
+                self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             self.loop.close()
 
     async def _serve(self) -> None:
@@ -292,6 +299,10 @@ class Kubelet:
         if now - self._last_heartbeat < HEARTBEAT:
             return
         self._last_heartbeat = now
+        if now - self._last_status >= STATUS_REPORT:
+            self._last_status = now
+            await self._patch(f"/api/v1/nodes/{self.node}/status",
+                              {"status": {"conditions": node_api.ready_conditions()}})
         path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{self.node}"
         body = node_api.node_lease(self.node)
         # A merge patch of the renewal, not a PUT: the API server refuses an update without the object's

@@ -28,17 +28,22 @@ def machine_capacity() -> dict[str, str]:
             "ephemeral-storage": "100Gi"}
 
 
-def node_manifest(name: str, port: int, capacity: dict[str, str]) -> dict[str, Any]:
+def ready_conditions() -> list[dict[str, Any]]:
+    """The node's conditions as this kubelet reports them: Ready (it has no pressure signals to report)."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+             "message": "the test kubelet is posting ready status", "lastHeartbeatTime": now,
+             "lastTransitionTime": now}]
+
+
+def node_manifest(name: str, port: int, capacity: dict[str, str]) -> dict[str, Any]:
     return {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                                               "kubernetes.io/arch": "amd64"}},
         "status": {
             "capacity": capacity, "allocatable": capacity,
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                            "message": "the test kubelet is posting ready status", "lastHeartbeatTime": now,
-                            "lastTransitionTime": now}],
+            "conditions": ready_conditions(),
             "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
             "nodeInfo": {"machineID": name, "systemUUID": name, "bootID": name, "kernelVersion": os.uname().release,

@@ -110,8 +110,7 @@ def refuse(view: JobView, op: Operation, reason: str, *, condition: str = "Upgra
     """The target engine will not run this plan: nothing was stopped, the old run keeps going."""
     upgrade = upgrade_record(view)
     message = (f"engine {upgrade.to} cannot run this plan: {reason}; the job keeps running on {upgrade.from_} and "
-               f"{upgrade.to} is not retried until spec.engineVersion changes: set it to {upgrade.from_} to stay; once "
-               f"the cause is fixed, setting it to {upgrade.to} again, or to another engine, upgrades again")
+               f"{retry_advice(upgrade.from_, upgrade.to)}")
     upgrade.step, upgrade.finished, upgrade.message = "Refused", iso(view.now), message
     phase = "Running" if view.status.runId else "Failed"
     status = view.next_status(operation=None, upgrade=upgrade, phase=phase, error=message,
@@ -274,6 +273,9 @@ def _rolled_back(view: JobView, op: Operation, result: Result) -> Decision:
         f"upgrade to {upgrade.to} rolled back to {op.engineVersion} from snapshot {op.snapshot}: {message}")])
 
 
+DRIVER_LOG_HINT = " (see the target driver's log)"
+
+
 def rollback_advice(running: str | None, target: str | None) -> str:
     """What a user does after a rollback: the operator does not retry the same target by itself (it would fail the
     same way), so the message must say which field moves the job on (the fault campaign found the cause alone).
@@ -281,9 +283,14 @@ def rollback_advice(running: str | None, target: str | None) -> str:
     >>> rollback_advice("0.1", "0.2")[:90]
     'the job runs engine 0.1 again and 0.2 is not retried until spec.engineVersion changes: set'
     """
-    return (f"the job runs engine {running} again and {target} is not retried until spec.engineVersion changes: "
-            f"set it to {running} to stay; once the cause is fixed (see the target driver's log), setting it to "
-            f"{target} again, or to another engine, upgrades again")
+    return f"the job runs engine {running} again and {retry_advice(running, target, hint=DRIVER_LOG_HINT)}"
+
+
+def retry_advice(running: str | None, target: str | None, *, hint: str = "") -> str:
+    """How a refused or rolled-back target is tried again (specdiff.blocks, status.upgrade.withdrawn): one text
+    for both outcomes, so the advice and the mechanism cannot drift apart."""
+    return (f"{target} is not retried until spec.engineVersion changes: set it to {running} to stay; once the cause "
+            f"is fixed{hint}, setting it to {target} again, or to another engine, upgrades again")
 
 
 def _activate_failed(view: JobView, op: Operation, result: Result) -> Decision:

@@ -72,3 +72,25 @@ def test_snapshots_list_on_a_missing_job_root_is_an_error(tmp_path: Path, capsys
     (tmp_path / "empty").mkdir()
     assert cli.main(["snapshots", "list", "--job-root", str(tmp_path / "empty")]) == 0
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("uri", ["s3a://bucket/jobs/clicks", "gs://bucket/jobs", "hdfs://namenode/jobs"])
+def test_a_job_root_that_is_not_a_directory_is_refused_before_anything_is_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, uri: str) -> None:
+    """``Path("s3a://bucket/x")`` is the relative directory ``s3a:/bucket/x``: a job root meant for a bucket was once
+    created under the working directory and the job ran there, unseen by anyone looking in the bucket."""
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "job.sql"
+    script.write_text(SCRIPT)
+    assert cli.main(["run", "--script", str(script), "--job-root", uri]) == 2
+    err = capsys.readouterr().err
+    assert f"job root {uri!r} is on" in err and "must be a local or mounted directory" in err
+    assert "--job-root" in err  # the hint says what to give instead
+    assert cli.main(["snapshots", "list", "--job-root", uri]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.sql"]
+
+
+def test_a_file_uri_job_root_is_the_directory_it_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "root").mkdir()
+    assert cli.main(["snapshots", "list", "--job-root", (tmp_path / "root").as_uri()]) == 0
+    assert capsys.readouterr().out == ""

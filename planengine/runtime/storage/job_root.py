@@ -37,9 +37,11 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from planengine.errors import UserError
 from planengine.runtime.storage.files import PLAN_FILE, atomic_write_text, utc_now_iso, validate_uid
+from planengine.runtime.storage.object_store import is_object_store
 from planengine.runtime.storage.sink_claims import local_file_sinks
 from planengine.runtime.storage.snapshots import SnapshotInfo, fork_snapshot, read_snapshot
 
@@ -121,7 +123,7 @@ class JobRoot:
     """A job's storage root. Cheap to construct; creates directories only when something is written."""
 
     def __init__(self, path: str | os.PathLike[str]):
-        self.path = Path(path).absolute()
+        self.path = _local_directory(path).absolute()
 
     def __repr__(self) -> str:
         return f"JobRoot({str(self.path)!r})"
@@ -314,6 +316,31 @@ class JobRoot:
                 return new_id, parent / new_id
             except FileExistsError:
                 seq += 1
+
+
+def _local_directory(path: str | os.PathLike[str]) -> Path:
+    """The directory a job root names: a plain path or a ``file:`` URI.
+
+    Any other URI is refused here, before anything is written: ``Path("s3a://bucket/jobs")`` is the *relative*
+    directory ``s3a:/bucket/jobs``, so without this check a job root meant for an object store would be created
+    silently under the current directory and its job would run there, on the wrong disk and unseen by anyone
+    who looks in the bucket.
+
+    >>> str(_local_directory("file:///var/lib/jobs/clicks"))
+    '/var/lib/jobs/clicks'
+    """
+    text = os.fspath(path)
+    parsed = urlparse(text) if isinstance(text, str) else None
+    if parsed is None or not parsed.scheme or len(parsed.scheme) == 1:  # no scheme, or a Windows drive letter
+        return Path(text)
+    if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
+        return Path(unquote(parsed.path))
+    what = "an object store" if is_object_store(text) else f"a {parsed.scheme}:// location"
+    raise UserError(
+        f"job root {text!r} is on {what}; job roots must be a local or mounted directory in this version",
+        hint="give --job-root (or storage.uri) a directory path, e.g. a ReadWriteMany volume's mount point; "
+             "sources and sinks may still read and write s3a:// paths (docs/object-store.md)",
+    )
 
 
 def _check_id(value: str, prefix: str, what: str) -> None:

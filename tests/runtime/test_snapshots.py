@@ -47,7 +47,7 @@ def fake_checkpoint(cp: Path, *, committed: int, planned: int, partitions: int =
     for p in range(partitions):
         part = cp / "state" / "0" / str(p)
         write(part / "_metadata" / "schema", "schema")
-        for version in range(1, planned + 2):  # batch N writes state version N+1
+        for version in range(1, planned + 3):  # batch N writes state version N+1 (planned + 2: a stray file)
             write(part / f"{version}.delta", f"delta {version}")
             write(part / f".{version}.delta.crc")
         write(part / "2.snapshot", "snapshot 2")
@@ -82,7 +82,9 @@ def test_snapshot_keeps_only_committed_batches(job):
     assert {"offsets/3", "offsets/.3.crc"} <= agg and "commits/3" not in agg
     assert not any(f.endswith(".tmp") for f in agg)
     assert {"state/0/0/3.delta", "state/0/1/.3.delta.crc", "state/0/0/2.snapshot"} <= agg  # version 3 = batch 2
-    assert not {"state/0/0/4.delta", "state/0/1/4.delta", "state/0/0/.4.delta.crc"} & agg
+    # ... and the state the planned batch 3 wrote (version 4): a sink that committed batch 3 skips its replay
+    assert {"state/0/0/4.delta", "state/0/1/4.delta", "state/0/0/.4.delta.crc"} <= agg
+    assert not {"state/0/0/5.delta", "state/0/1/5.delta"} & agg  # nothing past the planned batch
     assert {"metadata", "state/0/_metadata/metadata", "state/0/0/_metadata/schema"} <= agg
     assert last_committed_batch_id(snap.checkpoint_dir("agg")) == 2
 
@@ -134,7 +136,8 @@ def test_driver_view_may_be_older_than_disk_but_never_newer(job):
     root, run = job
     older = take_snapshot(root, run, reason="stop", last_batch_ids={"agg": 1}, **VERSIONS)
     files = files_under(older.checkpoint_dir("agg"))
-    assert "commits/1" in files and "commits/2" not in files and "state/0/0/3.delta" not in files
+    assert "commits/1" in files and "commits/2" not in files and "offsets/2" in files
+    assert "state/0/0/3.delta" in files and "state/0/0/4.delta" not in files  # the replayed batch 2's state, no more
     assert older.last_batch_ids["agg"] == 1
 
     with pytest.raises(InternalError, match="reports batch 3 committed but the checkpoint's last commit is 2"):
@@ -236,7 +239,8 @@ def test_inspect_reports_manifest_and_disk(job):
     # batch 3 was planned but not committed: its offsets are kept, so a restart replays exactly it
     assert (agg["lastCommittedBatchId"], agg["lastPlannedBatchId"], agg["manifestLastBatchId"]) == (2, 3, 2)
     assert agg["consistent"]
-    assert agg["stateOperators"] == {"0": {"partitions": [0, 1], "stores": ["default"], "maxStateVersion": 3}}
+    # version 4 is the planned batch 3's (kept with its offsets); 5 was a stray file past it, dropped
+    assert agg["stateOperators"] == {"0": {"partitions": [0, 1], "stores": ["default"], "maxStateVersion": 4}}
     assert report["queries"]["idle"]["lastCommittedBatchId"] == -1
 
 
@@ -308,14 +312,15 @@ def test_spark_continues_on_a_fork_and_the_snapshot_stays_byte_identical(spark, 
     add_input(source, "2.json", "abb")
     assert run_counts(spark, source, cp, "counts_run1_b") == {"a": 3, "b": 3}
     assert last_committed_batch_id(cp) == 1
-    # Leave a planned-but-uncommitted batch 2 behind, as a driver killed mid-batch would.
+    # Leave a planned-but-uncommitted batch 2 behind, as a driver killed mid-batch would; its state file
+    # stands for one that the replay rewrites (the memory sink never skips a batch).
     (cp / "offsets" / "2").write_bytes((cp / "offsets" / "1").read_bytes())
     (cp / "state" / "0" / "0" / "3.delta").write_bytes(b"garbage of an unfinished batch")
 
     snap = take_snapshot(root, run, reason="upgrade", last_batch_ids={"counts": 1}, **VERSIONS)
     before = checksums(snap.path)
     assert "checkpoints/counts/offsets/2" in before  # the planned batch is replayed exactly on restart
-    assert "checkpoints/counts/state/0/0/3.delta" not in before
+    assert "checkpoints/counts/state/0/0/3.delta" in before  # kept, and rewritten by the replay
     assert inspect_snapshot(snap.path)["queries"]["counts"]["stateOperators"]["0"]["partitions"] == [0, 1]
 
     add_input(source, "3.json", "abcc")
@@ -409,3 +414,39 @@ def test_fork_points_channel_manifests_and_readers_at_its_own_channel_files(job)
     assert json.loads((reader / "1" / "0").read_text().split("\n")[1])["path"] == user_file
     assert Path(new.removeprefix("file://")).read_text() == "rows"
     assert checksums(snap.checkpoints_dir) == before  # the snapshot is untouched (the logs were hard links)
+
+
+def test_a_batch_its_sink_committed_before_the_driver_died_restores_with_its_state(spark, tmp_path):
+    """Killed after the file sink committed batch 1 (its manifest) and before Spark's commit log did: a restore
+    replays batch 1, the sink skips it as already written, so nothing writes state version 2 again. The
+    snapshot must carry it, or batch 2 fails for good on the missing state file (found by the fault campaign,
+    seed 20261207 round 7: every automatic restart of the job failed on ``477.changelog does not exist``)."""
+    source, out = tmp_path / "input", tmp_path / "out"
+    root = JobRoot(tmp_path / "job")
+    root.write_plan_text('{"planId": "plan-abc"}')
+    run = root.new_run()
+    cp = run.checkpoint_dir("dedup")
+
+    def run_dedup(checkpoint: Path) -> None:
+        query = (spark.readStream.schema("k STRING").json(str(source)).dropDuplicates(["k"])
+                 .writeStream.format("json").option("path", str(out)).option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(120)
+        assert query.exception() is None, query.exception()
+
+    add_input(source, "1.json", "ab")
+    run_dedup(cp)
+    add_input(source, "2.json", "ca")
+    run_dedup(cp)
+    assert last_committed_batch_id(cp) == 1 and (out / "_spark_metadata" / "1").exists()
+    (cp / "commits" / "1").unlink()  # the driver died between the sink's commit and Spark's
+    (cp / "commits" / ".1.crc").unlink(missing_ok=True)
+
+    snap = take_snapshot(root, run, reason="stop", last_batch_ids={"dedup": 0}, **VERSIONS)
+    add_input(source, "3.json", "dab")
+    fork = root.new_run(from_snapshot=snap.snapshot_id)
+    run_dedup(fork.checkpoint_dir("dedup"))
+
+    rows = sorted(row["k"] for row in spark.read.json(str(out)).collect())
+    assert rows == ["a", "b", "c", "d"]  # every key once: nothing lost, nothing written twice
+    assert last_committed_batch_id(fork.checkpoint_dir("dedup")) == 2

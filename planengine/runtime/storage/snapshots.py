@@ -5,8 +5,10 @@ A snapshot is what an upgrade or a rollback starts from, so it must (a) contain 
 
 * (a) Spark plans a batch by writing ``offsets/N`` and records success in ``commits/N``; the stateful
   operators of batch N write state version N+1. A checkpoint may therefore hold one planned but
-  uncommitted batch. The snapshot keeps ``offsets``/``commits`` up to the last committed batch id and
-  state ``<version>.delta|.snapshot|.zip|.changelog`` files up to version last+1, and drops the rest.
+  uncommitted batch. The snapshot keeps ``commits`` up to the last committed batch id, and the planned
+  batch after it whole: its ``offsets`` (a restart replays exactly that batch) and the state
+  ``<version>.delta|.snapshot|.zip|.changelog`` files it wrote, up to version last+2 (a sink that already
+  committed it skips the replay, so its state must be there: ``_committed_filter``); it drops the rest.
   Everything else (``metadata``, ``sources/``, state schema and operator metadata, RocksDB SSTs) is kept
   as is: source logs are compacted and must not be cut, and Spark replays from the offsets we keep.
 * (b) Files are hard-linked where the filesystem allows (same device) and copied otherwise, then made
@@ -228,10 +230,16 @@ def _committed_filter(last: int) -> Callable[[tuple[str, ...]], bool]:
             # (sinks that already committed it, like the file sink's manifest, skip it). Dropping them would
             # let Spark re-plan the batch with more input, which such a sink would then skip: rows lost.
             m = _BATCH_FILE_RE.match(name)
-            return m is None or int(m[1]) <= last + 1
+            return m is None or int(m[1]) <= last + 2
         if parts[0] == "state":
+            # ... and so does its state: batch N writes state version N+1, so the planned batch last+1 wrote
+            # version last+2. A sink that committed that batch before the driver died (the file sink's manifest
+            # is written before Spark's commit log) skips its replay, so nothing would write that version again,
+            # and the next batch would fail for good ("<last+2>.changelog does not exist": the fault campaign's
+            # kill -9 between the two writes). A batch whose sink did not commit is replayed, and its state
+            # version rewritten whole (Spark's state files are written with overwrite), so keeping it is safe.
             m = _STATE_FILE_RE.match(name)
-            return m is None or int(m[1]) <= last + 1
+            return m is None or int(m[1]) <= last + 2
         return True
 
     return keep

@@ -61,7 +61,7 @@ RUN apt-get update \
 COPY --from=builder /dist/ /tmp/dist/
 # The dependency versions of the lock (constraints.txt, README "Dependencies"), as in `make venv` and CI.
 RUN pip install --no-cache-dir --disable-pip-version-check -c /tmp/dist/constraints.txt \
-      "$(ls /tmp/dist/planengine-*.whl)[spark]" \
+      "$(ls /tmp/dist/planengine-*.whl)[spark,s3]" \
  && rm -rf /tmp/dist
 COPY --from=connector-jars /jars/ /tmp/connector-jars/
 RUN jars="$(python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')" \

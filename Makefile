@@ -14,7 +14,7 @@ venv: $(STAMP) jvm
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[spark,operator,dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[spark,operator,s3,dev]'
 	touch $(STAMP)
 
 # Write constraints.txt from the venv's installed tree: after `pip install --upgrade ...` in it, on purpose.

@@ -46,7 +46,7 @@ def test_the_lock_holds_neither_the_project_nor_tools_outside_its_tree() -> None
     locked = pins()
     assert "planengine" not in locked
     assert {"pip", "setuptools", "wheel"}.isdisjoint(locked)
-    assert {"pyspark", "kopf", "prometheus-client", "pytest"} <= set(locked)  # one of each extra
+    assert {"pyspark", "kopf", "boto3", "prometheus-client", "pytest"} <= set(locked)  # one of each extra
 
 
 def test_the_check_above_can_fail() -> None:
@@ -57,7 +57,7 @@ def test_the_check_above_can_fail() -> None:
 
 def test_every_install_of_the_dependencies_reads_the_lock() -> None:
     makefile = (REPO / "Makefile").read_text()
-    assert "pip install --quiet -c constraints.txt -e '.[spark,operator,dev]'" in makefile
+    assert "pip install --quiet -c constraints.txt -e '.[spark,operator,s3,dev]'" in makefile
     assert re.search(r"^\$\(STAMP\): .*constraints\.txt", makefile, re.M), "a new lock must re-run make venv"
     assert re.search(r"^lock:\n\t.*-m tests\.setup\.lock > constraints\.txt", makefile, re.M)
     dockerfile = (REPO / "Dockerfile").read_text().replace("\\\n", " ")

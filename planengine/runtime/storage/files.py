@@ -36,7 +36,12 @@ def validate_uid(uid: str) -> str:
 
 
 def atomic_write_text(path: Path, text: str, *, overwrite: bool = True) -> None:
-    """Write ``text`` so readers see the old content or the new, never a torn file.
+    """Write ``text`` so readers see the old content or the new, never a torn file (``atomic_write_bytes``)."""
+    atomic_write_bytes(path, text.encode("utf-8"), overwrite=overwrite)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, overwrite: bool = True) -> None:
+    """Write ``data`` so readers see the old content or the new, never a torn file.
 
     With ``overwrite=False`` the final step is ``link`` instead of ``rename``: it fails if the target
     appeared meanwhile, which makes "create if absent" race-free.
@@ -44,8 +49,8 @@ def atomic_write_text(path: Path, text: str, *, overwrite: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         if overwrite:

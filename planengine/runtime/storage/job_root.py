@@ -41,6 +41,7 @@ from urllib.parse import unquote, urlparse
 
 from planengine.errors import UserError
 from planengine.runtime.storage.files import PLAN_FILE, atomic_write_text, utc_now_iso, validate_uid
+from planengine.runtime.storage.job_store import LocalJobStore
 from planengine.runtime.storage.object_store import is_object_store
 from planengine.runtime.storage.sink_claims import local_file_sinks
 from planengine.runtime.storage.snapshots import SnapshotInfo, fork_snapshot, read_snapshot
@@ -140,6 +141,11 @@ class JobRoot:
     @property
     def snapshots_dir(self) -> Path:
         return self.path / "snapshots"
+
+    @property
+    def store(self) -> LocalJobStore:
+        """The root's own objects (the run lock) with create-if-absent and compare-and-swap (``job_store``)."""
+        return LocalJobStore(self.path)
 
     @property
     def lock_path(self) -> Path:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
@@ -53,6 +54,36 @@ def is_object_store(uri: str) -> bool:
     return urlparse(str(uri)).scheme.lower() in SCHEMES
 
 
+@dataclass(frozen=True)
+class StoreEndpoint:
+    """Which store the environment names (module doc): read once here for S3A (the JVM) and boto3 (Python's own
+    reads and conditional writes, ``s3_job_store``), so the two sides can never point at different stores."""
+
+    endpoint: str | None  # None: AWS's own endpoints
+    region: str | None
+    path_style: bool
+
+
+def store_endpoint(environ: Mapping[str, str]) -> StoreEndpoint:
+    """The store ``environ`` names; ``ObjectStoreConfigError`` naming the variable when one is malformed.
+
+    >>> store_endpoint({"PLANENGINE_S3_ENDPOINT": "http://127.0.0.1:9000"})
+    StoreEndpoint(endpoint='http://127.0.0.1:9000', region='us-east-1', path_style=True)
+    """
+    region = environ.get(REGION_ENV) or environ.get("AWS_REGION") or None
+    endpoint = environ.get(ENDPOINT_ENV, "").strip()
+    if not endpoint:
+        return StoreEndpoint(None, region, False)
+    parsed = urlparse(endpoint)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ObjectStoreConfigError(f"{ENDPOINT_ENV}={endpoint!r} is not an http:// or https:// URL; set it to "
+                                     "the store's URL, e.g. http://127.0.0.1:9000, or unset it for AWS S3")
+    path_style = environ.get(PATH_STYLE_ENV, "true").strip().lower()
+    if path_style not in ("true", "false"):
+        raise ObjectStoreConfigError(f"{PATH_STYLE_ENV}={path_style!r}: expected true or false")
+    return StoreEndpoint(endpoint, region or DEFAULT_REGION, path_style == "true")
+
+
 def s3a_settings(environ: Mapping[str, str]) -> dict[str, str]:
     """Hadoop S3A settings for the store ``environ`` names (module doc); never a credential.
 
@@ -61,31 +92,20 @@ def s3a_settings(environ: Mapping[str, str]) -> dict[str, str]:
     >>> s3a_settings({})
     {}
     """
-    settings: dict[str, str] = {}
-    region = environ.get(REGION_ENV) or environ.get("AWS_REGION")
-    endpoint = environ.get(ENDPOINT_ENV, "").strip()
-    if endpoint:
-        parsed = urlparse(endpoint)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ObjectStoreConfigError(f"{ENDPOINT_ENV}={endpoint!r} is not an http:// or https:// URL; set it to "
-                                         "the store's URL, e.g. http://127.0.0.1:9000, or unset it for AWS S3")
-        path_style = environ.get(PATH_STYLE_ENV, "true").strip().lower()
-        if path_style not in ("true", "false"):
-            raise ObjectStoreConfigError(f"{PATH_STYLE_ENV}={path_style!r}: expected true or false")
-        settings.update({
-            "fs.s3a.endpoint": endpoint,
-            "fs.s3a.endpoint.region": region or DEFAULT_REGION,
-            # Most S3-compatible stores serve only path-style URLs (bucket in the path, not the host name).
-            "fs.s3a.path.style.access": path_style,
-            "fs.s3a.connection.ssl.enabled": str(parsed.scheme == "https").lower(),
-            # The SDK asks for "100 Continue" before each upload's body; stores and proxies that answer it
-            # loosely fail uploads with "Status Code: 100" (seen with werkzeug-based servers). Skipping the
-            # handshake costs nothing on a store that accepts the body anyway.
-            "fs.s3a.connection.expect.continue": "false",
-        })
-    elif region:
-        settings["fs.s3a.endpoint.region"] = region
-    return settings
+    store = store_endpoint(environ)
+    if store.endpoint is None:
+        return {"fs.s3a.endpoint.region": store.region} if store.region else {}
+    return {
+        "fs.s3a.endpoint": store.endpoint,
+        "fs.s3a.endpoint.region": store.region or DEFAULT_REGION,
+        # Most S3-compatible stores serve only path-style URLs (bucket in the path, not the host name).
+        "fs.s3a.path.style.access": str(store.path_style).lower(),
+        "fs.s3a.connection.ssl.enabled": str(urlparse(store.endpoint).scheme == "https").lower(),
+        # The SDK asks for "100 Continue" before each upload's body; stores and proxies that answer it
+        # loosely fail uploads with "Status Code: 100" (seen with werkzeug-based servers). Skipping the
+        # handshake costs nothing on a store that accepts the body anyway.
+        "fs.s3a.connection.expect.continue": "false",
+    }
 
 
 def use_object_store(spark: Any, *uris: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -8,6 +8,7 @@ Spark test shows that loss is now a refusal naming the other job; the fast tests
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from planengine.api import TableEnvironment
 from planengine.runtime.storage.job_root import JobRoot
 from planengine.runtime.storage.sink_claims import CLAIM_FILE, SinkPathClaimed, claim_sink_paths
 from planengine.testing.changelog import committed_files
+from tests.fixtures.object_store import S3Store
 
 
 def _plan(*paths: str) -> dict:
@@ -62,12 +64,58 @@ def test_a_fork_of_a_stopped_jobs_snapshot_takes_the_path_over_but_not_while_it_
         claim_sink_paths(JobRoot(origin), _plan(str(out)), "r3")
 
 
-def test_object_store_paths_and_other_connectors_are_not_claimed(tmp_path: Path) -> None:
-    plan = _plan("s3a://bucket/out")
-    plan["nodes"].append({"type": "stream-exec-sink_2", "table": {"identifier": "`k`", "resolvedTable": {
-        "options": {"connector": "print", "path": str(tmp_path / "p")}}}})
+def test_other_connectors_are_not_claimed(tmp_path: Path) -> None:
+    plan = {"nodes": [{"type": "stream-exec-sink_2", "table": {"identifier": "`k`", "resolvedTable": {
+        "options": {"connector": "print", "path": str(tmp_path / "p")}}}}]}
     claim_sink_paths(JobRoot(tmp_path / "a"), plan, "r1")
     assert not (tmp_path / "p").exists()
+
+
+def test_an_s3a_sink_path_is_claimed_on_the_bucket(tmp_path: Path, s3_store: S3Store) -> None:
+    """Before, an s3a:// sink path was left unclaimed: two jobs on one bucket prefix lost rows as on a disk."""
+    prefix = s3_store.prefix("out")
+    out = s3_store.uri(prefix)
+    claim_sink_paths(JobRoot(tmp_path / "a"), _plan(out), "r1")
+    assert s3_store.keys(prefix) == [f"{prefix}/{CLAIM_FILE}"]
+    claim_sink_paths(JobRoot(tmp_path / "a"), _plan(out + "/"), "r2")  # the same job again
+    with pytest.raises(SinkPathClaimed) as refused:
+        claim_sink_paths(JobRoot(tmp_path / "b"), _plan(out), "r9")
+    message = refused.value.render()
+    assert f"sink `s0` writes to {out}, which the job at {tmp_path / 'a'} writes" in message
+    assert f"delete {out}/{CLAIM_FILE} and {out}/_spark_metadata" in message
+
+
+def race_claims(tmp_path: Path, path: str, jobs: int) -> list[str]:
+    """``jobs`` job roots claim ``path`` at the same moment; each one's outcome."""
+    start = threading.Barrier(jobs)
+    outcomes: list[str] = []
+
+    def claim(i: int) -> None:
+        start.wait()
+        try:
+            claim_sink_paths(JobRoot(tmp_path / f"job{i}"), _plan(path), f"r{i}")
+            outcomes.append("claimed")
+        except SinkPathClaimed:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=claim, args=(i,)) for i in range(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return outcomes
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_of_jobs_starting_on_one_sink_path_at_once_exactly_one_gets_it(tmp_path: Path, request, where: str) -> None:
+    if where == "local":
+        out = str(tmp_path / "out")
+    else:
+        s3: S3Store = request.getfixturevalue("s3_store")
+        out = s3.uri(s3.prefix("race"))
+    for round_ in range(5):
+        outcomes = race_claims(tmp_path, f"{out}/{round_}", 6)
+        assert sorted(outcomes) == ["claimed"] + ["refused"] * 5, outcomes
 
 
 DDL = """

@@ -16,7 +16,8 @@ holding the claiming job root and run. Rules, checked under the run lock of the 
   (no ``RUN_LOCK``): the path is handed over — the fork continues that job's batch ids, so its log too;
 * any other claim: refused, with the job that holds it and how to free the path.
 
-Object-store paths are not claimed yet (no atomic create-if-absent through this module): they are left alone.
+An ``s3a://`` sink path is claimed the same way, on the bucket: the claim object is created with
+``If-None-Match: *`` and replaced with ``If-Match`` (``job_store``), so the rules hold for object-store sinks too.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from planengine.errors import UserError
-from planengine.runtime.storage.files import atomic_write_text, utc_now_iso
+from planengine.runtime.storage.files import utc_now_iso
+from planengine.runtime.storage.job_store import AlreadyExists, Conflict, JobStore, LocalJobStore, Versioned
+from planengine.runtime.storage.object_store import is_object_store
+from planengine.runtime.storage.s3_job_store import S3JobStore
 
 if TYPE_CHECKING:
     from planengine.runtime.storage.job_root import JobRoot
@@ -53,6 +57,12 @@ class FileSink:
 
 def local_file_sinks(plan_data: dict[str, Any]) -> list[FileSink]:
     """The plan's filesystem sinks whose path is local (``/x``, ``file:/x``, ``file:///x``), in node order."""
+    return [FileSink(identifier, local) for identifier, path in _file_sink_paths(plan_data)
+            if (local := local_path(path)) is not None]
+
+
+def _file_sink_paths(plan_data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(table, ``path`` as written) of each filesystem sink of the plan, in node order."""
     sinks = []
     for node in plan_data.get("nodes") or []:
         if not str(node.get("type", "")).startswith("stream-exec-sink"):
@@ -61,9 +71,7 @@ def local_file_sinks(plan_data: dict[str, Any]) -> list[FileSink]:
         options = (table.get("resolvedTable") or {}).get("options") or {}
         path = options.get("path")
         if options.get("connector") == "filesystem" and isinstance(path, str):
-            local = local_path(path)
-            if local is not None:
-                sinks.append(FileSink(str(table.get("identifier", "?")), local))
+            sinks.append((str(table.get("identifier", "?")), path))
     return sinks
 
 
@@ -77,44 +85,69 @@ def local_path(path: str) -> Path | None:
 
 def claim_sink_paths(root: JobRoot, plan_data: dict[str, Any], run_id: str, *,
                      forked_from: str | os.PathLike[str] | None = None) -> None:
-    """Claim every local file-sink path of the plan for ``root``, or raise ``SinkPathClaimed`` before any claim
-    changes (all paths are judged first, so a refusal leaves every claim as it was)."""
+    """Claim every file-sink path of the plan (local or ``s3a://``) for ``root``, or raise ``SinkPathClaimed``.
+
+    All paths are judged before any claim is written, so a refusal leaves every claim as it was. Each write is
+    conditional on what was judged (``JobStore.create`` / ``replace`` on the version read), so of two jobs
+    starting on one path at the same moment exactly one gets it, on a volume as on a bucket."""
     mine = _normalized(root.path)
     origin = _snapshot_root(forked_from)
-    to_write: list[Path] = []
-    for sink in local_file_sinks(plan_data):
-        claim_path = sink.path / CLAIM_FILE
-        holder = _read_claim(claim_path)
-        if holder is None or holder.get("jobRoot") == str(mine):
-            to_write.append(claim_path)
+    to_write: list[tuple[JobStore, str | None]] = []
+    for identifier, where, store in _claimable_sinks(plan_data):
+        current = store.read(CLAIM_FILE)
+        holder = _parse_claim(current, store)
+        if current is None or holder.get("jobRoot") == str(mine):
+            to_write.append((store, current.version if current is not None else None))
             continue
         other = str(holder.get("jobRoot"))
         if origin is not None and other == str(origin) and not (origin / "RUN_LOCK").exists():
             log.warning("sink %s: taking over %s from the job at %s, whose snapshot this run continues",
-                        sink.identifier, sink.path, other)
-            to_write.append(claim_path)
+                        identifier, where, other)
+            to_write.append((store, current.version))
             continue
         raise SinkPathClaimed(
-            f"sink {sink.identifier} writes to {sink.path}, which the job at {other} writes (claimed by its run "
+            f"sink {identifier} writes to {where}, which the job at {other} writes (claimed by its run "
             f"{holder.get('runId', '?')} at {holder.get('claimedAt', '?')}): two jobs on one file-sink path lose "
             "rows, because Spark's exactly-once log (_spark_metadata) belongs to the path and each job skips the "
             "batch ids the other committed",
             hint=f"give this sink another 'path'; or, if the job at {other} is gone for good, delete "
-                 f"{claim_path} and {sink.path / '_spark_metadata'} (its files stay) and start again",
+                 f"{store.location(CLAIM_FILE)} and {where.rstrip('/')}/_spark_metadata (its files stay) and start "
+                 "again",
         )
-    for claim_path in to_write:
-        atomic_write_text(claim_path, json.dumps({"jobRoot": str(mine), "runId": run_id,
-                                                  "claimedAt": utc_now_iso()}, indent=1) + "\n")
+    claim = json.dumps({"jobRoot": str(mine), "runId": run_id, "claimedAt": utc_now_iso()}, indent=1) + "\n"
+    for store, expected in to_write:
+        try:
+            if expected is None:
+                store.create(CLAIM_FILE, claim.encode("utf-8"))
+            else:
+                store.replace(CLAIM_FILE, claim.encode("utf-8"), expected=expected)
+        except (AlreadyExists, Conflict):
+            now = _parse_claim(store.read(CLAIM_FILE), store).get("jobRoot", "another job")
+            raise SinkPathClaimed(
+                f"{store.describe()} was claimed by the job at {now} while run {run_id} was claiming it: two jobs "
+                "started on one file-sink path at the same moment",
+                hint="give one of the two jobs' sinks another 'path'") from None
 
 
-def _read_claim(path: Path) -> dict[str, Any] | None:
+def _claimable_sinks(plan_data: dict[str, Any]) -> list[tuple[str, str, JobStore]]:
+    """(table, path as a user names it, the store of its directory) for each file sink that can be claimed."""
+    sinks: list[tuple[str, str, JobStore]] = [(s.identifier, str(s.path), LocalJobStore(s.path))
+                                              for s in local_file_sinks(plan_data)]
+    for identifier, path in _file_sink_paths(plan_data):
+        if is_object_store(path):
+            sinks.append((identifier, path, S3JobStore(path)))
+    return sinks
+
+
+def _parse_claim(current: Versioned | None, store: JobStore) -> dict[str, Any]:
+    if current is None:
+        return {}
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as error:
-        raise SinkPathClaimed(f"the sink claim {path} cannot be read ({error})",
-                              hint=f"make sure no other job writes {path.parent}, then delete {path}") from None
+        value = json.loads(current.data.decode("utf-8"))
+    except ValueError as error:
+        raise SinkPathClaimed(f"the sink claim {store.location(CLAIM_FILE)} cannot be read ({error})",
+                              hint=f"make sure no other job writes {store.describe()}, then delete "
+                                   f"{store.location(CLAIM_FILE)}") from None
     return value if isinstance(value, dict) else {}
 
 

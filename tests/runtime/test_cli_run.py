@@ -154,6 +154,41 @@ def test_sigterm_stops_with_snapshot_and_status_api(tmp_path: Path, spark) -> No
     assert sink_rows(tmp_path) == [5]
 
 
+def test_a_signal_to_the_whole_process_group_ends_in_one_line_and_the_next_start_resumes(tmp_path: Path,
+                                                                                           spark) -> None:
+    """``timeout``, ``systemctl stop`` and ``kill -- -<pgid>`` signal Spark's JVM too, which then dies under the
+    graceful stop: that used to print a py4j traceback per call. Now one line says what happened, the lock is
+    released, and the next start continues from the run's last committed batch with every row once."""
+    script = tmp_path / "job.sql"
+    script.write_text(SCRIPT.replace("{dir}", str(tmp_path)))
+    add_rows(tmp_path, "one", [{"a": 5, "b": "x"}])
+    root = tmp_path / "root"
+    proc = subprocess.Popen([sys.executable, "-m", "planengine.cli", "run", "--script", str(script), "--job-root",
+                             str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and sink_rows(tmp_path) != [5]:
+            time.sleep(1)
+        assert sink_rows(tmp_path) == [5]
+        os.killpg(proc.pid, signal.SIGTERM)  # the process group: the planengine process and Spark's JVM
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    assert "Spark's JVM stopped with the signal (it was sent to the whole process group)" in err
+    assert json.loads(out.strip().splitlines()[-1])["snapshot"] is None
+    assert not (root / "RUN_LOCK").exists()
+
+    add_rows(tmp_path, "two", [{"a": 7, "b": "y"}, {"a": 1, "b": "z"}])
+    again = cli("run", "--plan", str(root / "plan.json"), "--job-root", str(root), "--until-idle")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "from snapshot s-" in again.stderr  # a snapshot of the ended run's committed batches, forked
+    assert sink_rows(tmp_path) == [5, 7]
+
+
 def test_an_idle_query_reports_caught_up_and_stop_needs_the_control_token(tmp_path: Path, spark) -> None:
     """What the operator's stability gate reads from a real driver: after its input, the query is ``caughtUp``
     (Spark's status: no data available; its sources read to their latest offset); new input makes it not caught

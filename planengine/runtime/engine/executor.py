@@ -188,6 +188,7 @@ class Job:
         self._lock_lost = False
         self.started: JobStart | None = None  # how the run started: set by execute_compiled_plan
         self._state_moves: tuple[Any, list[Any]] = (None, [])
+        self.signalled: int | None = None  # the signal that asked this run to stop (stop_on_signal)
         # prometheus_client is in the ``spark`` extra, like everything a running Job needs; ``planengine snapshot``
         # imports this module without running one.
         from planengine.runtime.engine.driver_metrics import DriverMetrics, job_name  # noqa: PLC0415
@@ -292,11 +293,41 @@ class Job:
     def wait(self, poll: float = 0.5) -> None:
         """Block until stopped (signal, ``POST /v1/stop``) or a query fails."""
         while not self._stopped.is_set():
-            self._restart_transient_failures()
-            self._raise_if_failed()
+            try:
+                self._restart_transient_failures()
+                self._raise_if_failed()
+            except Exception as error:
+                if self.signalled is None or not jvm_gone(error):
+                    raise
+                self._stopped.wait(poll)  # the signal's stop thread says what happened and sets _stopped
+                continue
             if self._lock_lost:
                 raise fencing.RunLockLost(f"run {self.run.run_id} lost the job root; stopped")
             self._stopped.wait(poll)
+
+    def stop_on_signal(self, signum: int, drain: bool) -> None:
+        """SIGTERM/SIGINT: stop at a batch boundary with a snapshot, as ``POST /v1/stop`` does.
+
+        A signal sent to the whole process group (``timeout``, ``systemctl stop``, ``kill -- -<pgid>``) reaches
+        Spark's JVM too, which then shuts down under the stop. Nothing is lost (the checkpoint holds every
+        committed batch), so that is said in one line instead of a py4j traceback per call that found the JVM
+        gone: the run ends without a snapshot, and the next start resumes from its last committed batch."""
+        self.signalled = signum
+        try:
+            self.stop(snapshot=True, drain=drain, reason="stop")
+        except Exception as error:
+            if not jvm_gone(error):
+                log.exception("stopping on signal %s failed", signum)
+            else:
+                logging.getLogger("py4j").setLevel(logging.CRITICAL)  # each retry of a dead gateway logs at ERROR
+                print(f"[planengine] run {self.run.run_id}: Spark's JVM stopped with the signal (it was sent to the "
+                      "whole process group); the run ends without a snapshot and resumes from its last committed "
+                      "batch at the next start. To stop with a snapshot, signal the planengine process alone, or "
+                      "POST /v1/stop.", file=sys.stderr, flush=True)
+            with contextlib.suppress(Exception):
+                fencing.release_run_lock(self.job_root, self.run.run_id)
+            self.state = "STOPPED"
+            self._stopped.set()
 
     def _raise_if_failed(self) -> None:
         for q in self.queries:
@@ -625,13 +656,34 @@ def remove_driver_file(root: JobRoot, run_id: str) -> None:
         pass
 
 
+def jvm_gone(error: BaseException) -> bool:
+    """Whether ``error`` says Spark's JVM is unreachable: py4j's network errors, or a refused or reset socket.
+
+    >>> jvm_gone(ConnectionRefusedError(111, "Connection refused")), jvm_gone(ValueError("bad plan"))
+    (True, False)
+    """
+    name = type(error).__name__
+    if isinstance(error, ConnectionError) or name == "Py4JNetworkError":
+        return True
+    if not name.startswith("Py4J"):
+        return False
+    try:
+        text = str(error)
+    except Exception:  # a Py4JJavaError asks the JVM for its message: no JVM, no message
+        return True
+    return any(marker in text for marker in _JVM_GONE)
+
+
+_JVM_GONE = ("stopped SparkContext", "Answer from Java side is empty", "Error while sending or receiving")
+
+
 def _install_signal_handlers(job: Job, drain: bool) -> None:
     if threading.current_thread() is not threading.main_thread():
         return
 
     def on_signal(signum: int, frame: Any) -> None:
         log.info("signal %s: stopping at a batch boundary with a snapshot", signum)
-        threading.Thread(target=lambda: job.stop(snapshot=True, drain=drain, reason="stop"), daemon=True).start()
+        threading.Thread(target=job.stop_on_signal, args=(signum, drain), daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)

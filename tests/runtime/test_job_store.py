@@ -7,8 +7,7 @@ winners: a store that ignored a condition would let two win in some round.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,6 +24,7 @@ from planengine.runtime.storage.fencing import (
 from planengine.runtime.storage.job_store import AlreadyExists, Conflict, JobStore, LocalJobStore
 from planengine.runtime.storage.s3_job_store import ObjectStoreError, S3JobStore, parse_s3a_uri
 from tests.fixtures.object_store import S3Store
+from tests.fixtures.race import race
 
 CONTENDERS = 8
 ROUNDS = 10
@@ -37,26 +37,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[JobStore]:
     else:
         s3: S3Store = request.getfixturevalue("s3_store")
         yield S3JobStore(s3.uri(s3.prefix("store")))
-
-
-def race(n: int, attempt: Callable[[int], Any]) -> list[Any]:
-    """Run ``attempt(i)`` in ``n`` threads released at once; each result, or the exception it raised."""
-    start = threading.Barrier(n)
-    results: list[Any] = [None] * n
-
-    def run(i: int) -> None:
-        start.wait()
-        try:
-            results[i] = attempt(i)
-        except Exception as exc:
-            results[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    return results
 
 
 def test_a_key_is_created_once_and_read_whole(store: JobStore) -> None:

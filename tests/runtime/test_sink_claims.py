@@ -8,7 +8,6 @@ Spark test shows that loss is now a refusal naming the other job; the fast tests
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from planengine.runtime.storage.job_root import JobRoot
 from planengine.runtime.storage.sink_claims import CLAIM_FILE, SinkPathClaimed, claim_sink_paths
 from planengine.testing.changelog import committed_files
 from tests.fixtures.object_store import S3Store
+from tests.fixtures.race import race
 
 
 def _plan(*paths: str) -> dict:
@@ -87,23 +87,9 @@ def test_an_s3a_sink_path_is_claimed_on_the_bucket(tmp_path: Path, s3_store: S3S
 
 def race_claims(tmp_path: Path, path: str, jobs: int) -> list[str]:
     """``jobs`` job roots claim ``path`` at the same moment; each one's outcome."""
-    start = threading.Barrier(jobs)
-    outcomes: list[str] = []
-
-    def claim(i: int) -> None:
-        start.wait()
-        try:
-            claim_sink_paths(JobRoot(tmp_path / f"job{i}"), _plan(path), f"r{i}")
-            outcomes.append("claimed")
-        except SinkPathClaimed:
-            outcomes.append("refused")
-
-    threads = [threading.Thread(target=claim, args=(i,)) for i in range(jobs)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    return outcomes
+    results = race(jobs, lambda i: claim_sink_paths(JobRoot(tmp_path / f"job{i}"), _plan(path), f"r{i}"))
+    assert all(r is None or isinstance(r, SinkPathClaimed) for r in results), results
+    return ["refused" if isinstance(r, SinkPathClaimed) else "claimed" for r in results]
 
 
 @pytest.mark.parametrize("where", ["local", "s3"])

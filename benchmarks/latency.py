@@ -63,8 +63,10 @@ SHAPES: dict[str, dict[str, str]] = {
     "filter": {"time": "", "columns": "id BIGINT, k STRING, pt BIGINT", "connector": "kafka",
                "formats": "'format' = 'json'",
                "insert": "INSERT INTO out_t SELECT id, UPPER(k), pt FROM src WHERE MOD(id, 10) <> 0"},
-    "dedup": {"time": EVENT_TIME, "columns": "id BIGINT, k STRING, pt BIGINT", "connector": "kafka",
-              "formats": "'format' = 'json'",
+    # Keeping the first row by event time is an updating result (a late row with an earlier time replaces the
+    # first), as in Flink: so its sink is keyed.
+    "dedup": {"time": EVENT_TIME, "columns": "id BIGINT, k STRING, pt BIGINT, PRIMARY KEY (id) NOT ENFORCED",
+              "connector": "upsert-kafka", "formats": "'key.format' = 'json', 'value.format' = 'json'",
               "insert": "INSERT INTO out_t SELECT id, k, pt FROM (SELECT id, k, pt, ROW_NUMBER() OVER "
                         "(PARTITION BY id ORDER BY et ASC) AS rn FROM src) WHERE rn = 1"},
     "count": {"time": "", "columns": "k STRING, n BIGINT, pt BIGINT, PRIMARY KEY (k) NOT ENFORCED",

@@ -162,7 +162,7 @@ def consume(bootstrap: str, topic: str, shape: str, after_ms: float, stop: threa
         consumer.close()
 
 
-def run_cell(broker: Any, cell: Cell, warmup: float, seconds: float, work: Path) -> None:
+def run_cell(broker: Any, cell: Cell, warmup: float, seconds: float, tail: float, work: Path) -> None:
     source, sink = broker.topic(f"in-{cell.shape}", partitions=2), broker.topic(f"out-{cell.shape}", partitions=2)
     cell.load = _uptime()
     engine = _start_engine(broker.bootstrap, cell, source, sink, work, warmup + seconds + 30)
@@ -176,7 +176,7 @@ def run_cell(broker: Any, cell: Cell, warmup: float, seconds: float, work: Path)
         for t in threads:
             t.start()
         threads[0].join()
-        time.sleep(5)  # the last records' way through
+        time.sleep(tail)  # the last records' way through
     finally:
         stop.set()
         threads[1].join(30)
@@ -263,7 +263,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engines", default="planengine,spark-rtm")
     parser.add_argument("--warmup", type=float, default=20.0)
     parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--tail", type=float, default=15.0, help="seconds to keep reading after the producer "
+                        "stops: records still on their way then are not measured")
     parser.add_argument("--record", action="store_true", help=f"write {RESULTS.relative_to(REPO)}")
+    parser.add_argument("--keep", type=Path, help="keep each cell's job root, script and Spark log under this "
+                                                  "directory (default: a temporary one, removed at the end)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
     from tests.fixtures.child_process import stop as stop_process
@@ -271,13 +275,14 @@ def main(argv: list[str] | None = None) -> int:
 
     cells = [Cell(shape, int(rate), engine) for shape in args.shapes.split(",") for rate in args.rates.split(",")
              for engine in args.engines.split(",") if engine == "planengine" or shape == "filter"]
-    with tempfile.TemporaryDirectory(prefix="latency-") as tmp:
-        (Path(tmp) / "kafka").mkdir()
+    with tempfile.TemporaryDirectory(prefix="latency-") as scratch:
+        tmp = str(args.keep or scratch)
+        (Path(tmp) / "kafka").mkdir(parents=True)
         broker = start_broker(Path(tmp) / "kafka")
         try:
             for cell in cells:
                 try:
-                    run_cell(broker, cell, args.warmup, args.seconds, Path(tmp))
+                    run_cell(broker, cell, args.warmup, args.seconds, args.tail, Path(tmp))
                 except Exception as error:  # one broken cell is reported, not the end of the run
                     cell.error = f"{type(error).__name__}: {error}"
                 print(f"{cell.shape} {cell.rate}/s {cell.engine}: {len(cell.latencies_ms)} measured, "

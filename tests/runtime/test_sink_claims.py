@@ -64,6 +64,17 @@ def test_a_fork_of_a_stopped_jobs_snapshot_takes_the_path_over_but_not_while_it_
         claim_sink_paths(JobRoot(origin), _plan(str(out)), "r3")
 
 
+def test_a_claim_that_cannot_be_read_is_a_refusal_naming_it(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / CLAIM_FILE).mkdir(parents=True)  # something else sits where the claim goes
+    with pytest.raises(SinkPathClaimed, match=f"the sink claim {out / CLAIM_FILE} cannot be read"):
+        claim_sink_paths(JobRoot(tmp_path / "a"), _plan(str(out)), "r1")
+    (out / CLAIM_FILE).rmdir()
+    (out / CLAIM_FILE).write_text("{not json")
+    with pytest.raises(SinkPathClaimed, match="cannot be read"):
+        claim_sink_paths(JobRoot(tmp_path / "a"), _plan(str(out)), "r1")
+
+
 def test_other_connectors_are_not_claimed(tmp_path: Path) -> None:
     plan = {"nodes": [{"type": "stream-exec-sink_2", "table": {"identifier": "`k`", "resolvedTable": {
         "options": {"connector": "print", "path": str(tmp_path / "p")}}}}]}

@@ -94,7 +94,7 @@ def claim_sink_paths(root: JobRoot, plan_data: dict[str, Any], run_id: str, *,
     origin = _snapshot_root(forked_from)
     to_write: list[tuple[JobStore, str | None]] = []
     for identifier, where, store in _claimable_sinks(plan_data):
-        current = store.read(CLAIM_FILE)
+        current = _read_claim(store)
         holder = _parse_claim(current, store)
         if current is None or holder.get("jobRoot") == str(mine):
             to_write.append((store, current.version if current is not None else None))
@@ -122,7 +122,7 @@ def claim_sink_paths(root: JobRoot, plan_data: dict[str, Any], run_id: str, *,
             else:
                 store.replace(CLAIM_FILE, claim.encode("utf-8"), expected=expected)
         except (AlreadyExists, Conflict):
-            now = _parse_claim(store.read(CLAIM_FILE), store).get("jobRoot", "another job")
+            now = _parse_claim(_read_claim(store), store).get("jobRoot", "another job")
             raise SinkPathClaimed(
                 f"{store.describe()} was claimed by the job at {now} while run {run_id} was claiming it: two jobs "
                 "started on one file-sink path at the same moment",
@@ -137,6 +137,17 @@ def _claimable_sinks(plan_data: dict[str, Any]) -> list[tuple[str, str, JobStore
         if is_object_store(path):
             sinks.append((identifier, path, S3JobStore(path)))
     return sinks
+
+
+def _read_claim(store: JobStore) -> Versioned | None:
+    """The claim object, None when there is none; a claim that cannot be read (a directory in its place, no
+    permission) is a refusal naming it, not a traceback."""
+    try:
+        return store.read(CLAIM_FILE)
+    except OSError as error:
+        raise SinkPathClaimed(f"the sink claim {store.location(CLAIM_FILE)} cannot be read ({error})",
+                              hint=f"make sure no other job writes {store.describe()}, then delete "
+                                   f"{store.location(CLAIM_FILE)}") from None
 
 
 def _parse_claim(current: Versioned | None, store: JobStore) -> dict[str, Any]:

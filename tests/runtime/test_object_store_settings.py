@@ -86,3 +86,28 @@ def test_the_local_store_refuses_a_second_create_of_one_key(s3_store: S3Store) -
         client.put_object(Bucket=s3_store.bucket, Key=key, Body=b"driver-b", IfNoneMatch="*")
     assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
     assert client.get_object(Bucket=s3_store.bucket, Key=key)["Body"].read() == b"driver-a"
+
+
+def test_an_s3a_table_on_a_missing_bucket_or_a_dead_endpoint_is_one_line_naming_the_table(
+        s3_store: S3Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, Spark met the missing bucket inside the query and the user got a Java stack trace; now the source is
+    checked with one LIST before its query is built (no Spark needed to show it: the session only records)."""
+    from types import SimpleNamespace
+
+    from planengine.connectors.filesystem import FileSystemTableFactory
+    from planengine.runtime.connectors.filesystem import read_filesystem
+    from planengine.runtime.storage.s3_job_store import ObjectStoreError
+    from tests.connectors.builders import build_ctx
+
+    def source(path: str) -> Any:
+        return FileSystemTableFactory().create_dynamic_table_source(
+            build_ctx(options={"connector": "filesystem", "path": path, "format": "json"}))
+
+    with pytest.raises(ObjectStoreError) as err:
+        read_filesystem(source("s3a://no-such-bucket-here/clicks"), SimpleNamespace(spark=RecordingSession()), None)
+    text = err.value.render()
+    assert "bucket 'no-such-bucket-here' does not exist" in text
+    assert "the 'path' of table `cat`.`db`.`t`" in text and "fix the bucket name in the 'path' of table" in text
+    monkeypatch.setenv("PLANENGINE_S3_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
+    with pytest.raises(ObjectStoreError, match=r"cannot reach the object store at http://127\.0\.0\.1:9"):
+        read_filesystem(source(s3_store.uri("clicks")), SimpleNamespace(spark=RecordingSession()), None)

@@ -38,7 +38,8 @@ from planengine.runtime.connectors import (
 from planengine.runtime.connectors import changelog_format as cf
 from planengine.runtime.dataflow.expressions import render_spark_sql, render_spark_type
 from planengine.runtime.dataflow.stream import APPEND, ROWKIND
-from planengine.runtime.storage.object_store import use_object_store
+from planengine.runtime.storage.object_store import is_object_store, use_object_store
+from planengine.runtime.storage.s3_job_store import S3JobStore
 
 _SPARK_FORMAT = {"json": "json", "csv": "csv", "parquet": "parquet", "changelog-json": "json",
                  "debezium-json": "json"}
@@ -141,6 +142,9 @@ def read_filesystem(source: Any, ctx: Any, node: Any) -> SourceFrame:
                                                   [t for n, t in zip(names, types) if n not in source.partition_keys]))
     path = source.path
     use_object_store(spark, path)
+    if is_object_store(path):
+        # A wrong bucket, key or endpoint is one line naming the table here, not a stack trace from the query.
+        S3JobStore(path, named_by=f"the 'path' of table {source.identifier}").check_reachable()
     reader = spark.readStream.format(_SPARK_FORMAT[fmt]).schema(ddl)
     local = _local_dir(path)
     if local is not None:

@@ -54,8 +54,10 @@ def parse_s3a_uri(uri: str) -> tuple[str, str]:
 class S3JobStore:
     """Whole objects under ``s3a://bucket/prefix`` with S3's conditional writes (module doc)."""
 
-    def __init__(self, uri: str, *, environ: Mapping[str, str] | None = None, client: Any = None):
+    def __init__(self, uri: str, *, environ: Mapping[str, str] | None = None, client: Any = None,
+                 named_by: str = "--job-root / storage.uri"):
         self.uri = uri.rstrip("/")
+        self.named_by = named_by  # the option a user fixes when the bucket is wrong, for messages
         self.bucket, self.prefix = parse_s3a_uri(uri)
         self._endpoint = store_endpoint(os.environ if environ is None else environ)
         self._client = client if client is not None else self._new_client()
@@ -68,7 +70,7 @@ class S3JobStore:
             import boto3  # noqa: PLC0415 — boto3 is an optional extra (planengine[s3])
             from botocore.config import Config  # noqa: PLC0415 — boto3 is an optional extra
         except ImportError:
-            raise UserError(f"job root {self.uri} is on an object store, and boto3 is not installed",
+            raise UserError(f"{self.uri} ({self.named_by}) is on an object store, and boto3 is not installed",
                             hint="install planengine with its s3 extra: pip install 'planengine[s3]'") from None
         config = Config(s3={"addressing_style": "path" if self._endpoint.path_style else "auto"},
                         retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=30)
@@ -126,6 +128,16 @@ class S3JobStore:
             raise self._explain(exc, prefix) from None
 
     # -- checks ------------------------------------------------------------------------------------------
+    def check_reachable(self) -> None:
+        """One LIST of at most one key: a missing bucket, refused credentials or an unreachable endpoint become one
+        line naming what to fix, before Spark meets them as a stack trace inside a query (an empty prefix is fine:
+        a source may not have files yet)."""
+        try:
+            self._client.list_objects_v2(Bucket=self.bucket, Prefix=f"{self.prefix}/" if self.prefix else "",
+                                         MaxKeys=1)
+        except Exception as exc:
+            raise self._explain(exc, "") from None
+
     def probe(self) -> None:
         """Refuse a store that ignores conditional writes: each of the three must be refused on a fresh key.
 
@@ -166,11 +178,13 @@ class S3JobStore:
         """One line for a refusal or an unreachable store, naming what to fix (never a botocore traceback)."""
         code = _error_code(exc)
         where = self._endpoint.endpoint or "AWS S3"
+        what = self.location(key) if key else self.uri
         if code == "NoSuchBucket":
-            return ObjectStoreError(f"bucket {self.bucket!r} does not exist at {where} (job root {self.uri})",
-                                    hint="create the bucket, or fix the bucket name in --job-root / storage.uri")
+            return ObjectStoreError(f"bucket {self.bucket!r} does not exist at {where} ({self.uri}, from "
+                                    f"{self.named_by})",
+                                    hint=f"create the bucket, or fix the bucket name in {self.named_by}")
         if code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403", "ExpiredToken"):
-            return ObjectStoreError(f"{where} refused access to {self.location(key)} ({code})",
+            return ObjectStoreError(f"{where} refused access to {what} ({code})",
                                     hint="check the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or the "
                                          "pod's role) and that they may read and write the bucket")
         if code is None and type(exc).__name__ in ("EndpointConnectionError", "ConnectTimeoutError",
@@ -181,8 +195,8 @@ class S3JobStore:
             return ObjectStoreError(f"no credentials for the object store of {self.uri}",
                                     hint="set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (the operator maps "
                                          "storage.s3.credentialsSecret to them), or give the pod a role")
-        return ObjectStoreError(f"object store request for {self.location(key)} failed: {code or exc}",
-                                hint=f"check the store at {where} and the job root {self.uri}")
+        return ObjectStoreError(f"object store request for {what} failed: {code or exc}",
+                                hint=f"check the store at {where} and {self.uri} ({self.named_by})")
 
 
 class _Lost(Exception):

@@ -135,7 +135,7 @@ def _claimable_sinks(plan_data: dict[str, Any]) -> list[tuple[str, str, JobStore
                                               for s in local_file_sinks(plan_data)]
     for identifier, path in _file_sink_paths(plan_data):
         if is_object_store(path):
-            sinks.append((identifier, path, S3JobStore(path)))
+            sinks.append((identifier, path, S3JobStore(path, named_by=f"the 'path' of sink {identifier}")))
     return sinks
 
 

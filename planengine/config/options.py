@@ -109,6 +109,16 @@ TRIGGER_INTERVAL = Option(
     "The micro-batch trigger interval of running jobs (0: start the next batch as soon as the last one "
     "committed). When unset it is inferred: the mini-batch allow-latency with mini-batching, else 0. Recorded "
     "in the plan; `--until-idle` runs ignore it.", scope="plan")
+REAL_TIME = Option(
+    "pipeline.real-time", enum_type("OFF", "AUTO", "REQUIRED"), "OFF",
+    "Spark's Real-time Mode (records stream through a long batch instead of waiting for the next micro-batch): "
+    "OFF; AUTO, when every node of the plan can run in it (else micro-batches, and EXPLAIN says which node "
+    "prevents it); REQUIRED, or the compile fails naming that node (docs/real-time-mode.md). Recorded in the plan; "
+    "`--until-idle` runs use micro-batches.", scope="plan")
+REAL_TIME_CHECKPOINT_INTERVAL = Option(
+    "pipeline.real-time.checkpoint-interval", DURATION, "30 s",
+    "In Real-time Mode, how long each batch runs: its offsets and state are checkpointed at its end, so it is how "
+    "much input a restart replays, not a latency.", scope="plan")
 
 MAX_PARALLELISM = Option(
     "pipeline.max-parallelism", OptionType("Integer", _max_parallelism), None,
@@ -177,7 +187,8 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     STATE_TTL, MINI_BATCH_ENABLED, MINI_BATCH_LATENCY, MINI_BATCH_SIZE, SOURCE_IDLE_TIMEOUT, AUTO_WATERMARK_INTERVAL,
     SINK_NOT_NULL_ENFORCER,
     SINK_UPSERT_MATERIALIZE, ASYNC_LOOKUP_CAPACITY, ASYNC_LOOKUP_TIMEOUT, LOCAL_TIME_ZONE, NON_TEMPORAL_SORT,
-    TRIGGER_INTERVAL, MAX_PARALLELISM, CDC_EVENTS_DUPLICATE, DISABLED_RULES, COMPILE_CATALOG_OBJECTS,
+    TRIGGER_INTERVAL, REAL_TIME, REAL_TIME_CHECKPOINT_INTERVAL, MAX_PARALLELISM, CDC_EVENTS_DUPLICATE, DISABLED_RULES,
+    COMPILE_CATALOG_OBJECTS,
     RESTORE_CATALOG_OBJECTS, ENRICH_TABLE_OPTIONS, SHARED_QUERIES, FORCE_RECOMPILE, JOB_ROOT, UNTIL_IDLE, DRAIN,
     PREVIEW_MAX_ROWS, PREVIEW_TIMEOUT, RESULT_MODE, DISPLAY_MAX_COLUMN_WIDTH,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planengine.plan.real_time import BLOCKED_BY_KEY, ENABLED_KEY, INTERVAL_KEY, MODE_KEY
 from planengine.plan.topology import Dag, Topology, legacy_topology
 
 _MAX_INDENT = 40
@@ -86,6 +87,9 @@ def explain_plan_json(plan: dict[str, Any]) -> str:
         shared = f", shared by sinks {n['sinks']}" if n["shared"] else ""
         lines.append(_indent(depth) + f"#{nid} {n['description'] or n['type']} [{n['type']}], {mode}{shared}")
         stack.extend((i, depth + 1) for i in reversed(n["inputs"]))
+    mode = real_time_line(plan.get("config") or {})
+    if mode:
+        lines += ["", mode]
     if len(summary["queries"]) < 2 and summary["topology"] != "shared":
         return "\n".join(lines)  # one sink, one query: nothing to say about the topology
     lines += ["", _queries_title(summary)]
@@ -107,6 +111,16 @@ def explain_plan_json(plan: dict[str, Any]) -> str:
             parts.append("per micro-batch" + (f" ({', '.join(tail)})" if tail else "") + " -> " + ", ".join(targets))
         lines.append(f"{q['uid']}: " + "; ".join(parts))
     return "\n".join(lines)
+
+
+def real_time_line(config: dict[str, Any]) -> str | None:
+    """How the plan's queries run, when the plan asked for Real-time Mode (``plan/real_time.py``); None otherwise."""
+    if MODE_KEY not in config:
+        return None
+    asked = f"{MODE_KEY} = {config[MODE_KEY]}"
+    if str(config.get(ENABLED_KEY)) == "true":
+        return f"Execution: Real-time Mode ({asked}; one checkpoint every {config.get(INTERVAL_KEY)})"
+    return f"Execution: micro-batches ({asked}, but {config.get(BLOCKED_BY_KEY, 'a node cannot run in it')})"
 
 
 def _indent(depth: int) -> str:

@@ -22,6 +22,7 @@ from planengine.ir.changelog import ChangelogMode
 from planengine.ir.expressions import Call, ExprJson
 from planengine.ir.types import DataType, parse_type
 from planengine.plan.catalog_objects import CompileStrategy, RestoreContext, mask_options, read_plan_table
+from planengine.plan.real_time import decide_real_time
 from planengine.plan.topology import BATCH_NODE_NAMES, QUERIES_KEY, Dag, plan_topology
 from planengine.version import ENGINE_VERSION, PLAN_FORMAT_VERSION
 
@@ -125,6 +126,7 @@ def write_plan(sinks: list[Sink], config: dict[str, str],
     if recorded_parallelism is not None:
         topology_config[MAX_PARALLELISM] = recorded_parallelism
     topology_config["pipeline.trigger-interval"] = infer_trigger_interval(config)
+    topology_config.update(decide_real_time(list(sinks), config).recorded())
     topology = None
     if sink_writes_batches is not None and shared_queries(config):
         topology = plan_topology(exec_dag(order, ids, sink_writes_batches))

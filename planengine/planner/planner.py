@@ -17,6 +17,7 @@ from planengine.exec import nodes as X
 from planengine.functions.registry import FunctionRegistry
 from planengine.ir.expressions import Expr, InputRef, Literal
 from planengine.ir.types import STRING, common_type
+from planengine.plan.real_time import decide_real_time
 from planengine.plan.strategies import record_strategies
 from planengine.planner import logical as L
 from planengine.planner.changelog import infer_changelog
@@ -67,6 +68,7 @@ class Planner:
         sinks = per_record_watermarks(sinks)
         sinks = record_rank_strategies(sinks)  # reads final changelog modes and upsert keys
         sinks = record_strategies(sinks)  # last: the rule reads the final neighbours of each node
+        decide_real_time(sinks, self.config)  # 'REQUIRED' that cannot be met fails here, naming the node
         return PlanResult(sinks, logical, optimized, steps or [], connectors)
 
     def _located(self, insert: S.Insert) -> L.LogicalSink:

@@ -308,7 +308,10 @@ def kafka_batches(sink: Any, node: Any, ctx: Any, options: BatchOptions) -> Any:
 def write_kafka(stream: Any, sink: Any, node: Any, ctx: Any, query: QueryOptions) -> Any:
     check_sink(stream.df.sparkSession, sink)
     records = encode_records(stream, sink)
-    writer = records.writeStream.format("kafka").outputMode(stream.output_mode)
+    # Real-time Mode runs in update mode only; for the insert-only streams it is given, update and append write
+    # the same records (plan/real_time.py admits no updating stream to it).
+    mode = "update" if "realTime" in query.trigger else stream.output_mode
+    writer = records.writeStream.format("kafka").outputMode(mode)
     for key, value in sink_options(sink).items():
         writer = writer.option(key, value)
     try:

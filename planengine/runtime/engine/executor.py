@@ -32,7 +32,7 @@ from typing import Any
 from planengine.config.values import parse_duration_ms
 from planengine.errors import PlanIncompatible, UserError
 from planengine.exec import base as B
-from planengine.plan import serde
+from planengine.plan import real_time, serde
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.dataflow.stream import Stream
@@ -586,12 +586,18 @@ def startup_line(start: JobStart) -> str:
 
 
 def trigger_options(plan_config: dict[str, Any]) -> dict[str, Any]:
-    """``DataStreamWriter.trigger`` arguments for the plan's recorded ``pipeline.trigger-interval`` ({} = start the
-    next micro-batch as soon as the last one committed).
+    """``DataStreamWriter.trigger`` arguments for the plan's recorded decision: Real-time Mode with its checkpoint
+    interval (``plan/real_time.py``), else the ``pipeline.trigger-interval`` ({} = start the next micro-batch as
+    soon as the last one committed).
 
     >>> trigger_options({"pipeline.trigger-interval": "10 s"}), trigger_options({"pipeline.trigger-interval": "0 ms"})
     ({'processingTime': '10000 milliseconds'}, {})
+    >>> trigger_options({"realTimeEnabled": "true", "pipeline.real-time.checkpoint-interval": "5 s"})
+    {'realTime': '5000 milliseconds'}
     """
+    if str(plan_config.get(real_time.ENABLED_KEY)) == "true":
+        every = parse_duration_ms(str(plan_config.get(real_time.INTERVAL_KEY) or "30 s"))
+        return {"realTime": f"{every} milliseconds"}
     interval = parse_duration_ms(str(plan_config.get("pipeline.trigger-interval") or "0 ms"))
     return {"processingTime": f"{interval} milliseconds"} if interval > 0 else {}
 

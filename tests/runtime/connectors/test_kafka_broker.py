@@ -283,3 +283,34 @@ def test_one_topic_into_two_kafka_sinks_through_the_shared_query(tmp_path: Path,
     assert len(result.queries) == 1  # the shared scan: one query, two batch writers
     assert sorted(v["id"] for v in values(kafka_broker.records(evens))) == [0, 2, 4]
     assert sorted(v["id"] for v in values(kafka_broker.records(odds))) == [1, 3, 5]
+
+
+def test_a_kafka_filter_plan_runs_in_real_time_mode_and_writes_every_row_once(tmp_path: Path, spark,
+                                                                               kafka_broker) -> None:
+    """``pipeline.real-time = REQUIRED`` on a plan that can use it: the query runs with Spark's real-time trigger
+    (records stream through one long batch) and its output is what a micro-batch run of the same plan writes."""
+    src, out = kafka_broker.topic("rt-in", partitions=2), kafka_broker.topic("rt-out")
+    env = TableEnvironment()
+    env.execute_sql("SET 'pipeline.real-time' = 'required'")
+    env.execute_sql("SET 'pipeline.real-time.checkpoint-interval' = '5 s'")
+    env.execute_sql(f"""
+        CREATE TABLE src (id BIGINT, name STRING)
+          WITH ({with_options('kafka', kafka_broker, src, format='json', **{'scan.startup.mode': 'earliest-offset'})});
+        CREATE TABLE out_t (id BIGINT, label STRING) WITH ({with_options('kafka', kafka_broker, out, format='json')});
+    """)
+    plan = env.compile_plan_sql("INSERT INTO out_t SELECT id, UPPER(name) FROM src WHERE MOD(id, 3) <> 0")
+    assert plan.data["config"]["realTimeEnabled"] == "true"
+    kafka_broker.produce(src, [(None, json.dumps({"id": i, "name": f"n{i}"})) for i in range(30)])
+    job = env.execute_plan(plan, job_root=str(tmp_path / "job"))
+    try:
+        query = job.queries[0].query
+        assert "RealTime" in str(query._jsq.streamingQuery().trigger())  # Spark's own record of the trigger
+        expected = sorted((i, f"N{i}") for i in range(30) if i % 3)
+        wait_until("the first records", lambda: len(kafka_broker.records(out)) >= len(expected), job)
+        kafka_broker.produce(src, [(None, json.dumps({"id": i, "name": f"n{i}"})) for i in range(30, 40)])
+        expected += sorted((i, f"N{i}") for i in range(30, 40) if i % 3)
+        wait_until("the records produced while it runs", lambda: len(kafka_broker.records(out)) >= len(expected),
+                   job)
+    finally:
+        job.stop(snapshot=False)
+    assert sorted((v["id"], v["label"]) for v in values(kafka_broker.records(out))) == expected  # each row once

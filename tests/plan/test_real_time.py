@@ -1,0 +1,94 @@
+"""``pipeline.real-time``: the plan records whether it runs in Spark's Real-time Mode, and why not when it cannot;
+``REQUIRED`` that cannot be met fails at compile time naming the node; ``OFF`` (the default) changes no plan byte."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planengine.api import TableEnvironment
+from planengine.errors import UnsupportedQueryError
+from planengine.plan.explain import explain_plan_json
+from planengine.runtime.engine.executor import trigger_options
+
+KAFKA = "'properties.bootstrap.servers' = '127.0.0.1:9092', 'format' = 'json'"
+DDL = f"""
+CREATE TABLE clicks (id BIGINT, k STRING, pt BIGINT) WITH ('connector' = 'kafka', 'topic' = 'in', {KAFKA});
+CREATE TABLE timed (id BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH ('connector' = 'kafka',
+  'topic' = 'timed', {KAFKA});
+CREATE TABLE files (id BIGINT, k STRING, pt BIGINT) WITH ('connector' = 'filesystem', 'path' = '/tmp/in',
+  'format' = 'json');
+CREATE TABLE out_t (id BIGINT, k STRING, pt BIGINT) WITH ('connector' = 'kafka', 'topic' = 'out', {KAFKA});
+CREATE TABLE counts (k STRING, n BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'upsert-kafka',
+  'topic' = 'counts', 'properties.bootstrap.servers' = '127.0.0.1:9092', 'key.format' = 'json',
+  'value.format' = 'json');
+CREATE TABLE printed (id BIGINT, k STRING, pt BIGINT) WITH ('connector' = 'print');
+"""
+FILTER = "INSERT INTO out_t SELECT id, UPPER(k), pt FROM clicks WHERE MOD(id, 10) <> 0"
+
+
+def plan(insert: str, **config: str) -> dict:
+    env = TableEnvironment()
+    for key, value in config.items():
+        env.execute_sql(f"SET '{key}' = '{value}'")
+    env.execute_sql(DDL)
+    return json.loads(env.compile_plan_sql(insert).as_json())
+
+
+def test_a_kafka_filter_projection_plan_runs_in_the_mode_when_asked() -> None:
+    compiled = plan(FILTER, **{"pipeline.real-time": "auto", "pipeline.real-time.checkpoint-interval": "5 s"})
+    config = compiled["config"]
+    assert config["pipeline.real-time"] == "AUTO" and config["realTimeEnabled"] == "true"
+    assert "realTimeBlockedBy" not in config
+    assert trigger_options(config) == {"realTime": "5000 milliseconds"}
+    assert "Execution: Real-time Mode (pipeline.real-time = AUTO; one checkpoint every 5 s)" in explain_plan_json(
+        compiled)
+
+
+@pytest.mark.parametrize(("insert", "blocker"), [
+    ("INSERT INTO out_t SELECT id, k, pt FROM files", "its connector 'filesystem' is not a Real-time Mode source"),
+    ("INSERT INTO printed SELECT id, k, pt FROM clicks", "its connector 'print' is not a Real-time Mode sink"),
+    ("INSERT INTO out_t SELECT id, 'x', 0 FROM timed", "a WATERMARK: its end-of-input control stream"),
+    ("INSERT INTO counts SELECT k, COUNT(*) FROM clicks GROUP BY k", "not mapped onto Spark's Real-time Mode"),
+])
+def test_auto_records_micro_batches_and_the_node_that_prevents_the_mode(insert: str, blocker: str) -> None:
+    compiled = plan(insert, **{"pipeline.real-time": "AUTO"})
+    config = compiled["config"]
+    assert config["realTimeEnabled"] == "false"
+    assert blocker in config["realTimeBlockedBy"]
+    assert config["realTimeBlockedBy"].startswith("#")  # the node, by its position in the plan
+    assert trigger_options(config) == {}
+    assert f"Execution: micro-batches (pipeline.real-time = AUTO, but {config['realTimeBlockedBy']})" \
+        in explain_plan_json(compiled)
+
+
+def test_required_fails_the_compile_naming_the_node_and_the_way_out() -> None:
+    with pytest.raises(UnsupportedQueryError) as refused:
+        plan("INSERT INTO printed SELECT id, k, pt FROM clicks", **{"pipeline.real-time": "required"})
+    assert "'pipeline.real-time' = 'REQUIRED', but this plan cannot run in Real-time Mode: #" in str(refused.value)
+    assert "its connector 'print'" in str(refused.value)
+    assert "'AUTO'" in (refused.value.hint or "")
+    assert plan(FILTER, **{"pipeline.real-time": "required"})["config"]["realTimeEnabled"] == "true"
+
+
+def test_a_statement_set_stays_in_micro_batches() -> None:
+    env = TableEnvironment()
+    env.execute_sql("SET 'pipeline.real-time' = 'auto'")
+    env.execute_sql(DDL)
+    compiled = json.loads(env.compile_plan_sql(
+        f"EXECUTE STATEMENT SET BEGIN {FILTER}; INSERT INTO out_t SELECT id, k, pt FROM clicks; END").as_json())
+    assert "a statement set of 2 sinks" in compiled["config"]["realTimeBlockedBy"]
+
+
+def test_off_by_default_changes_no_plan_byte() -> None:
+    default, off = plan(FILTER), plan(FILTER, **{"pipeline.real-time": "off"})
+    assert default == off and not any(k.startswith(("pipeline.real-time", "realTime")) for k in default["config"])
+    assert "Execution:" not in explain_plan_json(default)
+
+
+def test_a_malformed_mode_or_interval_is_refused_with_the_key() -> None:
+    with pytest.raises(Exception, match=r"pipeline\.real-time"):
+        plan(FILTER, **{"pipeline.real-time": "sometimes"})
+    with pytest.raises(Exception, match=r"pipeline\.real-time\.checkpoint-interval"):
+        plan(FILTER, **{"pipeline.real-time": "auto", "pipeline.real-time.checkpoint-interval": "soon"})

@@ -135,3 +135,58 @@ def test_a_job_root_someone_chose_beats_the_sessions_own_which_beats_the_shared_
         tmp_path / "jobs" / plan_id[:16])
     assert resolve_job_root(plan_id, tmp_path / "exact", jobs_dir=tmp_path / "jobs",
                             session_dir=session).path == tmp_path / "exact"
+
+
+def _runs_with_times(root: JobRoot, count: int) -> list[str]:
+    """``count`` complete runs created an hour apart (their markers' ``createdAt`` decide the order)."""
+    ids = []
+    for i in range(count):
+        run = root.new_run()
+        marker = run.info()
+        marker["createdAt"] = f"2026-12-07T{10 + i:02d}:00:00.000000Z"
+        (run.path / "run.json").write_text(json.dumps(marker))
+        (run.checkpoints_dir / "q" / "commits").mkdir(parents=True)
+        (run.checkpoints_dir / "q" / "commits" / "0").write_text("v1")
+        ids.append(run.run_id)
+    return ids
+
+
+def test_old_runs_are_pruned_but_the_current_the_newest_and_incomplete_ones_stay(tmp_path):
+    """Every start from a snapshot makes a run, and runs kept every file for good: the fault campaign filled a
+    1 GiB job root after 25 runs. Only the newest few are kept now."""
+    root = JobRoot(tmp_path)
+    ids = _runs_with_times(root, 6)
+    crashed = tmp_path / "runs" / "r-20200101T000000Z-0000"  # a fork cut short (or one being made): no marker
+    (crashed / "checkpoints").mkdir(parents=True)
+    assert root.prune_runs(ids[-1], keep=3) == ids[:3]
+    assert [r.run_id for r in root.runs()] == ids[3:]
+    assert crashed.is_dir() and not (tmp_path / "runs" / ids[0]).exists()
+    assert root.prune_runs(ids[0], keep=1) == ids[3:5]  # the current run is never deleted, even when older
+    assert root.prune_runs(ids[-1], keep=0) == []  # 0: keep every run
+
+
+def test_a_pruned_runs_snapshot_still_restores(tmp_path):
+    """Snapshots hold their own links to the files they need: deleting the run they came from frees nothing they
+    use (and a fork never points into its parent run)."""
+    from planengine.runtime.storage.snapshots import take_snapshot
+
+    root = JobRoot(tmp_path)
+    root.write_plan_text('{"planId": "p"}')
+    first = _runs_with_times(root, 1)[0]
+    snap = take_snapshot(root, root.run(first), reason="stop", engine_version="0.1", spark_version="4.3.0",
+                         plan_id="p", last_batch_ids={})
+    later = [root.new_run().run_id for _ in range(2)]
+    assert root.prune_runs(later[-1], keep=2) == [first]
+    fork = root.new_run(from_snapshot=snap.snapshot_id)
+    assert (fork.checkpoints_dir / "q" / "commits" / "0").read_text() == "v1"
+
+
+def test_how_many_runs_to_keep_comes_from_the_environment(monkeypatch):
+    from planengine.runtime.storage.job_root import keep_runs
+
+    assert keep_runs() == 5
+    monkeypatch.setenv("PLANENGINE_KEEP_RUNS", "0")
+    assert keep_runs() == 0
+    monkeypatch.setenv("PLANENGINE_KEEP_RUNS", "few")
+    with pytest.raises(UserError, match="PLANENGINE_KEEP_RUNS='few' is not a whole number"):
+        keep_runs()

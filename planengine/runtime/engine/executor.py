@@ -234,6 +234,19 @@ class Job:
         self.state = "RUNNING"
         log.info("run %s: started %d queries: %s", self.run.run_id, len(self.queries),
                  ", ".join(q.uid for q in self.queries))
+        self._prune_old_runs()
+
+    def _prune_old_runs(self) -> None:
+        """Once this run's queries started (a failed start keeps every older run to recover from), delete the runs
+        the job root no longer needs (``JobRoot.prune_runs``). Cleanup never fails a running job."""
+        try:
+            pruned = self.job_root.prune_runs(self.run.run_id)
+        except (OSError, UserError) as error:
+            log.warning("run %s: old runs not removed: %s", self.run.run_id, error)
+            return
+        if pruned:
+            log.info("run %s: removed %d old run(s) of the job root: %s", self.run.run_id, len(pruned),
+                     ", ".join(pruned))
 
     def _query_options(self, spec: Any) -> Any:
         return QueryOptions(spec.uid, str(self.run.checkpoint_dir(spec.uid)), trigger=dict(self.trigger),

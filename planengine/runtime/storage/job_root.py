@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -47,6 +48,8 @@ from planengine.runtime.storage.sink_claims import local_file_sinks
 from planengine.runtime.storage.snapshots import SnapshotInfo, fork_snapshot, read_snapshot
 
 RUN_MARKER = "run.json"
+KEEP_RUNS_ENV = "PLANENGINE_KEEP_RUNS"
+DEFAULT_KEEP_RUNS = 5  # an upgrade's old run and its target, a rollback's, and restarts between them
 LOCK_FILE = "RUN_LOCK"
 DRIVER_FILE = "driver.json"
 
@@ -250,6 +253,29 @@ class JobRoot:
         runs = [Run(p.name, p) for p in self.runs_dir.iterdir() if (p / RUN_MARKER).is_file()]
         return max(runs, key=lambda r: (r.info().get("createdAt", ""), r.run_id)) if runs else None
 
+    def prune_runs(self, current: str, keep: int | None = None) -> list[str]:
+        """Delete the complete runs older than the newest ``keep`` (by ``createdAt``), never ``current``; the ids
+        deleted, oldest first.
+
+        Why: every start from a snapshot (each upgrade, rollback and automatic restart) makes a run, and a run keeps
+        its checkpoints, source logs and internal channel files for good, so a job root grew without bound (the
+        fault campaign filled a 1 GiB volume after 25 runs, and the next snapshot failed with ENOSPC). An old run
+        is safe to delete: snapshots hold their own links to the files they need, and a fork rewrites the paths
+        it inherits into its own run. The newest runs stay (an upgrade's old run, its target, a rollback's run).
+        Incomplete runs (no marker: one may be being created) are left alone. The marker goes first, so a deletion
+        cut short leaves an incomplete run, which nothing resumes.
+        """
+        keep = keep_runs() if keep is None else keep
+        if keep <= 0 or not self.runs_dir.is_dir():
+            return []
+        complete = [Run(p.name, p) for p in self.runs_dir.iterdir() if (p / RUN_MARKER).is_file()]
+        complete.sort(key=lambda r: (str(r.info().get("createdAt", "")), r.run_id))
+        doomed = [r for r in complete[:-keep] if r.run_id != current]
+        for run in doomed:
+            (run.path / RUN_MARKER).unlink(missing_ok=True)
+            shutil.rmtree(run.path, ignore_errors=True)
+        return [r.run_id for r in doomed]
+
     def live_run(self) -> Run | None:
         """The run the live driver writes (``driver.json``), else ``newest_run``."""
         try:
@@ -347,6 +373,17 @@ def _local_directory(path: str | os.PathLike[str]) -> Path:
         hint="give --job-root (or storage.uri) a directory path, e.g. a ReadWriteMany volume's mount point; "
              "sources and sinks may still read and write s3a:// paths (docs/object-store.md)",
     )
+
+
+def keep_runs() -> int:
+    """How many complete runs a job root keeps (``PLANENGINE_KEEP_RUNS``, default 5; 0 keeps every run)."""
+    text = os.environ.get(KEEP_RUNS_ENV, "").strip()
+    if not text:
+        return DEFAULT_KEEP_RUNS
+    if not text.isdigit():
+        raise UserError(f"{KEEP_RUNS_ENV}={text!r} is not a whole number",
+                        hint=f"set it to how many runs a job root keeps (0: all), or unset it for {DEFAULT_KEEP_RUNS}")
+    return int(text)
 
 
 def _check_id(value: str, prefix: str, what: str) -> None:

@@ -131,10 +131,12 @@ def claim_sink_paths(root: JobRoot, plan_data: dict[str, Any], run_id: str, *,
 
 def _claimable_sinks(plan_data: dict[str, Any]) -> list[tuple[str, str, JobStore]]:
     """(table, path as a user names it, the store of its directory) for each file sink that can be claimed."""
-    sinks: list[tuple[str, str, JobStore]] = [(s.identifier, str(s.path), LocalJobStore(s.path))
-                                              for s in local_file_sinks(plan_data)]
+    sinks: list[tuple[str, str, JobStore]] = []
     for identifier, path in _file_sink_paths(plan_data):
-        if is_object_store(path):
+        local = local_path(path)
+        if local is not None:
+            sinks.append((identifier, str(local), LocalJobStore(local)))
+        elif is_object_store(path):
             sinks.append((identifier, path, S3JobStore(path, named_by=f"the 'path' of sink {identifier}")))
     return sinks
 

@@ -609,7 +609,8 @@ def trigger_options(plan_config: dict[str, Any]) -> dict[str, Any]:
     {'realTime': '5000 milliseconds'}
     """
     if str(plan_config.get(real_time.ENABLED_KEY)) == "true":
-        every = parse_duration_ms(str(plan_config.get(real_time.INTERVAL_KEY) or "30 s"))
+        every = parse_duration_ms(str(plan_config.get(real_time.INTERVAL_KEY)
+                                      or real_time.REAL_TIME_CHECKPOINT_INTERVAL.default))
         return {"realTime": f"{every} milliseconds"}
     interval = parse_duration_ms(str(plan_config.get("pipeline.trigger-interval") or "0 ms"))
     return {"processingTime": f"{interval} milliseconds"} if interval > 0 else {}

@@ -6,11 +6,13 @@ decision and the reason for it are recorded in the plan's ``config`` like the tr
 never re-decides.
 
 What can run in the mode is what Spark 4.3.0's allowlist admits (docs/real-time-mode.md) *and* what planengine
-translates onto those operators. This first version admits the plans whose every node is known to map there:
-one Kafka source, projections and filters, into one Kafka sink. Everything else names itself as the reason
-(``blocker``): watermarks (their end-of-input control stream is a file source), stateful operators (not yet mapped
-onto Spark's real-time-capable aggregation, dedup and transformWithState), other connectors (they read or write
-per micro-batch), and statement sets (their shared query writes per micro-batch).
+translates onto those operators. The plans admitted are those whose every node is known to map there: one
+Kafka source, projections and filters, and a group aggregate on Spark's native update-mode aggregation
+(``strategies.NATIVE``: Spark's ``StateStoreSave``, which the mode streams), into one Kafka sink; an aggregate's
+updates go to an ``upsert-kafka`` sink, which writes each as the key's new value. Everything else names itself as
+the reason (``blocker``): watermarks (their end-of-input control stream is a file source), aggregates on the
+``transformWithState`` processors and the other stateful operators (not yet mapped onto the mode), other
+connectors (they read or write per micro-batch), and statement sets (their shared query writes per micro-batch).
 
 ``OFF`` (the default) records nothing, so plans that do not ask keep their exact bytes.
 """
@@ -26,6 +28,7 @@ from planengine.exec import nodes as X
 from planengine.exec.base import ExecNode, topological
 from planengine.ir.changelog import INSERT_ONLY
 from planengine.ir.expressions import Call
+from planengine.plan.strategies import NATIVE
 
 MODE_KEY = REAL_TIME.key
 INTERVAL_KEY = REAL_TIME_CHECKPOINT_INTERVAL.key
@@ -50,6 +53,11 @@ class RealTimeDecision:
         if self.blocker:
             out[BLOCKED_BY_KEY] = self.blocker
         return out
+
+
+def enabled(plan_config: dict[str, Any]) -> bool:
+    """Whether the plan's recorded decision is to run in the mode."""
+    return str(plan_config.get(ENABLED_KEY)) == "true"
 
 
 def decide_real_time(sinks: list[X.Sink], config: dict[str, str]) -> RealTimeDecision:
@@ -88,11 +96,16 @@ def _reason(node: ExecNode) -> str | None:
             f"its connector '{connector}' is not a Real-time Mode source (Kafka is)")
     if isinstance(node, X.Sink):
         connector = _connector(node.table)
-        if connector != "kafka":
-            return f"its connector '{connector}' is not a Real-time Mode sink here (kafka is)"
-        if node.inputs and node.inputs[0].changelog_mode != INSERT_ONLY:
-            return "it receives updates; only insert-only results are written in the mode yet"
+        if connector not in ("kafka", "upsert-kafka"):
+            return f"its connector '{connector}' is not a Real-time Mode sink here (kafka and upsert-kafka are)"
+        if connector == "kafka" and node.inputs and node.inputs[0].changelog_mode != INSERT_ONLY:
+            return "it receives updates, which a 'kafka' sink writes as a changelog per micro-batch; 'upsert-kafka' " \
+                   "writes them in the mode"
         return None
+    if isinstance(node, X.GroupAggregate):
+        return None if node.strategy == NATIVE else (
+            f"it runs on the {node.strategy} strategy; only Spark's native update-mode aggregation is mapped onto "
+            "the mode yet")
     if isinstance(node, X.Calc):
         udf = _user_function(node)
         return None if udf is None else (

@@ -50,7 +50,9 @@ def test_a_kafka_filter_projection_plan_runs_in_the_mode_when_asked() -> None:
     ("INSERT INTO out_t SELECT id, k, pt FROM files", "its connector 'filesystem' is not a Real-time Mode source"),
     ("INSERT INTO printed SELECT id, k, pt FROM clicks", "its connector 'print' is not a Real-time Mode sink"),
     ("INSERT INTO out_t SELECT id, 'x', 0 FROM timed", "a WATERMARK: its end-of-input control stream"),
-    ("INSERT INTO counts SELECT k, COUNT(*) FROM clicks GROUP BY k", "not mapped onto Spark's Real-time Mode"),
+    # Summing doubles is not exact on Spark's native aggregation (summation order): the JVM processor runs it.
+    ("INSERT INTO counts SELECT k, CAST(SUM(CAST(id AS DOUBLE)) AS BIGINT) FROM clicks GROUP BY k",
+     "it runs on the JVM strategy; only Spark's native update-mode aggregation is mapped"),
 ])
 def test_auto_records_micro_batches_and_the_node_that_prevents_the_mode(insert: str, blocker: str) -> None:
     compiled = plan(insert, **{"pipeline.real-time": "AUTO"})
@@ -61,6 +63,14 @@ def test_auto_records_micro_batches_and_the_node_that_prevents_the_mode(insert: 
     assert trigger_options(config) == {}
     assert f"Execution: micro-batches (pipeline.real-time = AUTO, but {config['realTimeBlockedBy']})" \
         in explain_plan_json(compiled)
+
+
+def test_a_native_group_by_into_upsert_kafka_runs_in_the_mode() -> None:
+    """Spark's update-mode aggregation runs in the mode; ``upsert-kafka`` writes each update as the key's value."""
+    compiled = plan("INSERT INTO counts SELECT k, COUNT(*) FROM clicks GROUP BY k", **{"pipeline.real-time": "auto"})
+    assert compiled["config"]["realTimeEnabled"] == "true", compiled["config"].get("realTimeBlockedBy")
+    aggregate = next(n for n in compiled["nodes"] if n["type"].startswith("stream-exec-group-aggregate"))
+    assert aggregate["strategy"] == "NATIVE"
 
 
 def test_required_fails_the_compile_naming_the_node_and_the_way_out() -> None:

@@ -31,6 +31,7 @@ from typing import Any
 
 from planengine.connectors.kafka_translation import to_spark_kafka_options, to_spark_kafka_sink_options
 from planengine.errors import ValidationError
+from planengine.plan import real_time
 from planengine.runtime.connectors import (
     BatchOptions,
     QueryOptions,
@@ -44,6 +45,7 @@ from planengine.runtime.connectors import (
 )
 from planengine.runtime.connectors import changelog_format as cf
 from planengine.runtime.dataflow.stream import ROWKIND
+from planengine.runtime.engine.real_time_slots import SourceTasks
 
 log = logging.getLogger("planengine.runtime.kafka")
 
@@ -226,6 +228,10 @@ def _metadata_columns(source: Any) -> dict[str, Any]:
 @source_reader("upsert-kafka")
 def read_kafka(source: Any, ctx: Any, node: Any) -> SourceFrame:
     raw = source_dataframe(ctx.spark, source)
+    if real_time.enabled(ctx.config):  # the start checks that every partition gets a task slot at once
+        partitions = kafka_admin.partition_count(ctx.spark, source)
+        if partitions is not None:
+            ctx.real_time_sources.append(SourceTasks(str(source.identifier), partitions))
     df, updating = decode_records(raw, source)
     return SourceFrame(df, updating=updating, bounded=False)
 

@@ -18,6 +18,7 @@ import pytest
 
 from planengine.api import TableEnvironment
 from planengine.runtime.connectors.kafka_admin import KafkaUnavailable
+from planengine.runtime.engine.real_time_slots import RealTimeSlotsShort
 
 T0 = 1_714_564_800_000  # 2024-05-01 12:00:00 UTC, in ms
 WAIT_S = 120.0
@@ -314,3 +315,78 @@ def test_a_kafka_filter_plan_runs_in_real_time_mode_and_writes_every_row_once(tm
     finally:
         job.stop(snapshot=False)
     assert sorted((v["id"], v["label"]) for v in values(kafka_broker.records(out))) == expected  # each row once
+
+
+def test_a_group_by_into_upsert_kafka_runs_in_real_time_mode_and_restores_exact(tmp_path: Path, spark,
+                                                                                 kafka_broker) -> None:
+    """A native ``GROUP BY`` into ``upsert-kafka`` under ``pipeline.real-time = REQUIRED``: Spark's streaming
+    aggregation runs inside the long real-time batch, each update reaches the sink topic as the key's new value,
+    and a stop with a snapshot then a restore (in the mode again) counts on from the stored state: the compacted
+    topic equals what a micro-batch run computes, and per key the counts written only grow."""
+    src, out = kafka_broker.topic("rt-clicks"), kafka_broker.topic("rt-totals")
+    env = TableEnvironment()
+    env.execute_sql("SET 'pipeline.real-time' = 'required'")
+    env.execute_sql("SET 'pipeline.real-time.checkpoint-interval' = '5 s'")
+    # Every stage of a real-time query runs at once: one task per topic partition plus one per state partition
+    # must fit the tests' 2 local cores.
+    env.execute_sql("SET 'pipeline.max-parallelism' = '1'")
+    env.execute_sql(TOTALS_DDL.format(
+        src=with_options("kafka", kafka_broker, src, format="json", **{"scan.startup.mode": "earliest-offset"}),
+        out=with_options("upsert-kafka", kafka_broker, out, **{"key.format": "json", "value.format": "json"})))
+    plan = env.compile_plan_sql(TOTALS_SQL)
+    assert plan.data["config"]["realTimeEnabled"] == "true"
+    root = tmp_path / "job"
+
+    def state() -> dict[str, tuple[int, int]]:
+        return {json.loads(k)["k"]: (v["n"], v["total"]) for k, v in latest_per_key(kafka_broker.records(out)).items()}
+
+    def run_until(what: str, expected: dict[str, tuple[int, int]], *, produce_while_running: list | None = None,
+                  then: dict[str, tuple[int, int]] | None = None) -> str:
+        job = env.execute_plan(plan, job_root=str(root))
+        try:
+            assert "RealTime" in str(job.queries[0].query._jsq.streamingQuery().trigger())
+            wait_until(what, lambda: state() == expected, job)
+            if produce_while_running:
+                kafka_broker.produce(src, produce_while_running)
+                wait_until(f"{what}, then the records produced while it runs", lambda: state() == then, job)
+        finally:
+            snapshot = job.stop(snapshot=True)
+        assert snapshot
+        return snapshot
+
+    kafka_broker.produce(src, clicks(("a", 1), ("b", 2), ("a", 3)))
+    run_until("the first records", {"a": (2, 4), "b": (1, 2)},
+              produce_while_running=clicks(("a", 10), ("c", 5)), then={"a": (3, 14), "b": (1, 2), "c": (1, 5)})
+    kafka_broker.produce(src, clicks(("b", 1), ("c", -5), ("d", 7)))  # while stopped
+    run_until("the records produced while stopped, counted on from the snapshot's state",
+              {"a": (3, 14), "b": (2, 3), "c": (2, 0), "d": (1, 7)})
+    per_key: dict[str, list[int]] = {}
+    for r in kafka_broker.records(out):
+        per_key.setdefault(json.loads(r.key)["k"], []).append(json.loads(r.value)["n"])
+    assert all(counts == sorted(counts) for counts in per_key.values()), per_key  # never counted back
+    assert per_key["b"][-1] == 2 and per_key["c"][-1] == 2 and 1 in per_key["b"]  # on from 1, not from zero
+
+
+def test_a_real_time_plan_the_cluster_cannot_schedule_at_once_is_refused_before_it_starts(tmp_path: Path, spark,
+                                                                                          kafka_broker) -> None:
+    """Two topic partitions and two state partitions need 4 task slots at once; the tests' ``local[2]`` has 2. The
+    start is refused with those numbers (not Spark's failure after the query started), takes no run lock, and the
+    same plan still runs in micro-batches (an until-idle run never uses the mode)."""
+    src, out = kafka_broker.topic("rt-wide", partitions=2), kafka_broker.topic("rt-wide-out")
+    env = TableEnvironment()
+    env.execute_sql("SET 'pipeline.real-time' = 'required'")
+    env.execute_sql("SET 'pipeline.max-parallelism' = '2'")
+    env.execute_sql(TOTALS_DDL.format(
+        src=with_options("kafka", kafka_broker, src, format="json", **{"scan.startup.mode": "earliest-offset"}),
+        out=with_options("upsert-kafka", kafka_broker, out, **{"key.format": "json", "value.format": "json"})))
+    plan = env.compile_plan_sql(TOTALS_SQL)
+    kafka_broker.produce(src, clicks(("a", 1), ("b", 2)))
+    root = tmp_path / "job"
+    with pytest.raises(RealTimeSlotsShort) as refused:
+        env.execute_plan(plan, job_root=str(root))
+    assert "needs 4 task slots (2 for the topic partitions table " in str(refused.value)
+    assert "but the cluster has 2 (spark.master 'local[2]')" in str(refused.value)
+    assert not (root / "RUN_LOCK").exists() and not list(root.glob("runs/*/checkpoints/*/commits/*"))
+    run_until_idle(env, TOTALS_SQL, root)
+    assert {json.loads(k)["k"]: v["n"] for k, v in latest_per_key(kafka_broker.records(out)).items()} == \
+        {"a": 1, "b": 1}

@@ -23,12 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from planengine.config.options import REAL_TIME, REAL_TIME_CHECKPOINT_INTERVAL
-from planengine.errors import UnsupportedQueryError
+from planengine.connectors.options import parse_duration_ms
+from planengine.errors import UnsupportedQueryError, ValidationError
 from planengine.exec import nodes as X
 from planengine.exec.base import ExecNode, topological
 from planengine.ir.changelog import INSERT_ONLY
 from planengine.ir.expressions import Call
-from planengine.plan.strategies import NATIVE
+from planengine.plan.strategies import JVM, NATIVE, state_type_refusal
 
 MODE_KEY = REAL_TIME.key
 INTERVAL_KEY = REAL_TIME_CHECKPOINT_INTERVAL.key
@@ -36,6 +37,12 @@ INTERVAL_KEY = REAL_TIME_CHECKPOINT_INTERVAL.key
 ENABLED_KEY = "realTimeEnabled"
 BLOCKED_BY_KEY = "realTimeBlockedBy"
 _STATELESS = (X.Exchange,)
+STATE_TTL_KEY = "table.exec.state.ttl"
+# Spark 4.3's default spark.sql.streaming.realTimeMode.minBatchDuration: a shorter interval fails the query's start.
+SPARK_MIN_BATCH_KEY = "spark.sql.streaming.realTimeMode.minBatchDuration"
+MIN_INTERVAL_MS = 5_000
+# The first Spark release with the mode (``DataStreamWriter.trigger(realTime=...)``).
+FIRST_SPARK = (4, 3)
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,21 @@ def enabled(plan_config: dict[str, Any]) -> bool:
     return str(plan_config.get(ENABLED_KEY)) == "true"
 
 
+def spark_lacks_mode(spark_version: str) -> str | None:
+    """Why a Spark of ``spark_version`` cannot run a plan decided into the mode, or None when it can.
+
+    >>> spark_lacks_mode("4.3.0"), spark_lacks_mode("4.2.1")
+    (None, 'its Spark 4.2.1 has no Real-time Mode (Spark 4.3 added it)')
+    """
+    try:
+        major_minor = tuple(int(part) for part in spark_version.split(".")[:2])
+    except ValueError:
+        return f"its Spark version {spark_version!r} cannot be read"
+    if major_minor >= FIRST_SPARK:
+        return None
+    return f"its Spark {spark_version} has no Real-time Mode (Spark {'.'.join(map(str, FIRST_SPARK))} added it)"
+
+
 def decide_real_time(sinks: list[X.Sink], config: dict[str, str]) -> RealTimeDecision:
     """The decision for a plan's sinks under ``config``; ``REQUIRED`` with a blocker is an ``UnsupportedQueryError``
     naming the node, raised here so that ``compile`` and ``EXPLAIN`` refuse before anything runs."""
@@ -68,6 +90,12 @@ def decide_real_time(sinks: list[X.Sink], config: dict[str, str]) -> RealTimeDec
     REAL_TIME_CHECKPOINT_INTERVAL.parse(interval)  # a malformed duration fails at compile time, with the key
     if mode == "OFF":
         return RealTimeDecision(mode, False, None, interval)
+    if parse_duration_ms(interval) < MIN_INTERVAL_MS:  # Spark refuses it only when the query starts
+        raise ValidationError(
+            f"'{INTERVAL_KEY}' = '{interval}' is shorter than Spark's minimum real-time batch of "
+            f"{MIN_INTERVAL_MS // 1000} s ('{SPARK_MIN_BATCH_KEY}')",
+            hint=f"set '{INTERVAL_KEY}' to '{MIN_INTERVAL_MS // 1000} s' or more: it is how much input a restart "
+                 "replays, not a latency (records stream out as they arrive)")
     blocker = first_blocker(sinks)
     if blocker is not None and mode == "REQUIRED":
         raise UnsupportedQueryError(
@@ -103,9 +131,18 @@ def _reason(node: ExecNode) -> str | None:
                    "writes them in the mode"
         return None
     if isinstance(node, X.GroupAggregate):
-        return None if node.strategy == NATIVE else (
-            f"it runs on the {node.strategy} strategy; only Spark's native update-mode aggregation is mapped onto "
-            "the mode yet")
+        if node.strategy == NATIVE:
+            return None
+        if node.strategy == JVM:
+            return _jvm_processor_reason(node)
+        return (f"it runs on the {node.strategy} strategy, a Python operator, which Spark runs outside the "
+                "real-time pipeline")
+    if isinstance(node, X.Deduplicate):
+        if node.metadata.version < 2:
+            return "version 1 runs on the Python transformWithState operator, outside the real-time pipeline"
+        refusal = state_type_refusal(node.inputs[0].field_types) if node.inputs else None
+        return (f"its rows stay on the Python operator ({refusal}), outside the real-time pipeline" if refusal
+                else _jvm_processor_reason(node))
     if isinstance(node, X.Calc):
         udf = _user_function(node)
         return None if udf is None else (
@@ -116,6 +153,17 @@ def _reason(node: ExecNode) -> str | None:
         return ("a WATERMARK: its end-of-input control stream is a file source, which the mode cannot read, and "
                 "event-time timers do not fire in it")
     return "this operator is not mapped onto Spark's Real-time Mode operators yet"
+
+
+def _jvm_processor_reason(node: ExecNode) -> str | None:
+    """Why a node on a JVM ``transformWithState`` processor cannot run in the mode, or None. The processors of
+    aggregates and deduplication use no timers (``TimeMode.None``), which Spark's allowlist admits; state TTL is
+    kept out until it is tested in the mode (its clock is the batch's, and a real-time batch is long)."""
+    ttl = max((s.ttl_ms for s in node.state), default=0) or parse_duration_ms(
+        dict(node.configuration).get(STATE_TTL_KEY, "0 ms") or "0 ms")
+    if ttl:
+        return "its state has a TTL ('table.exec.state.ttl' or a STATE_TTL hint), which is not run in the mode yet"
+    return None
 
 
 def _user_function(calc: X.Calc) -> str | None:

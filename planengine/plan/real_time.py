@@ -27,7 +27,6 @@ from planengine.connectors.options import parse_duration_ms
 from planengine.errors import UnsupportedQueryError, ValidationError
 from planengine.exec import nodes as X
 from planengine.exec.base import ExecNode, topological
-from planengine.ir.changelog import INSERT_ONLY
 from planengine.ir.expressions import Call
 from planengine.plan.strategies import JVM, NATIVE, state_type_refusal
 
@@ -36,8 +35,10 @@ INTERVAL_KEY = REAL_TIME_CHECKPOINT_INTERVAL.key
 # The decision itself, next to the two options it was made from: plan fields, not options (nobody sets them).
 ENABLED_KEY = "realTimeEnabled"
 BLOCKED_BY_KEY = "realTimeBlockedBy"
-_STATELESS = (X.Exchange,)
+_STATELESS = (X.Exchange, X.Union)
 STATE_TTL_KEY = "table.exec.state.ttl"
+_STATEFUL = (X.GroupAggregate, X.Deduplicate, X.Rank, X.Join)
+_UNIONS = (X.Union, X.Join)
 # Spark 4.3's default spark.sql.streaming.realTimeMode.minBatchDuration: a shorter interval fails the query's start.
 SPARK_MIN_BATCH_KEY = "spark.sql.streaming.realTimeMode.minBatchDuration"
 MIN_INTERVAL_MS = 5_000
@@ -110,10 +111,16 @@ def first_blocker(sinks: list[X.Sink]) -> str | None:
     if len(sinks) != 1:
         return (f"a statement set of {len(sinks)} sinks (their shared query writes per micro-batch); "
                 "one INSERT per job can run in the mode")
+    stateful_upstream: dict[int, bool] = {}  # id(node) -> a stateful node is at or above it
     for position, node in enumerate(topological(list(sinks)), start=1):
         reason = _reason(node)
+        above = any(stateful_upstream[id(i)] for i in node.inputs)
+        if reason is None and above and isinstance(node, _UNIONS):
+            reason = ("a stateful operator runs before it, and Spark's real-time mode runs none before a union (a "
+                      "join's processor reads its two sides as one union)")
         if reason is not None:
             return f"#{position} {node.description or node.type_name}: {reason}"
+        stateful_upstream[id(node)] = above or isinstance(node, _STATEFUL)
     return None
 
 
@@ -126,9 +133,8 @@ def _reason(node: ExecNode) -> str | None:
         connector = _connector(node.table)
         if connector not in ("kafka", "upsert-kafka"):
             return f"its connector '{connector}' is not a Real-time Mode sink here (kafka and upsert-kafka are)"
-        if connector == "kafka" and node.inputs and node.inputs[0].changelog_mode != INSERT_ONLY:
-            return "it receives updates, which a 'kafka' sink writes as a changelog per micro-batch; 'upsert-kafka' " \
-                   "writes them in the mode"
+        # Updates reach a 'kafka' sink only in a changelog format (debezium-json, changelog-json: the planner
+        # refuses others), which encodes each row as one record, as upsert-kafka does: a projection in the mode.
         return None
     if isinstance(node, X.GroupAggregate):
         if node.strategy == NATIVE:
@@ -137,14 +143,16 @@ def _reason(node: ExecNode) -> str | None:
             return _jvm_processor_reason(node)
         return (f"it runs on the {node.strategy} strategy, a Python operator, which Spark runs outside the "
                 "real-time pipeline")
-    if isinstance(node, X.Deduplicate):
+    if isinstance(node, X.Join):
+        return _join_reason(node)
+    if isinstance(node, (X.Deduplicate, X.Rank)):
         if node.metadata.version < 2:
             return "version 1 runs on the Python transformWithState operator, outside the real-time pipeline"
         refusal = state_type_refusal(node.inputs[0].field_types) if node.inputs else None
         return (f"its rows stay on the Python operator ({refusal}), outside the real-time pipeline" if refusal
                 else _jvm_processor_reason(node))
     if isinstance(node, X.Calc):
-        udf = _user_function(node)
+        udf = _user_function([*node.projection, *([node.condition] if node.condition is not None else [])])
         return None if udf is None else (
             f"it calls the user function {udf}, which Spark runs outside the real-time pipeline")
     if isinstance(node, _STATELESS):
@@ -153,6 +161,26 @@ def _reason(node: ExecNode) -> str | None:
         return ("a WATERMARK: its end-of-input control stream is a file source, which the mode cannot read, and "
                 "event-time timers do not fire in it")
     return "this operator is not mapped onto Spark's Real-time Mode operators yet"
+
+
+def _join_reason(join: X.Join) -> str | None:
+    """A regular join runs in the mode on its JVM processor (``runtime/jvm/join_processor.py``: version 2 for
+    equi-joins, version 3 also with a non-equi condition, unless it calls a user function), which uses no timers."""
+    if join.metadata.version < 2:
+        return "version 1 runs on the Python transformWithState operator, outside the real-time pipeline"
+    if join.non_equi_condition is not None:
+        if join.metadata.version < 3:
+            return "its non-equi condition keeps version 2 on the Python operator, outside the real-time pipeline"
+        user = _user_function([join.non_equi_condition])
+        if user is not None:
+            return f"its condition calls the user function {user}, which keeps it on the Python operator"
+    for side, side_input in zip(("left", "right"), join.inputs, strict=False):
+        refusal = state_type_refusal(side_input.field_types, f"{side} input")
+        if refusal is not None:
+            return f"its rows stay on the Python operator ({refusal}), outside the real-time pipeline"
+    if join.left_ttl_ms or join.right_ttl_ms:
+        return "its state has a TTL, which is not run in the mode yet"
+    return _jvm_processor_reason(join)
 
 
 def _jvm_processor_reason(node: ExecNode) -> str | None:
@@ -166,10 +194,10 @@ def _jvm_processor_reason(node: ExecNode) -> str | None:
     return None
 
 
-def _user_function(calc: X.Calc) -> str | None:
-    """The first user-defined (catalog or temporary system) function a Calc calls; an explicit stack, because
+def _user_function(exprs: list[Any]) -> str | None:
+    """The first user-defined (catalog or temporary system) function ``exprs`` call; an explicit stack, because
     generated SQL nests expressions thousands deep."""
-    stack: list[Any] = [*calc.projection, *([calc.condition] if calc.condition is not None else [])]
+    stack: list[Any] = list(exprs)
     while stack:
         expr = stack.pop()
         if isinstance(expr, Call) and (expr.function.catalog_identifier or expr.function.system):

@@ -141,3 +141,16 @@ def test_a_checkpoint_interval_below_sparks_minimum_is_refused_at_compile_time()
         in str(refused.value)
     assert plan(FILTER, **{"pipeline.real-time": "auto", "pipeline.real-time.checkpoint-interval": "5 s"})
     assert "realTimeEnabled" not in plan(FILTER, **{"pipeline.real-time.checkpoint-interval": "1 s"})["config"]
+
+
+def test_joins_and_unions_run_in_the_mode_unless_a_stateful_operator_feeds_them() -> None:
+    """A regular join runs on its JVM processor (no timers), so the mode admits it; Spark's real-time mode runs no
+    stateful operator before a union, and a join's processor reads its two sides as one union."""
+    join = "INSERT INTO out_t SELECT a.id, b.k, a.pt FROM clicks a JOIN clicks b ON a.id = b.id"
+    assert plan(join, **{"pipeline.real-time": "auto"})["config"]["realTimeEnabled"] == "true"
+    after_aggregate = ("INSERT INTO counts SELECT c.k, c.n FROM (SELECT k, COUNT(*) AS n FROM clicks GROUP BY k) c "
+                       "JOIN (SELECT k, MAX(id) AS m FROM clicks GROUP BY k) d ON c.k = d.k")
+    config = plan(after_aggregate, **{"pipeline.real-time": "auto"})["config"]
+    assert config["realTimeEnabled"] == "false"
+    assert "a stateful operator runs before it, and Spark's real-time mode runs none before a union" in \
+        config["realTimeBlockedBy"]

@@ -9,6 +9,11 @@ only crash-loop. Here the start is refused first, with the numbers and the setti
 The Kafka source reports its partitions while it is translated (``TranslationContext.real_time_tasks``); the
 slots come from the session's master (``local[N]``) or its executors' configuration. Where either cannot be
 known (a ``topic-pattern``, dynamic allocation without a maximum) nothing is refused: Spark's own error remains.
+
+The count is a lower bound, so a refusal is always right: one stage for the sources and one for the state
+partitions when the plan shuffles. A stateful operator the runtime adds behind another one keyed differently (an
+upsert materializer on a sink key of another type) is one more stage the plan does not show; Spark's own error
+then names the number.
 """
 
 from __future__ import annotations

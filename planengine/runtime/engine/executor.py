@@ -360,7 +360,7 @@ class Job:
             if drain:
                 self.drain()
             for q in self.queries:
-                _stop_at_batch_boundary(q.query)
+                _stop_at_batch_boundary(q.query, boundary_wait_s(self.trigger))
             self.state = "STOPPED"
             self._remove_listener()
             if snapshot and not self._lock_lost:
@@ -488,6 +488,19 @@ def _label(spec: Any, specs: list[Any]) -> str:
     if sum(1 for s in specs if (getattr(s, "label", "") or s.uid) == label) > 1:
         return f"{label} (node {spec.uid.split('_')[0]})"
     return label
+
+
+def boundary_wait_s(trigger: dict[str, Any]) -> float:
+    """How long a stop waits for the running batch to end. A micro-batch is short: 30 s bounds it generously. A
+    real-time batch runs for its whole checkpoint interval, so the wait is that interval plus the same margin: a
+    stop (and an upgrade's handover) then lands on a batch boundary, at the cost of up to one interval of waiting,
+    instead of interrupting the batch and writing its updates twice on replay.
+
+    >>> boundary_wait_s({}), boundary_wait_s({"realTime": "45000 milliseconds"})
+    (30.0, 75.0)
+    """
+    every = trigger.get("realTime")
+    return 30.0 if every is None else parse_duration_ms(str(every)) / 1000 + 30.0
 
 
 def _stop_at_batch_boundary(query: Any, timeout: float = 30.0) -> None:

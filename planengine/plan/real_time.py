@@ -35,9 +35,9 @@ INTERVAL_KEY = REAL_TIME_CHECKPOINT_INTERVAL.key
 # The decision itself, next to the two options it was made from: plan fields, not options (nobody sets them).
 ENABLED_KEY = "realTimeEnabled"
 BLOCKED_BY_KEY = "realTimeBlockedBy"
-_STATELESS = (X.Exchange, X.Union)
+_STATELESS = (X.Exchange, X.Union, X.DropUpdateBefore)
 STATE_TTL_KEY = "table.exec.state.ttl"
-_STATEFUL = (X.GroupAggregate, X.Deduplicate, X.Rank, X.Join)
+_STATEFUL = (X.GroupAggregate, X.Deduplicate, X.Rank, X.Join, X.ChangelogNormalize)
 _UNIONS = (X.Union, X.Join)
 # Spark 4.3's default spark.sql.streaming.realTimeMode.minBatchDuration: a shorter interval fails the query's start.
 SPARK_MIN_BATCH_KEY = "spark.sql.streaming.realTimeMode.minBatchDuration"
@@ -127,8 +127,8 @@ def first_blocker(sinks: list[X.Sink]) -> str | None:
 def _reason(node: ExecNode) -> str | None:
     if isinstance(node, X.TableSourceScan):
         connector = _connector(node.table)
-        return None if connector == "kafka" else (
-            f"its connector '{connector}' is not a Real-time Mode source (Kafka is)")
+        return None if connector in ("kafka", "upsert-kafka") else (
+            f"its connector '{connector}' is not a Real-time Mode source (kafka and upsert-kafka are)")
     if isinstance(node, X.Sink):
         connector = _connector(node.table)
         if connector not in ("kafka", "upsert-kafka"):
@@ -145,7 +145,7 @@ def _reason(node: ExecNode) -> str | None:
                 "real-time pipeline")
     if isinstance(node, X.Join):
         return _join_reason(node)
-    if isinstance(node, (X.Deduplicate, X.Rank)):
+    if isinstance(node, (X.Deduplicate, X.Rank, X.ChangelogNormalize)):
         if node.metadata.version < 2:
             return "version 1 runs on the Python transformWithState operator, outside the real-time pipeline"
         refusal = state_type_refusal(node.inputs[0].field_types) if node.inputs else None

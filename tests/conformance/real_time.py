@@ -1,10 +1,11 @@
 """The conformance programs in Spark's Real-time Mode: the same programs as ``harness.py``, on the real Kafka broker.
 
 Why a second harness: the mode reads only Kafka and writes only Kafka, so a program's sources become topics
-(``json``, one partition) and its sink a topic (``upsert-kafka`` keyed by the sink's PRIMARY KEY, else ``kafka``
-in ``changelog-json``, as the micro-batch harness writes its sinks). Which programs can run in the mode is the
-planner's decision, not this file's: each program is compiled with ``pipeline.real-time = AUTO`` and runs here
-only when the plan records ``realTimeEnabled`` (``eligibility``).
+(one partition; ``json``, or ``changelog-json`` with the program's ``changelog-mode`` when its rows carry kinds, as
+the micro-batch harness writes its files) and its sink a topic (``upsert-kafka`` keyed by the sink's PRIMARY KEY,
+else ``kafka`` in ``changelog-json``, as the micro-batch harness writes its sinks). Which programs can run in
+the mode is the planner's decision, not this file's: each program is compiled with ``pipeline.real-time = AUTO``
+and runs here only when the plan records ``realTimeEnabled`` (``eligibility``).
 
 A run has the harness's two phases: the ``before`` rows, the job running in the mode until the sink's
 materialized table is the expected one, a stop with a snapshot; then the ``after`` rows and a restore of the
@@ -54,8 +55,10 @@ def kafka_ddl(program: ConformanceProgram, topics: dict[str, str], bootstrap: st
     parts = []
     base = {"properties.bootstrap.servers": bootstrap}
     for s in program.sources:
-        opts = {"connector": "kafka", "topic": topics[s.name], **base, "format": "json",
+        opts = {"connector": "kafka", "topic": topics[s.name], **base, "format": program.source_format(s),
                 "scan.startup.mode": "earliest-offset"}
+        if s.changelog_mode is not None:
+            opts["changelog-mode"] = s.changelog_mode
         opts.update({k: str(v) for k, v in s.options.items() if k not in DROPPED_OPTIONS and k != "changelog-mode"})
         parts.append(_create_table(s, opts))
     for s in program.sinks:
@@ -75,8 +78,8 @@ def _candidate(program: ConformanceProgram) -> str:
     if len(program.sinks) != 1:
         return f"{len(program.sinks)} sinks (a statement set)"
     for s in program.sources:
-        if s.has_row_kinds or s.changelog_mode is not None or s.is_lookup:
-            return f"source {s.name} is a changelog or lookup table (the mode reads insert-only json topics here)"
+        if s.is_lookup:
+            return f"source {s.name} is a lookup table"
     return ""
 
 
@@ -136,7 +139,8 @@ def run_in_real_time(program: ConformanceProgram, broker: Any, workdir: Path) ->
             rows = s.before if phase == "before" else s.after
             if rows:
                 src_names, src_types, _ = _columns(env, s.name)
-                lines = json_lines(rows, src_names, src_types, changelog=False).splitlines()
+                changelog = program.source_format(s) == "changelog-json"
+                lines = json_lines(rows, src_names, src_types, changelog=changelog).splitlines()
                 broker.produce(topics[s.name], [(None, line) for line in lines])
 
     def run_until(plan: Any, expected: list[Any], phase: str) -> None:

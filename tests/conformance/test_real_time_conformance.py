@@ -26,6 +26,11 @@ if not (CONFORMANCE_DIR / "flink-programs").is_dir():
 PROGRAMS = {p.key: p for p in load_programs(CONFORMANCE_DIR)}
 # The programs the planner puts into the mode (on Kafka tables; see real_time.py for how they are put there).
 ELIGIBLE = (
+    "changelog_normalize/changelog-normalize-filter",
+    "changelog_normalize/changelog-normalize-source",
+    "changelog_normalize/kafka-with-non-key-filter",
+    "changelog_normalize/retract-source-with-non-key-filter",
+    "changelog_normalize/upsert-with-non-key-filter",
     "calc/calc-filter-pushdown",
     "calc/calc-simple",
     "expand_watermark/expand",
@@ -39,6 +44,7 @@ ELIGIBLE = (
     "join/left-join-not-null-nested-row",
     "join/left-join-nullable-nested-row",
     "rank/rank-n-test",
+    "rank/rank-test-append-fast-strategy",
     "union/union-two-sources",
 )
 RUNNABLE = [k for k in ELIGIBLE if k in PROGRAMS]

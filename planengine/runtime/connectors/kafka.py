@@ -261,8 +261,11 @@ def encode_records(stream: Any, sink: Any) -> Any:
     else:
         value = _encode(value_struct, fmt)
         if sink.upsert:
-            df = df.filter(kind != "-U")
-            value = F.when(kind == "-D", F.lit(None).cast("string")).otherwise(value)
+            # As Flink's upsert-kafka writes them: a DELETE and an UPDATE_BEFORE are both tombstones. The planner
+            # drops UPDATE_BEFORE where nothing needs it; where it reaches the sink (a filter on a non-key column
+            # of an upsert stream), the update's after-image may be filtered out, and the tombstone is then the
+            # only record that removes the key's old row.
+            value = F.when(kind.isin("-D", "-U"), F.lit(None).cast("string")).otherwise(value)
         elif stream.updating:
             raise ValidationError(f"sink {sink.identifier}: format '{fmt.identifier}' writes inserts only but the "
                                   "query produces updates", hint="use 'upsert-kafka' or a debezium-json value")

@@ -68,6 +68,7 @@ class RecordingReader:
 class FakeCtx:
     def __init__(self, spark, reader):
         self.spark = type("S", (), {"readStream": reader})()
+        self.config: dict[str, str] = {}  # the plan's config: a micro-batch plan (no real-time slot count)
 
 
 @pytest.fixture

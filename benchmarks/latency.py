@@ -18,15 +18,17 @@ Engines:
 
 * ``planengine``: ``planengine run --script`` in micro-batch mode with the default trigger (the next batch starts
   as soon as the last one ends: the smallest interval there is);
-* ``planengine-rtm``: the same plan compiled with ``pipeline.real-time = 'required'`` (the ``filter`` shape: the
-  others do not qualify yet, and their compile says which node prevents it);
-* ``spark-rtm``: the same ``filter`` pipeline written directly against Spark 4.3's Real-time Mode
-  (``trigger(realTime=...)``), to show what the mode gives on this machine before planengine plans use it;
-  other shapes are not run on it yet (what the mode allows, and what planengine plans need: docs/real-time-mode.md).
+* ``planengine-rtm``: the same plan compiled with ``pipeline.real-time = 'required'`` (``filter``, ``dedup`` and
+  ``count``; ``window`` needs event-time timers, which the mode does not run), on a ``local[4]`` session: every
+  stage runs at once, so 2 topic partitions and 2 state partitions need 4 task slots (threads; 2 cores run them);
+* ``spark-rtm``: the ``filter`` pipeline written directly against Spark 4.3's Real-time Mode
+  (``trigger(realTime=...)``): what the mode gives without planengine;
+* ``pyflink``: the same SQL script on PyFlink (``apache-flink`` ``FLINK_SPEC`` in ``<repo>/.venv-flink22``,
+  created on first use) with Flink's Kafka SQL connector from Maven Central (``flink-kafka-bench`` in
+  ``planengine/runtime/connectors/jars.lock``, checked by sha256), parallelism 2, Flink's defaults otherwise.
 
-PyFlink is not in this first version: its Kafka connector (``flink-sql-connector-kafka``) is served by Maven
-Central and is the next step. Figures are only comparable within one run on a quiet machine: the report gives
-the load (``uptime``) before and after each cell.
+Figures are only comparable within one run on a quiet machine: the report gives the load (``uptime``) before and
+after each cell.
 """
 
 from __future__ import annotations
@@ -65,12 +67,12 @@ SHAPES: dict[str, dict[str, str]] = {
     "filter": {"time": "", "columns": "id BIGINT, k STRING, pt BIGINT", "connector": "kafka",
                "formats": "'format' = 'json'",
                "insert": "INSERT INTO out_t SELECT id, UPPER(k), pt FROM src WHERE MOD(id, 10) <> 0"},
-    # Keeping the first row by event time is an updating result (a late row with an earlier time replaces the
-    # first), as in Flink: so its sink is keyed.
-    "dedup": {"time": EVENT_TIME, "columns": "id BIGINT, k STRING, pt BIGINT, PRIMARY KEY (id) NOT ENFORCED",
-              "connector": "upsert-kafka", "formats": "'key.format' = 'json', 'value.format' = 'json'",
+    # Keep-first by arrival (processing time): each id's first record passes, its duplicate is dropped; an
+    # insert-only result on both engines.
+    "dedup": {"time": ", ptime AS PROCTIME()", "columns": "id BIGINT, k STRING, pt BIGINT", "connector": "kafka",
+              "formats": "'format' = 'json'",
               "insert": "INSERT INTO out_t SELECT id, k, pt FROM (SELECT id, k, pt, ROW_NUMBER() OVER "
-                        "(PARTITION BY id ORDER BY et ASC) AS rn FROM src) WHERE rn = 1"},
+                        "(PARTITION BY id ORDER BY ptime ASC) AS rn FROM src) WHERE rn = 1"},
     "count": {"time": "", "columns": "k STRING, n BIGINT, pt BIGINT, PRIMARY KEY (k) NOT ENFORCED",
               "connector": "upsert-kafka", "formats": "'key.format' = 'json', 'value.format' = 'json'",
               "insert": "INSERT INTO out_t SELECT k, COUNT(*), MAX(pt) FROM src GROUP BY k"},
@@ -98,6 +100,49 @@ RTM_FILTER = textwrap.dedent("""
     print("[spark-rtm] exception:", query.exception(), file=sys.stderr, flush=True)
     query.stop()
 """)
+
+
+FLINK_SPEC = "apache-flink==2.2.1"  # the Flink whose Kafka connector Maven Central serves (5.0.0-2.2)
+FLINK_VENV = REPO / ".venv-flink22"  # beside .venv-flink (Flink 2.3, benchmarks/p2_pyflink.py)
+PYFLINK_JOB = textwrap.dedent("""
+    import sys
+    from pyflink.table import EnvironmentSettings, TableEnvironment
+    script, jars = sys.argv[1:3]
+    env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    env.get_config().set("pipeline.jars", ";".join("file://" + j for j in jars.split(",")))
+    env.get_config().set("parallelism.default", "2")
+    statements = [s.strip() for s in open(script).read().split(";") if s.strip()]
+    for ddl in statements[:-1]:
+        env.execute_sql(ddl)
+    result = env.execute_sql(statements[-1])
+    print("[pyflink] job started: plan submitted", file=sys.stderr, flush=True)
+    result.wait()
+""")
+# Which engines run which shapes (module doc).
+ENGINE_SHAPES = {"planengine": set(SHAPES), "pyflink": set(SHAPES), "planengine-rtm": {"filter", "dedup", "count"},
+                 "spark-rtm": {"filter"}}
+
+
+def ensure_flink() -> tuple[Path, list[Path]]:
+    """PyFlink's interpreter and the Kafka connector jars: the venv is created once (a stamp holds its spec), the
+    jars come from the set-up's cache or Maven Central, checked against the lock."""
+    python = FLINK_VENV / "bin" / "python"
+    stamp = FLINK_VENV / ".planengine-spec"
+    if not (stamp.is_file() and stamp.read_text() == FLINK_SPEC and python.exists()):
+        subprocess.run([sys.executable, "-m", "venv", str(FLINK_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", FLINK_SPEC],
+                       check=True)
+        stamp.write_text(FLINK_SPEC)
+    sys.path.insert(0, str(REPO / "planengine" / "runtime" / "connectors"))
+    import maven_jars  # stdlib only (the set-up runs it before any venv exists)
+
+    jars = maven_jars.cached("flink-kafka-bench")
+    if jars is None:
+        subprocess.run([sys.executable, str(REPO / "planengine" / "runtime" / "connectors" / "maven_jars.py"),
+                        "fetch", "flink-kafka-bench", "--quiet"], check=True)
+        jars = maven_jars.cached("flink-kafka-bench")
+    assert jars, "the flink-kafka-bench jars could not be fetched"
+    return python, jars
 
 
 @dataclass
@@ -182,7 +227,10 @@ def run_cell(broker: Any, cell: Cell, warmup: float, seconds: float, tail: float
     finally:
         stop.set()
         threads[1].join(30)
-        engine.send_signal(signal.SIGTERM)  # the main process alone: a stop at a batch boundary
+        if cell.engine == "pyflink":  # no stop protocol to honour: the job and its gateway JVM, as a group
+            os.killpg(engine.pid, signal.SIGKILL)
+        else:
+            engine.send_signal(signal.SIGTERM)  # the main process alone: a stop at a batch boundary
         try:
             engine.wait(timeout=120)
         except subprocess.TimeoutExpired:
@@ -211,9 +259,19 @@ def _start_engine(bootstrap: str, cell: Cell, source: str, sink: str, work: Path
     script = home / "job.sql"
     real_time = ("SET 'pipeline.real-time' = 'required';\nSET 'pipeline.real-time.checkpoint-interval' = '30 s';\n"
                  if cell.engine == "planengine-rtm" else "")
-    script.write_text(real_time + SOURCE.format(time=spec["time"], topic=source, bootstrap=bootstrap)
-                      + SINK.format(columns=spec["columns"], connector=spec["connector"], topic=sink,
-                                    bootstrap=bootstrap, formats=spec["formats"]) + spec["insert"] + ";\n")
+    tables = (SOURCE.format(time=spec["time"], topic=source, bootstrap=bootstrap)
+              + SINK.format(columns=spec["columns"], connector=spec["connector"], topic=sink, bootstrap=bootstrap,
+                            formats=spec["formats"]) + spec["insert"] + ";\n")
+    script.write_text(real_time + tables)
+    if cell.engine == "pyflink":
+        python, jars = ensure_flink()
+        process = subprocess.Popen([str(python), "-c", PYFLINK_JOB, str(script), ",".join(map(str, jars))],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=home,
+                                   start_new_session=True)  # its gateway JVM is a child: stopped as a group
+        _wait_for_start(process, marker=" job started: ")
+        return process
+    if cell.engine == "planengine-rtm":
+        env["PLANENGINE_SPARK_MASTER"] = "local[4]"
     process = subprocess.Popen([str(PLANENGINE), "run", "--script", str(script), "--job-root", str(home / "root"),
                                 "--spark-log", str(home / "spark.log")], stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
@@ -221,7 +279,7 @@ def _start_engine(bootstrap: str, cell: Cell, source: str, sink: str, work: Path
     return process
 
 
-def _wait_for_start(process: subprocess.Popen, timeout: float = 180) -> None:
+def _wait_for_start(process: subprocess.Popen, timeout: float = 180, marker: str = " started: plan ") -> None:
     """Until the run says it started (its first stderr line with ``started``): the input topic is read from the
     latest offset, so records produced before the query starts would never be read."""
     deadline = time.monotonic() + timeout
@@ -230,7 +288,7 @@ def _wait_for_start(process: subprocess.Popen, timeout: float = 180) -> None:
         line = process.stderr.readline()
         if not line and process.poll() is not None:
             raise RuntimeError(f"the engine exited with {process.returncode} before it started")
-        if " started: plan " in line:
+        if marker in line:
             tail: list[str] = []
             process.tail = tail  # type: ignore[attr-defined]  # the rest of stderr, for a failed cell's note
             threading.Thread(target=tail.extend, args=(process.stderr,), daemon=True).start()
@@ -264,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default="filter,dedup,count,window")
     parser.add_argument("--rates", default="1000,10000")
-    parser.add_argument("--engines", default="planengine,planengine-rtm,spark-rtm")
+    parser.add_argument("--engines", default="planengine,planengine-rtm,pyflink")
     parser.add_argument("--warmup", type=float, default=20.0)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--tail", type=float, default=15.0, help="seconds to keep reading after the producer "
@@ -278,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     from tests.fixtures.kafka import start_broker
 
     cells = [Cell(shape, int(rate), engine) for shape in args.shapes.split(",") for rate in args.rates.split(",")
-             for engine in args.engines.split(",") if engine == "planengine" or shape == "filter"]
+             for engine in args.engines.split(",") if shape in ENGINE_SHAPES[engine]]
     with tempfile.TemporaryDirectory(prefix="latency-") as scratch:
         tmp = str(args.keep or scratch)
         (Path(tmp) / "kafka").mkdir(parents=True)

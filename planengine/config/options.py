@@ -118,7 +118,8 @@ REAL_TIME = Option(
 REAL_TIME_CHECKPOINT_INTERVAL = Option(
     "pipeline.real-time.checkpoint-interval", DURATION, "30 s",
     "In Real-time Mode, how long each batch runs: its offsets and state are checkpointed at its end, so it is how "
-    "much input a restart replays, not a latency.", scope="plan")
+    "much input a restart replays, not a latency. At least 5 s (Spark's "
+    "spark.sql.streaming.realTimeMode.minBatchDuration).", scope="plan")
 
 MAX_PARALLELISM = Option(
     "pipeline.max-parallelism", OptionType("Integer", _max_parallelism), None,

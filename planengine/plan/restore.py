@@ -12,6 +12,7 @@ from typing import Any
 
 from planengine.exec import base as B
 from planengine.functions.defaults import default_registry
+from planengine.plan import real_time, serde
 from planengine.plan.node_migrations import migration_target
 from planengine.plan.serde import compute_plan_id
 from planengine.plan.strategies import NODE_STRATEGIES
@@ -95,6 +96,14 @@ def check_plan(plan: dict[str, Any]) -> CheckReport:
     if plan.get("planId") and compute_plan_id(plan) != plan["planId"]:
         report.add(INCOMPATIBLE, "planId does not match the plan's content: the file was edited by hand or is "
                                  "corrupt", hint="recompile the plan, or migrate it, instead of editing it")
+    config = plan.get("config")
+    lacking = real_time.spark_lacks_mode(serde.SPARK_VERSION) if isinstance(config, dict) and real_time.enabled(
+        config) else None
+    if lacking:
+        report.add(INCOMPATIBLE, f"the plan runs in Spark's Real-time Mode ('{real_time.ENABLED_KEY}' in its config), "
+                                 f"but this engine cannot: {lacking}",
+                   hint="restore it with an engine on Spark 4.3 or newer; a plan compiled with "
+                        f"'{real_time.MODE_KEY}' = 'OFF' runs in micro-batches on any engine")
     registry = default_registry()
     for node in plan.get("nodes", []):
         nid = node.get("id")

@@ -31,6 +31,7 @@ from typing import Any
 
 from planengine.connectors.kafka_translation import to_spark_kafka_options, to_spark_kafka_sink_options
 from planengine.errors import ValidationError
+from planengine.plan import real_time
 from planengine.runtime.connectors import (
     BatchOptions,
     QueryOptions,
@@ -44,6 +45,7 @@ from planengine.runtime.connectors import (
 )
 from planengine.runtime.connectors import changelog_format as cf
 from planengine.runtime.dataflow.stream import ROWKIND
+from planengine.runtime.engine.real_time_slots import SourceTasks
 
 log = logging.getLogger("planengine.runtime.kafka")
 
@@ -226,6 +228,10 @@ def _metadata_columns(source: Any) -> dict[str, Any]:
 @source_reader("upsert-kafka")
 def read_kafka(source: Any, ctx: Any, node: Any) -> SourceFrame:
     raw = source_dataframe(ctx.spark, source)
+    if real_time.enabled(ctx.config):  # the start checks that every partition gets a task slot at once
+        partitions = kafka_admin.partition_count(ctx.spark, source)
+        if partitions is not None:
+            ctx.real_time_sources.append(SourceTasks(str(source.identifier), partitions))
     df, updating = decode_records(raw, source)
     return SourceFrame(df, updating=updating, bounded=False)
 
@@ -255,8 +261,11 @@ def encode_records(stream: Any, sink: Any) -> Any:
     else:
         value = _encode(value_struct, fmt)
         if sink.upsert:
-            df = df.filter(kind != "-U")
-            value = F.when(kind == "-D", F.lit(None).cast("string")).otherwise(value)
+            # As Flink's upsert-kafka writes them: a DELETE and an UPDATE_BEFORE are both tombstones. The planner
+            # drops UPDATE_BEFORE where nothing needs it; where it reaches the sink (a filter on a non-key column
+            # of an upsert stream), the update's after-image may be filtered out, and the tombstone is then the
+            # only record that removes the key's old row.
+            value = F.when(kind.isin("-D", "-U"), F.lit(None).cast("string")).otherwise(value)
         elif stream.updating:
             raise ValidationError(f"sink {sink.identifier}: format '{fmt.identifier}' writes inserts only but the "
                                   "query produces updates", hint="use 'upsert-kafka' or a debezium-json value")

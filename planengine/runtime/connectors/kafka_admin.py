@@ -122,6 +122,20 @@ def check_sink(spark: Any, sink: Any) -> None:
             raise _missing_topic_error(sink, [sink.topic], known, "writes")
 
 
+def partition_count(spark: Any, source: Any) -> int | None:
+    """How many partitions the source's listed topics have together; None for a ``topic-pattern`` (what it
+    matches can change while the job runs)."""
+    if source.topic_pattern or not source.topics:
+        return None
+    with admin_client(spark, source) as admin:
+        try:
+            described = _get(spark, admin.describeTopics(spark._jvm.java.util.ArrayList(list(source.topics)))
+                             .allTopicNames())
+        except Exception as error:
+            raise _unreachable(source, error) from None
+        return sum(int(described.get(topic).partitions().size()) for topic in source.topics)
+
+
 def group_starting_offsets(spark: Any, source: Any, fallback: str) -> str | None:
     """Spark's ``startingOffsets`` JSON for ``group-offsets``: each partition of the source's topics at its
     group's committed offset, the others at ``fallback`` (``earliest``/``latest``, from auto.offset.reset);

@@ -41,6 +41,7 @@ from planengine.runtime.engine.context import DrainControl, TranslationContext
 from planengine.runtime.engine.control_token import control_token
 from planengine.runtime.engine.progress_listener import Progress, ProgressListener
 from planengine.runtime.engine.python_functions import register_user_functions
+from planengine.runtime.engine.real_time_slots import check_slots
 from planengine.runtime.engine.session import get_spark, use_plan_partitions
 from planengine.runtime.engine.status_server import CAPABILITIES, StatusServer
 from planengine.runtime.engine.topology import translate_plan
@@ -188,6 +189,7 @@ class Job:
         self._lock_lost = False
         self.started: JobStart | None = None  # how the run started: set by execute_compiled_plan
         self._state_moves: tuple[Any, list[Any]] = (None, [])
+        self._real_time_sources: list[Any] = []  # the Kafka sources' partitions (real_time_slots)
         self.signalled: int | None = None  # the signal that asked this run to stop (stop_on_signal)
         # prometheus_client is in the ``spark`` extra, like everything a running Job needs; ``planengine snapshot``
         # imports this module without running one.
@@ -210,6 +212,7 @@ class Job:
         # The plan's queries: its recorded shared topology, or one per sink (runtime/engine/topology.py).
         translate_plan(sinks, self.plan.data, ctx, lambda query, stream: self._specs.append(query))
         self.drain_controls = list(ctx.drain_controls)
+        self._real_time_sources = list(ctx.real_time_sources)
         self._state_moves = (ctx, list(ctx.state_move_candidates))
 
     def _cut(self, stream: Stream, name: str, ctx: TranslationContext) -> Stream:
@@ -217,6 +220,8 @@ class Job:
 
     # -- lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:
+        if "realTime" in self.trigger:  # before the lock: a start that cannot run takes nothing over
+            check_slots(self.plan.data, self._real_time_sources, dict(self.spark.sparkContext.getConf().getAll()))
         fencing.acquire_run_lock(self.job_root, self.run.run_id)
         claim_sink_paths(self.job_root, self.plan.data, self.run.run_id, forked_from=self.forked_from)
         install_run_plan(self.job_root, self.plan)  # an upgrade's plan (from a snapshot) is now the one in force
@@ -355,7 +360,7 @@ class Job:
             if drain:
                 self.drain()
             for q in self.queries:
-                _stop_at_batch_boundary(q.query)
+                _stop_at_batch_boundary(q.query, boundary_wait_s(self.trigger))
             self.state = "STOPPED"
             self._remove_listener()
             if snapshot and not self._lock_lost:
@@ -485,6 +490,19 @@ def _label(spec: Any, specs: list[Any]) -> str:
     return label
 
 
+def boundary_wait_s(trigger: dict[str, Any]) -> float:
+    """How long a stop waits for the running batch to end. A micro-batch is short: 30 s bounds it generously. A
+    real-time batch runs for its whole checkpoint interval, so the wait is that interval plus the same margin: a
+    stop (and an upgrade's handover) then lands on a batch boundary, at the cost of up to one interval of waiting,
+    instead of interrupting the batch and writing its updates twice on replay.
+
+    >>> boundary_wait_s({}), boundary_wait_s({"realTime": "45000 milliseconds"})
+    (30.0, 75.0)
+    """
+    every = trigger.get("realTime")
+    return 30.0 if every is None else parse_duration_ms(str(every)) / 1000 + 30.0
+
+
 def _stop_at_batch_boundary(query: Any, timeout: float = 30.0) -> None:
     """Let the micro-batch running now finish, then stop (an interrupted batch would only be re-run, but a
     finished one keeps the snapshot as recent as possible).
@@ -608,7 +626,7 @@ def trigger_options(plan_config: dict[str, Any]) -> dict[str, Any]:
     >>> trigger_options({"realTimeEnabled": "true", "pipeline.real-time.checkpoint-interval": "5 s"})
     {'realTime': '5000 milliseconds'}
     """
-    if str(plan_config.get(real_time.ENABLED_KEY)) == "true":
+    if real_time.enabled(plan_config):
         every = parse_duration_ms(str(plan_config.get(real_time.INTERVAL_KEY)
                                       or real_time.REAL_TIME_CHECKPOINT_INTERVAL.default))
         return {"realTime": f"{every} milliseconds"}

@@ -18,6 +18,7 @@ import pytest
 
 from planengine.api import TableEnvironment
 from planengine.runtime.connectors.kafka_admin import KafkaUnavailable
+from planengine.runtime.engine.real_time_slots import RealTimeSlotsShort
 
 T0 = 1_714_564_800_000  # 2024-05-01 12:00:00 UTC, in ms
 WAIT_S = 120.0
@@ -314,3 +315,209 @@ def test_a_kafka_filter_plan_runs_in_real_time_mode_and_writes_every_row_once(tm
     finally:
         job.stop(snapshot=False)
     assert sorted((v["id"], v["label"]) for v in values(kafka_broker.records(out))) == expected  # each row once
+
+
+def test_a_group_by_into_upsert_kafka_runs_in_real_time_mode_and_restores_exact(tmp_path: Path, spark,
+                                                                                 kafka_broker) -> None:
+    """A native ``GROUP BY`` into ``upsert-kafka`` under ``pipeline.real-time = REQUIRED``: Spark's streaming
+    aggregation runs inside the long real-time batch, each update reaches the sink topic as the key's new value,
+    and a stop with a snapshot then a restore (in the mode again) counts on from the stored state: the compacted
+    topic equals what a micro-batch run computes, and per key the counts written only grow."""
+    src, out = kafka_broker.topic("rt-clicks"), kafka_broker.topic("rt-totals")
+    env = TableEnvironment()
+    env.execute_sql("SET 'pipeline.real-time' = 'required'")
+    env.execute_sql("SET 'pipeline.real-time.checkpoint-interval' = '5 s'")
+    # Every stage of a real-time query runs at once: one task per topic partition plus one per state partition
+    # must fit the tests' 2 local cores.
+    env.execute_sql("SET 'pipeline.max-parallelism' = '1'")
+    env.execute_sql(TOTALS_DDL.format(
+        src=with_options("kafka", kafka_broker, src, format="json", **{"scan.startup.mode": "earliest-offset"}),
+        out=with_options("upsert-kafka", kafka_broker, out, **{"key.format": "json", "value.format": "json"})))
+    plan = env.compile_plan_sql(TOTALS_SQL)
+    assert plan.data["config"]["realTimeEnabled"] == "true"
+    root = tmp_path / "job"
+
+    def state() -> dict[str, tuple[int, int]]:
+        return {json.loads(k)["k"]: (v["n"], v["total"]) for k, v in latest_per_key(kafka_broker.records(out)).items()}
+
+    def run_until(what: str, expected: dict[str, tuple[int, int]], *, produce_while_running: list | None = None,
+                  then: dict[str, tuple[int, int]] | None = None) -> str:
+        job = env.execute_plan(plan, job_root=str(root))
+        try:
+            assert "RealTime" in str(job.queries[0].query._jsq.streamingQuery().trigger())
+            wait_until(what, lambda: state() == expected, job)
+            if produce_while_running:
+                kafka_broker.produce(src, produce_while_running)
+                wait_until(f"{what}, then the records produced while it runs", lambda: state() == then, job)
+        finally:
+            snapshot = job.stop(snapshot=True)
+        assert snapshot
+        return snapshot
+
+    kafka_broker.produce(src, clicks(("a", 1), ("b", 2), ("a", 3)))
+    run_until("the first records", {"a": (2, 4), "b": (1, 2)},
+              produce_while_running=clicks(("a", 10), ("c", 5)), then={"a": (3, 14), "b": (1, 2), "c": (1, 5)})
+    kafka_broker.produce(src, clicks(("b", 1), ("c", -5), ("d", 7)))  # while stopped
+    run_until("the records produced while stopped, counted on from the snapshot's state",
+              {"a": (3, 14), "b": (2, 3), "c": (2, 0), "d": (1, 7)})
+    per_key: dict[str, list[int]] = {}
+    for r in kafka_broker.records(out):
+        per_key.setdefault(json.loads(r.key)["k"], []).append(json.loads(r.value)["n"])
+    assert all(counts == sorted(counts) for counts in per_key.values()), per_key  # never counted back
+    assert per_key["b"][-1] == 2 and per_key["c"][-1] == 2 and 1 in per_key["b"]  # on from 1, not from zero
+
+
+def test_a_real_time_plan_the_cluster_cannot_schedule_at_once_is_refused_before_it_starts(tmp_path: Path, spark,
+                                                                                          kafka_broker) -> None:
+    """Two topic partitions and two state partitions need 4 task slots at once; the tests' ``local[2]`` has 2. The
+    start is refused with those numbers (not Spark's failure after the query started), takes no run lock, and the
+    same plan still runs in micro-batches (an until-idle run never uses the mode)."""
+    src, out = kafka_broker.topic("rt-wide", partitions=2), kafka_broker.topic("rt-wide-out")
+    env = TableEnvironment()
+    env.execute_sql("SET 'pipeline.real-time' = 'required'")
+    env.execute_sql("SET 'pipeline.max-parallelism' = '2'")
+    env.execute_sql(TOTALS_DDL.format(
+        src=with_options("kafka", kafka_broker, src, format="json", **{"scan.startup.mode": "earliest-offset"}),
+        out=with_options("upsert-kafka", kafka_broker, out, **{"key.format": "json", "value.format": "json"})))
+    plan = env.compile_plan_sql(TOTALS_SQL)
+    kafka_broker.produce(src, clicks(("a", 1), ("b", 2)))
+    root = tmp_path / "job"
+    with pytest.raises(RealTimeSlotsShort) as refused:
+        env.execute_plan(plan, job_root=str(root))
+    assert "needs 4 task slots (2 for the topic partitions table " in str(refused.value)
+    assert "but the cluster has 2 (spark.master 'local[2]')" in str(refused.value)
+    assert not (root / "RUN_LOCK").exists() and not list(root.glob("runs/*/checkpoints/*/commits/*"))
+    run_until_idle(env, TOTALS_SQL, root)
+    assert {json.loads(k)["k"]: v["n"] for k, v in latest_per_key(kafka_broker.records(out)).items()} == \
+        {"a": 1, "b": 1}
+
+
+JVM_CASES = {
+    # SUM over DOUBLE is not exact on Spark's native aggregation: the JVM processor (transformWithState) runs it.
+    "jvm-aggregate": ("CREATE TABLE res (k STRING, total DOUBLE, PRIMARY KEY (k) NOT ENFORCED) WITH ({upsert})",
+                      "INSERT INTO res SELECT k, SUM(CAST(v AS DOUBLE)) FROM src GROUP BY k"),
+    "dedup-keep-first": ("CREATE TABLE res (k STRING, v BIGINT) WITH ({append})",
+                         "INSERT INTO res SELECT k, v FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY pt) "
+                         "AS rn FROM src) WHERE rn = 1"),
+    "dedup-keep-last": ("CREATE TABLE res (k STRING, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({upsert})",
+                        "INSERT INTO res SELECT k, v FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY pt "
+                        "DESC) AS rn FROM src) WHERE rn = 1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(JVM_CASES))
+def test_jvm_processors_run_in_real_time_mode(tmp_path: Path, spark, kafka_broker, case: str) -> None:
+    """The JVM ``transformWithState`` processors of aggregates and deduplication use no timers, so the mode runs
+    them: each case's output, read the way its sink means it (every record, or the latest per key), is what the
+    query computes, including for rows produced while the long batch runs."""
+    src, out = kafka_broker.topic(f"rt-{case}"), kafka_broker.topic(f"rt-{case}-out")
+    env = TableEnvironment()
+    env.execute_sql("SET 'pipeline.real-time' = 'required'")
+    env.execute_sql("SET 'pipeline.real-time.checkpoint-interval' = '5 s'")
+    env.execute_sql("SET 'pipeline.max-parallelism' = '1'")  # 1 topic partition + 1 state partition: local[2]
+    source = with_options("kafka", kafka_broker, src, format="json", **{"scan.startup.mode": "earliest-offset"})
+    env.execute_sql(f"CREATE TABLE src (k STRING, v BIGINT, pt AS PROCTIME()) WITH ({source})")
+    ddl, insert = JVM_CASES[case]
+    env.execute_sql(ddl.format(
+        append=with_options("kafka", kafka_broker, out, format="json"),
+        upsert=with_options("upsert-kafka", kafka_broker, out, **{"key.format": "json", "value.format": "json"})))
+    plan = env.compile_plan_sql(insert)
+    assert plan.data["config"]["realTimeEnabled"] == "true"
+    rows = [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5)]
+    later = [("a", 6), ("d", 7)]
+
+    def expected(seen: list[tuple[str, int]]) -> Any:
+        if case == "jvm-aggregate":
+            sums: dict[str, float] = {}
+            for k, v in seen:
+                sums[k] = sums.get(k, 0.0) + v
+            return {k: {"k": k, "total": t} for k, t in sums.items()}
+        if case == "dedup-keep-first":
+            firsts: dict[str, int] = {}
+            for k, v in seen:
+                firsts.setdefault(k, v)
+            return sorted(firsts.items())
+        return {k: {"k": k, "v": v} for k, v in dict(seen).items()}  # keep-last: the last row per key
+
+    def got() -> Any:
+        records = kafka_broker.records(out)
+        if case == "dedup-keep-first":
+            return sorted((v["k"], v["v"]) for v in values(records))
+        return {json.loads(k)["k"]: v for k, v in latest_per_key(records).items()}
+
+    kafka_broker.produce(src, clicks(*rows))
+    job = env.execute_plan(plan, job_root=str(tmp_path / "job"))
+    try:
+        assert "RealTime" in str(job.queries[0].query._jsq.streamingQuery().trigger())
+        wait_until("the first rows", lambda: got() == expected(rows), job)
+        kafka_broker.produce(src, clicks(*later))
+        wait_until("the rows produced while it runs", lambda: got() == expected(rows + later), job)
+    finally:
+        job.stop(snapshot=False)
+
+
+@pytest.mark.parametrize("source", ["debezium-json", "upsert-kafka"])
+def test_changelog_sources_run_in_real_time_mode(tmp_path: Path, spark, kafka_broker, source: str) -> None:
+    """Changelog topics in the mode: a ``debezium-json`` topic (its updates and deletes, ``-U`` dropped for the
+    upsert sink) and an ``upsert-kafka`` topic (the JVM changelog normalize keeps each key's latest row), both
+    into ``upsert-kafka``: the compacted output is the source table's last state, tombstones included."""
+    src, out = kafka_broker.topic(f"rt-{source}"), kafka_broker.topic(f"rt-{source}-out")
+    ann, ann2, bob, cy = {"id": 1, "name": "ann"}, {"id": 1, "name": "ANN"}, {"id": 2, "name": "bob"}, \
+        {"id": 3, "name": "cy"}
+    if source == "debezium-json":
+        records = [(None, debezium("r", None, ann)), (None, debezium("c", None, bob)),
+                   (None, debezium("u", ann, ann2)), (None, debezium("d", bob, None))]
+        later = [(None, debezium("c", None, cy))]
+        table = with_options("kafka", kafka_broker, src, format="debezium-json",
+                             **{"scan.startup.mode": "earliest-offset"})
+        key = ""
+    else:
+        records = [('{"id":1}', json.dumps(ann)), ('{"id":2}', json.dumps(bob)), ('{"id":1}', json.dumps(ann2)),
+                   ('{"id":2}', None)]
+        later = [('{"id":3}', json.dumps(cy))]
+        table = with_options("upsert-kafka", kafka_broker, src, **{"key.format": "json", "value.format": "json"})
+        key = ", PRIMARY KEY (id) NOT ENFORCED"
+    env = TableEnvironment()
+    env.execute_sql("SET 'pipeline.real-time' = 'required'")
+    env.execute_sql("SET 'pipeline.real-time.checkpoint-interval' = '5 s'")
+    env.execute_sql("SET 'pipeline.max-parallelism' = '1'")  # 1 topic partition + 1 state partition: local[2]
+    env.execute_sql(f"""
+        CREATE TABLE cdc (id BIGINT, name STRING{key}) WITH ({table});
+        CREATE TABLE users (id BIGINT, name STRING, PRIMARY KEY (id) NOT ENFORCED)
+          WITH ({with_options('upsert-kafka', kafka_broker, out, **{'key.format': 'json', 'value.format': 'json'})});
+    """)
+    plan = env.compile_plan_sql("INSERT INTO users SELECT id, name FROM cdc")
+    assert plan.data["config"]["realTimeEnabled"] == "true", plan.data["config"].get("realTimeBlockedBy")
+    kafka_broker.produce(src, records)
+    job = env.execute_plan(plan, job_root=str(tmp_path / "job"))
+    try:
+        assert "RealTime" in str(job.queries[0].query._jsq.streamingQuery().trigger())
+        wait_until("the changelog applied", lambda: latest_per_key(kafka_broker.records(out)) == {'{"id":1}': ann2},
+                   job)
+        kafka_broker.produce(src, later)
+        wait_until("a row produced while it runs", lambda: latest_per_key(kafka_broker.records(out)) == {
+            '{"id":1}': ann2, '{"id":3}': cy}, job)
+    finally:
+        job.stop(snapshot=False)
+    assert [r.value for r in kafka_broker.records(out) if r.key == '{"id":2}'][-1] is None  # bob's tombstone
+
+
+def test_an_update_filtered_out_behind_an_upsert_source_deletes_the_key_downstream(tmp_path: Path, spark,
+                                                                                  kafka_broker) -> None:
+    """An upsert topic, a filter on a non-key column, an upsert-kafka sink: when a key's new row fails the filter,
+    only its UPDATE_BEFORE reaches the sink, which writes it as a tombstone (as Flink's upsert-kafka does), so the
+    key's old row is gone downstream too. Found by the conformance programs in Real-time Mode
+    (changelog_normalize/upsert-with-non-key-filter); the micro-batch run had the same stale row."""
+    src, out = kafka_broker.topic("up-filter"), kafka_broker.topic("up-filter-out")
+    kafka_broker.produce(src, [('{"id":1}', json.dumps({"id": 1, "name": "aa"})),
+                               ('{"id":2}', json.dumps({"id": 2, "name": "aa"})),
+                               ('{"id":1}', json.dumps({"id": 1, "name": "bb"}))])  # 1 no longer passes
+    env = TableEnvironment()
+    env.execute_sql(f"""
+        CREATE TABLE src (id BIGINT, name STRING, PRIMARY KEY (id) NOT ENFORCED)
+          WITH ({with_options('upsert-kafka', kafka_broker, src, **{'key.format': 'json', 'value.format': 'json'})});
+        CREATE TABLE kept (id BIGINT, name STRING, PRIMARY KEY (id) NOT ENFORCED)
+          WITH ({with_options('upsert-kafka', kafka_broker, out, **{'key.format': 'json', 'value.format': 'json'})});
+    """)
+    run_until_idle(env, "INSERT INTO kept SELECT id, name FROM src WHERE name <> 'bb'", tmp_path / "job")
+    assert latest_per_key(kafka_broker.records(out)) == {'{"id":2}': {"id": 2, "name": "aa"}}

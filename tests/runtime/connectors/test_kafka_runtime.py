@@ -68,6 +68,7 @@ class RecordingReader:
 class FakeCtx:
     def __init__(self, spark, reader):
         self.spark = type("S", (), {"readStream": reader})()
+        self.config: dict[str, str] = {}  # the plan's config: a micro-batch plan (no real-time slot count)
 
 
 @pytest.fixture
@@ -136,11 +137,14 @@ def stream_of(spark, rows, updating):
 
 
 def test_upsert_sink_writes_values_and_tombstones(spark) -> None:
+    """Adds are the key's new value; a DELETE and an UPDATE_BEFORE are tombstones, as Flink's upsert-kafka writes
+    them (the planner drops UPDATE_BEFORE where nothing downstream needs it)."""
     snk = sink("upsert-kafka", primary_key=("id",), **{"key.format": "json", "value.format": "json"})
     out = K.encode_records(stream_of(spark, [(1, "a", T0, "+I"), (1, "a", T0, "-U"), (1, "b", None, "+U"),
                                              (2, "c", None, "-D")], True), snk)
     assert [tuple(r) for r in out.collect()] == [
         ('{"id":1}', '{"id":1,"name":"a","ts":"2024-05-01T12:00:00.000"}'),
+        ('{"id":1}', None),
         ('{"id":1}', '{"id":1,"name":"b","ts":null}'),
         ('{"id":2}', None)]
 

@@ -190,3 +190,29 @@ def test_how_many_runs_to_keep_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("PLANENGINE_KEEP_RUNS", "few")
     with pytest.raises(UserError, match="PLANENGINE_KEEP_RUNS='few' is not a whole number"):
         keep_runs()
+
+
+def test_a_snapshot_with_a_damaged_log_fails_the_fork_by_name_and_leaves_no_run_behind(tmp_path):
+    """The fault campaign's run 6 damaged a file source's compacted log in place (``sources/0/999.compact``); every
+    fork of the snapshots sharing it failed with a bare ``UnicodeDecodeError``, and each automatic restart left its
+    half-made run behind until the 1 GiB job root was full. The fork now names the file and removes its run."""
+    from planengine.runtime.storage.snapshots import CheckpointDamaged, take_snapshot
+
+    root = JobRoot(tmp_path)
+    root.write_plan_text('{"planId": "p"}')
+    run = root.run(_runs_with_times(root, 1)[0])
+    log = run.checkpoints_dir / "q" / "sources" / "0" / "9.compact"
+    log.parent.mkdir(parents=True)
+    log.write_text('v1\n{"path":"file:/in/a.json","timestamp":1,"batchId":9}\n')
+    snap = take_snapshot(root, run, reason="stop", engine_version="0.1", spark_version="4.3.0", plan_id="p",
+                         last_batch_ids={})
+    assert (root.new_run(from_snapshot=snap.snapshot_id).checkpoints_dir / "q" / "sources" / "0" / "9.compact"
+            ).read_text().startswith("v1")  # intact: forks
+    log.write_bytes(b"v1\n\xff\xfe\x00garbage")  # in place: the snapshot's hard link sees it too
+    runs_before = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    with pytest.raises(CheckpointDamaged) as damaged:
+        root.new_run(from_snapshot=snap.snapshot_id)
+    assert "the checkpoint file q/sources/0/9.compact is damaged: it is not the UTF-8 text Spark writes" in \
+        str(damaged.value)
+    assert "earlier snapshot" in damaged.value.hint
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == runs_before  # no half-made run left

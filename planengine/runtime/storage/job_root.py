@@ -227,7 +227,13 @@ class JobRoot:
 
     def _create_run(self, run: Run, source: SnapshotInfo | None, *, overwrite_marker: bool) -> Run:
         if source is not None and not run.checkpoints_dir.exists():
-            fork_snapshot(source.path, run.checkpoints_dir)
+            try:
+                fork_snapshot(source.path, run.checkpoints_dir)
+            except BaseException:
+                # Nothing else uses an incomplete run, and a restart loop over a snapshot that cannot be forked
+                # (a damaged file) left one per attempt: 1 GiB of job root filled in ten minutes.
+                shutil.rmtree(run.path, ignore_errors=True)
+                raise
         run.checkpoints_dir.mkdir(exist_ok=True)
         marker = {
             "runId": run.run_id,

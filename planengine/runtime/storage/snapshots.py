@@ -266,6 +266,25 @@ def fork_snapshot(
     return stats
 
 
+class CheckpointDamaged(UserError):
+    """A checkpoint file in a snapshot is not what Spark wrote (it was changed in place afterwards)."""
+
+
+def _log_text(path: Path, checkpoints_dir: Path) -> str:
+    """A Spark metadata log as text. Spark writes these logs once, as UTF-8 JSON lines; bytes that do not decode
+    were written by something else (a damaged disk, a tool that edited the file in place), and a run forked from
+    them cannot start, so the fork stops here, naming the file, instead of failing on it deep in Spark."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        where = path.relative_to(checkpoints_dir)
+        raise CheckpointDamaged(
+            f"the checkpoint file {where} is damaged: it is not the UTF-8 text Spark writes (byte "
+            f"{error.start}: {error.reason}); a run cannot start from checkpoints that hold it",
+            hint="start from an earlier snapshot (`planengine snapshots list --job-root DIR`); snapshots share "
+                 "unchanged files by hard link, so every snapshot holding this same file is damaged too") from None
+
+
 # Spark's operator metadata v2 (transformWithState) names its state schema files by absolute path, i.e. in
 # the run that wrote them. A fork must point them at its own copies: otherwise it only restores while that
 # run's directory exists (a snapshot restored in another job root, or after old runs were deleted, fails
@@ -283,7 +302,7 @@ def _repoint_state_schema_paths(checkpoints_dir: Path) -> None:
         if meta.name.startswith(".") or not meta.is_file():
             continue
         query_dir = meta.parents[4]
-        header, _, body = meta.read_text(encoding="utf-8").partition("\n")
+        header, _, body = _log_text(meta, checkpoints_dir).partition("\n")
         try:
             data = json.loads(body)
         except json.JSONDecodeError:
@@ -326,7 +345,7 @@ def _repoint_channel_file_paths(checkpoints_dir: Path) -> None:
     for log in sorted(logs):
         if log.name.startswith(".") or not log.is_file():
             continue
-        lines = log.read_text(encoding="utf-8").split("\n")
+        lines = _log_text(log, checkpoints_dir).split("\n")
         changed = False
         for i, line in enumerate(lines[1:], start=1):
             try:

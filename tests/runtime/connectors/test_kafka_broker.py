@@ -136,6 +136,18 @@ def test_debezium_json_source_into_upsert_kafka(tmp_path: Path, spark, kafka_bro
     assert latest_per_key(got) == {'{"id":1}': ann2, '{"id":3}': {"id": 3, "name": "cy"}}
 
 
+def real_time_env(max_parallelism: str | None = "1") -> TableEnvironment:
+    """A session compiling for Real-time Mode (REQUIRED, 5 s batches: Spark's minimum). Every stage of a real-time
+    query runs at once, so by default one state partition: with a one-partition topic that is 2 task slots, the
+    tests' ``local[2]``."""
+    env = TableEnvironment()
+    env.execute_sql("SET 'pipeline.real-time' = 'required'")
+    env.execute_sql("SET 'pipeline.real-time.checkpoint-interval' = '5 s'")
+    if max_parallelism is not None:
+        env.execute_sql(f"SET 'pipeline.max-parallelism' = '{max_parallelism}'")
+    return env
+
+
 TOTALS_DDL = """
 CREATE TABLE clicks (k STRING, v BIGINT) WITH ({src});
 CREATE TABLE totals (k STRING, n BIGINT, total BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({out});
@@ -291,9 +303,7 @@ def test_a_kafka_filter_plan_runs_in_real_time_mode_and_writes_every_row_once(tm
     """``pipeline.real-time = REQUIRED`` on a plan that can use it: the query runs with Spark's real-time trigger
     (records stream through one long batch) and its output is what a micro-batch run of the same plan writes."""
     src, out = kafka_broker.topic("rt-in", partitions=2), kafka_broker.topic("rt-out")
-    env = TableEnvironment()
-    env.execute_sql("SET 'pipeline.real-time' = 'required'")
-    env.execute_sql("SET 'pipeline.real-time.checkpoint-interval' = '5 s'")
+    env = real_time_env(max_parallelism=None)
     env.execute_sql(f"""
         CREATE TABLE src (id BIGINT, name STRING)
           WITH ({with_options('kafka', kafka_broker, src, format='json', **{'scan.startup.mode': 'earliest-offset'})});
@@ -324,12 +334,7 @@ def test_a_group_by_into_upsert_kafka_runs_in_real_time_mode_and_restores_exact(
     and a stop with a snapshot then a restore (in the mode again) counts on from the stored state: the compacted
     topic equals what a micro-batch run computes, and per key the counts written only grow."""
     src, out = kafka_broker.topic("rt-clicks"), kafka_broker.topic("rt-totals")
-    env = TableEnvironment()
-    env.execute_sql("SET 'pipeline.real-time' = 'required'")
-    env.execute_sql("SET 'pipeline.real-time.checkpoint-interval' = '5 s'")
-    # Every stage of a real-time query runs at once: one task per topic partition plus one per state partition
-    # must fit the tests' 2 local cores.
-    env.execute_sql("SET 'pipeline.max-parallelism' = '1'")
+    env = real_time_env()
     env.execute_sql(TOTALS_DDL.format(
         src=with_options("kafka", kafka_broker, src, format="json", **{"scan.startup.mode": "earliest-offset"}),
         out=with_options("upsert-kafka", kafka_broker, out, **{"key.format": "json", "value.format": "json"})))
@@ -373,9 +378,7 @@ def test_a_real_time_plan_the_cluster_cannot_schedule_at_once_is_refused_before_
     start is refused with those numbers (not Spark's failure after the query started), takes no run lock, and the
     same plan still runs in micro-batches (an until-idle run never uses the mode)."""
     src, out = kafka_broker.topic("rt-wide", partitions=2), kafka_broker.topic("rt-wide-out")
-    env = TableEnvironment()
-    env.execute_sql("SET 'pipeline.real-time' = 'required'")
-    env.execute_sql("SET 'pipeline.max-parallelism' = '2'")
+    env = real_time_env(max_parallelism="2")
     env.execute_sql(TOTALS_DDL.format(
         src=with_options("kafka", kafka_broker, src, format="json", **{"scan.startup.mode": "earliest-offset"}),
         out=with_options("upsert-kafka", kafka_broker, out, **{"key.format": "json", "value.format": "json"})))
@@ -411,10 +414,7 @@ def test_jvm_processors_run_in_real_time_mode(tmp_path: Path, spark, kafka_broke
     them: each case's output, read the way its sink means it (every record, or the latest per key), is what the
     query computes, including for rows produced while the long batch runs."""
     src, out = kafka_broker.topic(f"rt-{case}"), kafka_broker.topic(f"rt-{case}-out")
-    env = TableEnvironment()
-    env.execute_sql("SET 'pipeline.real-time' = 'required'")
-    env.execute_sql("SET 'pipeline.real-time.checkpoint-interval' = '5 s'")
-    env.execute_sql("SET 'pipeline.max-parallelism' = '1'")  # 1 topic partition + 1 state partition: local[2]
+    env = real_time_env()
     source = with_options("kafka", kafka_broker, src, format="json", **{"scan.startup.mode": "earliest-offset"})
     env.execute_sql(f"CREATE TABLE src (k STRING, v BIGINT, pt AS PROCTIME()) WITH ({source})")
     ddl, insert = JVM_CASES[case]
@@ -477,10 +477,7 @@ def test_changelog_sources_run_in_real_time_mode(tmp_path: Path, spark, kafka_br
         later = [('{"id":3}', json.dumps(cy))]
         table = with_options("upsert-kafka", kafka_broker, src, **{"key.format": "json", "value.format": "json"})
         key = ", PRIMARY KEY (id) NOT ENFORCED"
-    env = TableEnvironment()
-    env.execute_sql("SET 'pipeline.real-time' = 'required'")
-    env.execute_sql("SET 'pipeline.real-time.checkpoint-interval' = '5 s'")
-    env.execute_sql("SET 'pipeline.max-parallelism' = '1'")  # 1 topic partition + 1 state partition: local[2]
+    env = real_time_env()
     env.execute_sql(f"""
         CREATE TABLE cdc (id BIGINT, name STRING{key}) WITH ({table});
         CREATE TABLE users (id BIGINT, name STRING, PRIMARY KEY (id) NOT ENFORCED)

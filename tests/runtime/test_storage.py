@@ -208,11 +208,39 @@ def test_a_snapshot_with_a_damaged_log_fails_the_fork_by_name_and_leaves_no_run_
                          last_batch_ids={})
     assert (root.new_run(from_snapshot=snap.snapshot_id).checkpoints_dir / "q" / "sources" / "0" / "9.compact"
             ).read_text().startswith("v1")  # intact: forks
-    log.write_bytes(b"v1\n\xff\xfe\x00garbage")  # in place: the snapshot's hard link sees it too
+    log.write_bytes(b"v1\n\xff\xfe\x00garbage")  # in place, and then a snapshot of the damaged run
+    damaged_snap = take_snapshot(root, run, reason="stop", engine_version="0.1", spark_version="4.3.0",
+                                 plan_id="p", last_batch_ids={})
     runs_before = sorted(p.name for p in (tmp_path / "runs").iterdir())
     with pytest.raises(CheckpointDamaged) as damaged:
-        root.new_run(from_snapshot=snap.snapshot_id)
+        root.new_run(from_snapshot=damaged_snap.snapshot_id)
     assert "the checkpoint file q/sources/0/9.compact is damaged: it is not the UTF-8 text Spark writes" in \
         str(damaged.value)
-    assert "earlier snapshot" in damaged.value.hint
+    assert "a snapshot taken before the damage" in damaged.value.hint
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == runs_before  # no half-made run left
+
+
+def test_a_log_damaged_in_a_run_after_its_snapshot_leaves_the_snapshot_intact(tmp_path):
+    """Spark's metadata logs are copied into a snapshot and into a fork (state files stay hard links), so a log
+    changed in place afterwards in one of them is changed there only: the older snapshots still restore."""
+    from planengine.runtime.storage.snapshots import take_snapshot
+
+    root = JobRoot(tmp_path)
+    root.write_plan_text('{"planId": "p"}')
+    run = root.run(_runs_with_times(root, 1)[0])
+    log = run.checkpoints_dir / "q" / "sources" / "0" / "9.compact"
+    log.parent.mkdir(parents=True)
+    log.write_text('v1\n{"path":"file:/in/a.json","timestamp":1,"batchId":9}\n')
+    state = run.checkpoints_dir / "q" / "state" / "0" / "0" / "1.changelog"
+    state.parent.mkdir(parents=True)
+    state.write_bytes(b"state")
+    snap = take_snapshot(root, run, reason="stop", engine_version="0.1", spark_version="4.3.0", plan_id="p",
+                         last_batch_ids={})
+    fork = root.new_run(from_snapshot=snap.snapshot_id)
+    forked_log = fork.checkpoints_dir / "q" / "sources" / "0" / "9.compact"
+    log.write_bytes(b"v1\n\xff\xfe\x00damaged in the run")  # in place, as the fault campaign's injector does
+    forked_log.write_bytes(b"v1\n\xff\xfe\x00damaged in the fork")
+    again = root.new_run(from_snapshot=snap.snapshot_id)
+    assert (again.checkpoints_dir / "q" / "sources" / "0" / "9.compact").read_text().startswith('v1\n{"path"')
+    # The state file is still shared (a link, not a copy): a fork stays O(files) in the state's size.
+    assert (again.checkpoints_dir / "q" / "state" / "0" / "0" / "1.changelog").stat().st_ino == state.stat().st_ino

@@ -165,7 +165,8 @@ def take_snapshot(
     try:
         atomic_write_text(path / PLAN_FILE, plan_text)
         for uid, last in cut.items():
-            _link_tree(run.checkpoint_dir(uid), path / "checkpoints" / uid, "auto", _committed_filter(last))
+            _link_tree(run.checkpoint_dir(uid), path / "checkpoints" / uid, "auto", _committed_filter(last),
+                       _always_copied)
         (path / "checkpoints").mkdir(exist_ok=True)
         _make_read_only(path)
 
@@ -260,7 +261,7 @@ def fork_snapshot(
         raise UserError(f"{snapshot_dir} has no checkpoints/ directory; it is not a snapshot")
     if target.exists() and any(target.iterdir()):
         raise UserError(f"cannot fork into {target}: it is not empty", hint="fork into a new run directory")
-    stats = _link_tree(source, target, mode, lambda parts: True)
+    stats = _link_tree(source, target, mode, lambda parts: True, lambda parts: _always_copied(parts[1:]))
     _repoint_state_schema_paths(target)
     _repoint_channel_file_paths(target)
     return stats
@@ -281,8 +282,8 @@ def _log_text(path: Path, checkpoints_dir: Path) -> str:
         raise CheckpointDamaged(
             f"the checkpoint file {where} is damaged: it is not the UTF-8 text Spark writes (byte "
             f"{error.start}: {error.reason}); a run cannot start from checkpoints that hold it",
-            hint="start from an earlier snapshot (`planengine snapshots list --job-root DIR`); snapshots share "
-                 "unchanged files by hard link, so every snapshot holding this same file is damaged too") from None
+            hint="start from a snapshot taken before the damage (`planengine snapshots list --job-root DIR`): each "
+                 "snapshot holds its own copy of Spark's metadata logs") from None
 
 
 # Spark's operator metadata v2 (transformWithState) names its state schema files by absolute path, i.e. in
@@ -369,7 +370,29 @@ def _repoint_channel_file_paths(checkpoints_dir: Path) -> None:
         os.chmod(log, 0o644)
 
 
-def _link_tree(source: Path, target: Path, mode: ForkMode, keep: Callable[[tuple[str, ...]], bool]) -> ForkStats:
+# Spark's metadata logs: the query's offsets, commits and metadata, each source's log, and a file sink's or
+# channel's manifest. They are small, and a hard link would share them: a file changed in place after Spark wrote
+# it (a damaged disk, a tool editing checkpoints) would then be changed in the run, in the snapshot it came from
+# and in every snapshot taken since (fault campaign run 6: one damaged source log left no snapshot to start from).
+# They are always copied; the state files, the bulk of a checkpoint, stay hard links.
+_COPIED_LOGS = frozenset({"offsets", "commits", "sources", "metadata"})
+
+
+def _always_copied(parts: tuple[str, ...]) -> bool:
+    """Whether the file at ``parts`` (relative to a query's checkpoint) is a metadata log (``_COPIED_LOGS``).
+
+    >>> _always_copied(("offsets", "7")), _always_copied(("sources", "0", "9.compact")), _always_copied(("metadata",))
+    (True, True, True)
+    >>> _always_copied(("channel", "_spark_metadata", "3")), _always_copied(("state", "0", "1", "4.changelog"))
+    (True, False)
+    """
+    return parts[0] in _COPIED_LOGS or "_spark_metadata" in parts[:-1]
+
+
+def _link_tree(source: Path, target: Path, mode: ForkMode, keep: Callable[[tuple[str, ...]], bool],
+               copied: Callable[[tuple[str, ...]], bool] = lambda parts: False) -> ForkStats:
+    """``source`` into ``target``: the files ``keep`` keeps, hard-linked (``mode`` ``link``/``auto``) or copied,
+    and those ``copied`` names always copied."""
     stats = ForkStats()
     use_links = mode != "copy"
     target.mkdir(parents=True, exist_ok=True)
@@ -384,7 +407,7 @@ def _link_tree(source: Path, target: Path, mode: ForkMode, keep: Callable[[tuple
                 stats.files_skipped += 1
                 continue
             stats.bytes += src.stat().st_size
-            if use_links:
+            if use_links and not copied((*rel.parts, name)):
                 try:
                     os.link(src, dst)
                     stats.files_linked += 1

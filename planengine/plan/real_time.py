@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planengine.config.options import REAL_TIME, REAL_TIME_CHECKPOINT_INTERVAL
-from planengine.connectors.options import parse_duration_ms
+from planengine.config.values import parse_duration_ms
 from planengine.errors import UnsupportedQueryError, ValidationError
 from planengine.exec import nodes as X
 from planengine.exec.base import ExecNode, topological

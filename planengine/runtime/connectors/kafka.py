@@ -45,7 +45,6 @@ from planengine.runtime.connectors import (
 )
 from planengine.runtime.connectors import changelog_format as cf
 from planengine.runtime.dataflow.stream import ROWKIND
-from planengine.runtime.engine.real_time_slots import SourceTasks
 
 log = logging.getLogger("planengine.runtime.kafka")
 
@@ -231,7 +230,7 @@ def read_kafka(source: Any, ctx: Any, node: Any) -> SourceFrame:
     if real_time.enabled(ctx.config):  # the start checks that every partition gets a task slot at once
         partitions = kafka_admin.partition_count(ctx.spark, source)
         if partitions is not None:
-            ctx.real_time_sources.append(SourceTasks(str(source.identifier), partitions))
+            ctx.real_time_sources.append((str(source.identifier), partitions))
     df, updating = decode_records(raw, source)
     return SourceFrame(df, updating=updating, bounded=False)
 

@@ -46,9 +46,9 @@ class TranslationContext:
     # Filled by the JVM translators (runtime/jvm/movable.py): operators a plan migration may have moved from the
     # Python operator; the executor converts their state before the queries start (runtime/state/move.py).
     state_move_candidates: list[Any] = field(default_factory=list)
-    # Filled by the Kafka source in a Real-time Mode plan: its partitions, which the start checks against the
+    # Filled by the Kafka source in a Real-time Mode plan: (table, partitions), which the start checks against the
     # cluster's task slots (runtime/engine/real_time_slots.py).
-    real_time_sources: list[Any] = field(default_factory=list)
+    real_time_sources: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def inputs_root(self) -> Path:

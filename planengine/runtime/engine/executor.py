@@ -41,7 +41,7 @@ from planengine.runtime.engine.context import DrainControl, TranslationContext
 from planengine.runtime.engine.control_token import control_token
 from planengine.runtime.engine.progress_listener import Progress, ProgressListener
 from planengine.runtime.engine.python_functions import register_user_functions
-from planengine.runtime.engine.real_time_slots import check_slots
+from planengine.runtime.engine.real_time_slots import SourceTasks, check_slots
 from planengine.runtime.engine.session import get_spark, use_plan_partitions
 from planengine.runtime.engine.status_server import CAPABILITIES, StatusServer
 from planengine.runtime.engine.topology import translate_plan
@@ -212,7 +212,7 @@ class Job:
         # The plan's queries: its recorded shared topology, or one per sink (runtime/engine/topology.py).
         translate_plan(sinks, self.plan.data, ctx, lambda query, stream: self._specs.append(query))
         self.drain_controls = list(ctx.drain_controls)
-        self._real_time_sources = list(ctx.real_time_sources)
+        self._real_time_sources = [SourceTasks(table, n) for table, n in ctx.real_time_sources]
         self._state_moves = (ctx, list(ctx.state_move_candidates))
 
     def _cut(self, stream: Stream, name: str, ctx: TranslationContext) -> Stream:

@@ -192,18 +192,24 @@ def test_how_many_runs_to_keep_comes_from_the_environment(monkeypatch):
         keep_runs()
 
 
-def test_a_snapshot_with_a_damaged_log_fails_the_fork_by_name_and_leaves_no_run_behind(tmp_path):
-    """The fault campaign's run 6 damaged a file source's compacted log in place (``sources/0/999.compact``); every
-    fork of the snapshots sharing it failed with a bare ``UnicodeDecodeError``, and each automatic restart left its
-    half-made run behind until the 1 GiB job root was full. The fork now names the file and removes its run."""
-    from planengine.runtime.storage.snapshots import CheckpointDamaged, take_snapshot
-
+def _run_with_a_source_log(tmp_path: Path):
+    """A job root with a plan and one complete run whose query ``q`` has a file source's compacted log."""
     root = JobRoot(tmp_path)
     root.write_plan_text('{"planId": "p"}')
     run = root.run(_runs_with_times(root, 1)[0])
     log = run.checkpoints_dir / "q" / "sources" / "0" / "9.compact"
     log.parent.mkdir(parents=True)
     log.write_text('v1\n{"path":"file:/in/a.json","timestamp":1,"batchId":9}\n')
+    return root, run, log
+
+
+def test_a_snapshot_with_a_damaged_log_fails_the_fork_by_name_and_leaves_no_run_behind(tmp_path):
+    """The fault campaign's run 6 damaged a file source's compacted log in place (``sources/0/999.compact``); every
+    fork of the snapshots sharing it failed with a bare ``UnicodeDecodeError``, and each automatic restart left its
+    half-made run behind until the 1 GiB job root was full. The fork now names the file and removes its run."""
+    from planengine.runtime.storage.snapshots import CheckpointDamaged, take_snapshot
+
+    root, run, log = _run_with_a_source_log(tmp_path)
     snap = take_snapshot(root, run, reason="stop", engine_version="0.1", spark_version="4.3.0", plan_id="p",
                          last_batch_ids={})
     assert (root.new_run(from_snapshot=snap.snapshot_id).checkpoints_dir / "q" / "sources" / "0" / "9.compact"
@@ -225,12 +231,7 @@ def test_a_log_damaged_in_a_run_after_its_snapshot_leaves_the_snapshot_intact(tm
     changed in place afterwards in one of them is changed there only: the older snapshots still restore."""
     from planengine.runtime.storage.snapshots import take_snapshot
 
-    root = JobRoot(tmp_path)
-    root.write_plan_text('{"planId": "p"}')
-    run = root.run(_runs_with_times(root, 1)[0])
-    log = run.checkpoints_dir / "q" / "sources" / "0" / "9.compact"
-    log.parent.mkdir(parents=True)
-    log.write_text('v1\n{"path":"file:/in/a.json","timestamp":1,"batchId":9}\n')
+    root, run, log = _run_with_a_source_log(tmp_path)
     state = run.checkpoints_dir / "q" / "state" / "0" / "0" / "1.changelog"
     state.parent.mkdir(parents=True)
     state.write_bytes(b"state")

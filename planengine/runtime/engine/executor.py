@@ -189,7 +189,7 @@ class Job:
         self._lock_lost = False
         self.started: JobStart | None = None  # how the run started: set by execute_compiled_plan
         self._state_moves: tuple[Any, list[Any]] = (None, [])
-        self._real_time_sources: list[Any] = []  # the Kafka sources' partitions (real_time_slots)
+        self._real_time_sources: list[SourceTasks] = []  # the Kafka sources' partitions (real_time_slots)
         self.signalled: int | None = None  # the signal that asked this run to stop (stop_on_signal)
         # prometheus_client is in the ``spark`` extra, like everything a running Job needs; ``planengine snapshot``
         # imports this module without running one.

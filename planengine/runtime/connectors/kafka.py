@@ -227,10 +227,9 @@ def _metadata_columns(source: Any) -> dict[str, Any]:
 @source_reader("upsert-kafka")
 def read_kafka(source: Any, ctx: Any, node: Any) -> SourceFrame:
     raw = source_dataframe(ctx.spark, source)
-    if real_time.enabled(ctx.config):  # the start checks that every partition gets a task slot at once
-        partitions = kafka_admin.partition_count(ctx.spark, source)
-        if partitions is not None:
-            ctx.real_time_sources.append((str(source.identifier), partitions))
+    if real_time.enabled(ctx.config):  # a real-time start counts the partitions (one task slot each, at once)
+        ctx.real_time_sources.append((str(source.identifier),
+                                      lambda: kafka_admin.partition_count(ctx.spark, source)))
     df, updating = decode_records(raw, source)
     return SourceFrame(df, updating=updating, bounded=False)
 

@@ -46,9 +46,10 @@ class TranslationContext:
     # Filled by the JVM translators (runtime/jvm/movable.py): operators a plan migration may have moved from the
     # Python operator; the executor converts their state before the queries start (runtime/state/move.py).
     state_move_candidates: list[Any] = field(default_factory=list)
-    # Filled by the Kafka source in a Real-time Mode plan: (table, partitions), which the start checks against the
-    # cluster's task slots (runtime/engine/real_time_slots.py).
-    real_time_sources: list[tuple[str, int]] = field(default_factory=list)
+    # Filled by the Kafka source in a Real-time Mode plan: (table, a call that asks the cluster for its partition
+    # count, None when unknown). Only a real-time start asks, to check the cluster's task slots
+    # (runtime/engine/real_time_slots.py); an until-idle run of the same plan (micro-batches) never does.
+    real_time_sources: list[tuple[str, Callable[[], int | None]]] = field(default_factory=list)
 
     @property
     def inputs_root(self) -> Path:

@@ -189,7 +189,7 @@ class Job:
         self._lock_lost = False
         self.started: JobStart | None = None  # how the run started: set by execute_compiled_plan
         self._state_moves: tuple[Any, list[Any]] = (None, [])
-        self._real_time_sources: list[SourceTasks] = []  # the Kafka sources' partitions (real_time_slots)
+        self._real_time_sources: list[Any] = []  # the Kafka sources' partition counters (real_time_slots)
         self.signalled: int | None = None  # the signal that asked this run to stop (stop_on_signal)
         # prometheus_client is in the ``spark`` extra, like everything a running Job needs; ``planengine snapshot``
         # imports this module without running one.
@@ -212,7 +212,7 @@ class Job:
         # The plan's queries: its recorded shared topology, or one per sink (runtime/engine/topology.py).
         translate_plan(sinks, self.plan.data, ctx, lambda query, stream: self._specs.append(query))
         self.drain_controls = list(ctx.drain_controls)
-        self._real_time_sources = [SourceTasks(table, n) for table, n in ctx.real_time_sources]
+        self._real_time_sources = list(ctx.real_time_sources)
         self._state_moves = (ctx, list(ctx.state_move_candidates))
 
     def _cut(self, stream: Stream, name: str, ctx: TranslationContext) -> Stream:
@@ -221,7 +221,9 @@ class Job:
     # -- lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:
         if "realTime" in self.trigger:  # before the lock: a start that cannot run takes nothing over
-            check_slots(self.plan.data, self._real_time_sources, dict(self.spark.sparkContext.getConf().getAll()))
+            counted = [(table, count()) for table, count in self._real_time_sources]
+            check_slots(self.plan.data, [SourceTasks(table, n) for table, n in counted if n is not None],
+                        dict(self.spark.sparkContext.getConf().getAll()))
         fencing.acquire_run_lock(self.job_root, self.run.run_id)
         claim_sink_paths(self.job_root, self.plan.data, self.run.run_id, forked_from=self.forked_from)
         install_run_plan(self.job_root, self.plan)  # an upgrade's plan (from a snapshot) is now the one in force

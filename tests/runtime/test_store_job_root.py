@@ -72,9 +72,9 @@ def test_a_job_root_on_a_bucket_keeps_its_plan_runs_and_driver_file_there(s3_sto
     root = resolve_job_root("p" * 64, uri)
     assert isinstance(root, StoreJobRoot) and root.location == uri and not root.has_plan()
     root.write_plan_text(PLAN)
-    with pytest.raises(UserError, match="already has a plan.json"):
+    with pytest.raises(UserError, match=r"already has a plan\.json"):
         root.write_plan_text(PLAN)
-    root.write_plan_text(json.dumps({"planId": "q" * 64}), overwrite=True)  # an upgrade's plan, installed under the lock
+    root.write_plan_text(json.dumps({"planId": "q" * 64}), overwrite=True)  # an upgrade's, installed under the lock
     assert json.loads(root.read_plan_text())["planId"] == "q" * 64
 
     ids = race(8, lambda i: root.new_run().run_id)

@@ -123,5 +123,5 @@ class Shell:
             snapshot = job.stop(snapshot=True, reason="stop")
             root = job.job_root
             print(info_line(f"job {job.run.run_id} stopped with snapshot {snapshot}; `planengine run --plan "
-                            f"{root.plan_path} --job-root {root.path}` continues it"), file=self.out, flush=True)
+                            f"{root.plan_path} --job-root {root.location}` continues it"), file=self.out, flush=True)
         self.jobs = []

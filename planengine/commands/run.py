@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         return run_standby(args)
     env, root, plan = load_or_compile(args)
     warn_ignored_partitions(args, dict(plan.data.get("config") or {}))
-    result = env.execute_plan(plan, job_root=str(root.path), from_snapshot=args.from_snapshot,
+    result = env.execute_plan(plan, job_root=root.location, from_snapshot=args.from_snapshot,
                               until_idle=args.until_idle, drain=args.drain, status_port=args.status_port, block=True)
     summary = {"runId": result.run_id, "snapshot": result.snapshot_id, "lastBatchIds": result.queries}
     print(f"[planengine] run {result.run_id} stopped; snapshot {result.snapshot_id}", file=sys.stderr)

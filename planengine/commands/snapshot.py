@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     root = JobRoot(args.job_root)
     run_ = root.live_run()
     if run_ is None:
-        raise UserError(f"job root {root.path} has no run to snapshot", hint="start one with planengine run")
+        raise UserError(f"job root {root.location} has no run to snapshot", hint="start one with planengine run")
     plan_id = json.loads(root.read_plan_text()).get("planId")
     info = take_snapshot(root, run_, reason=args.reason, engine_version=ENGINE_VERSION, spark_version=SPARK_VERSION,
                          plan_id=plan_id, last_batch_ids={})

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 
 from planengine.errors import UserError
 from planengine.runtime.engine.session import get_spark
 from planengine.runtime.state_check import state_operators
 from planengine.runtime.storage.job_root import JobRoot
 from planengine.runtime.storage.snapshots import inspect_snapshot, list_snapshots
+from planengine.runtime.storage.store_snapshots import inspect_store_snapshot
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run(args: argparse.Namespace) -> int:
     root = JobRoot(args.job_root)
-    if not root.path.is_dir():
+    if not root.exists():
         raise UserError(f"job root {args.job_root} does not exist",
                         hint="give the --job-root that `planengine run` used")
     if args.action == "delete":
@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     snap = root.snapshot(args.snapshot_id) if args.snapshot_id else root.latest_snapshot()
     if snap is None:
-        raise UserError(f"job root {root.path} has no snapshot")
-    details = inspect_snapshot(snap.path)
+        raise UserError(f"job root {root.location} has no snapshot")
+    details = inspect_store_snapshot(snap) if root.on_object_store else inspect_snapshot(snap.path)
     if not args.no_state:
         details["state"] = _state(snap)
     print(json.dumps(details, indent=2, default=str))
@@ -60,10 +60,7 @@ def _delete(root, snapshot_id: str | None) -> int:  # type: ignore[no-untyped-de
 
     if not snapshot_id:
         raise UserError("snapshots delete needs the snapshot id", hint="planengine snapshots delete ID --job-root D")
-    target = root.snapshot(snapshot_id).path  # refuses ids this job root does not have
-    aside = target.with_name(f".deleting-{target.name}")
-    target.rename(aside)
-    shutil.rmtree(aside)
+    root.delete_snapshot(snapshot_id)  # refuses ids this job root does not have
     print(json.dumps({"deleted": snapshot_id}))
     return 0
 

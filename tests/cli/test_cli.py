@@ -74,7 +74,7 @@ def test_snapshots_list_on_a_missing_job_root_is_an_error(tmp_path: Path, capsys
     assert capsys.readouterr().out == ""
 
 
-@pytest.mark.parametrize("uri", ["s3a://bucket/jobs/clicks", "gs://bucket/jobs", "hdfs://namenode/jobs"])
+@pytest.mark.parametrize("uri", ["gs://bucket/jobs", "hdfs://namenode/jobs"])
 def test_a_job_root_that_is_not_a_directory_is_refused_before_anything_is_written(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, uri: str) -> None:
     """``Path("s3a://bucket/x")`` is the relative directory ``s3a:/bucket/x``: a job root meant for a bucket was once
@@ -87,6 +87,21 @@ def test_a_job_root_that_is_not_a_directory_is_refused_before_anything_is_writte
     assert f"job root {uri!r} is on" in err and "must be a local or mounted directory" in err
     assert "--job-root" in err  # the hint says what to give instead
     assert cli.main(["snapshots", "list", "--job-root", uri]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.sql"]
+
+
+def test_an_s3a_job_root_on_an_unreachable_store_is_one_line_naming_the_endpoint(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``s3a://`` job roots are stores now (docs/object-store.md); one that cannot be reached fails before anything is
+    written, here or in the working directory (``Path("s3a://b/x")`` once made a local ``s3a:`` directory)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANENGINE_S3_ENDPOINT", "http://127.0.0.1:9")  # discard: nothing listens
+    script = tmp_path / "job.sql"
+    script.write_text(SCRIPT)
+    assert cli.main(["run", "--script", str(script), "--job-root", "s3a://bucket/jobs/clicks"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach the object store at http://127.0.0.1:9" in err and "PLANENGINE_S3_ENDPOINT" in err
+    assert "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job.sql"]
 
 

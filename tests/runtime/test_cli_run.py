@@ -158,7 +158,8 @@ def test_a_signal_to_the_whole_process_group_ends_in_one_line_and_the_next_start
                                                                                            spark) -> None:
     """``timeout``, ``systemctl stop`` and ``kill -- -<pgid>`` signal Spark's JVM too, which then dies under the
     graceful stop: that used to print a py4j traceback per call. Now one line says what happened (or, when
-    the stop wins the race, the stop takes its snapshot as usual), the lock is released, and the next start continues from the run's last committed batch with every row once."""
+    the stop wins the race, the stop takes its snapshot as usual), the lock is released, and the next start continues
+    from the run's last committed batch with every row once."""
     script = tmp_path / "job.sql"
     script.write_text(SCRIPT.replace("{dir}", str(tmp_path)))
     add_rows(tmp_path, "one", [{"a": 5, "b": "x"}])

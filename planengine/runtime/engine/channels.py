@@ -17,10 +17,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from planengine.errors import UserError
 from planengine.runtime.connectors import QueryOptions
 from planengine.runtime.dataflow.stream import Stream
 from planengine.runtime.engine.translators.sink import SinkQuery
 from planengine.runtime.storage.files import validate_uid
+from planengine.runtime.storage.object_store import is_object_store
 
 CHANNEL_DIR = "channel"
 
@@ -29,9 +31,20 @@ def channel_path(run_dir: Path, name: str) -> Path:
     return Path(run_dir) / "checkpoints" / validate_uid(name) / CHANNEL_DIR
 
 
+def refuse_channels_on_object_store(ctx: Any, name: str) -> None:
+    """An internal channel is a file sink inside the producer's checkpoint; on an object-store run that is an
+    ``s3a://`` prefix, which this version does not yet read back as a streaming file source. Refused before any
+    query starts, naming the channel, instead of a run that fails on it later (docs/object-store.md)."""
+    if ctx.checkpoints is not None and is_object_store(ctx.checkpoints):
+        raise UserError(f"the plan cuts its DAG into several queries (internal channel {name}), which a job root "
+                        f"on an object store ({ctx.checkpoints.rsplit('/runs/', 1)[0]}) does not support yet",
+                        hint="run this plan with a --job-root that is a directory (a ReadWriteMany volume)")
+
+
 def cut(stream: Stream, name: str, ctx: Any, register: Any) -> Stream:
     """Write ``stream`` to the channel ``name`` (a producer query registered via ``register``) and read it back."""
 
+    refuse_channels_on_object_store(ctx, name)
     path = channel_path(ctx.run_dir, name)
     path.mkdir(parents=True, exist_ok=True)
     df = stream.df

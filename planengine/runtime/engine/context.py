@@ -35,6 +35,9 @@ class TranslationContext:
     config: dict[str, str]  # the plan's envelope config merged with each node's frozen configuration
     node_ids: dict[int, int]  # id(exec node) -> plan node id
     run_dir: Any = None  # pathlib.Path of the run (checkpoints/<uid>/, channels/<name>/), None in pure tests
+    # Where the run's checkpoints are when not under ``run_dir`` on this disk: the s3a:// URI of an object-store
+    # run (``run_dir`` is then the driver's scratch directory of the run); None otherwise.
+    checkpoints: str | None = None
     # Set by the executor: cut the DAG here, i.e. write ``stream`` through an internal changelog channel in
     # the job storage (a separate query, written exactly once) and return a stream reading it back.
     cut: Callable[[Stream, str], Stream] | None = None

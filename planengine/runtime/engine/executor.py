@@ -49,11 +49,11 @@ from planengine.runtime.engine.translators import get_translator
 from planengine.runtime.engine.translators.watermark import write_end_of_input
 from planengine.runtime.state.move import move_pending_state
 from planengine.runtime.storage import fencing
-from planengine.runtime.storage.files import atomic_write_text
 from planengine.runtime.storage.job_root import JobRoot, Run, refuse_sinks_inside, resolve_job_root
+from planengine.runtime.storage.object_store import use_object_store
 from planengine.runtime.storage.plan_in_force import install_run_plan, plan_to_run
 from planengine.runtime.storage.sink_claims import claim_sink_paths
-from planengine.runtime.storage.snapshots import last_committed_batch_id, take_snapshot
+from planengine.runtime.storage.snapshots import take_snapshot
 from planengine.version import ENGINE_VERSION
 
 log = logging.getLogger("planengine.runtime")
@@ -110,8 +110,9 @@ def _continuation_snapshot(job_root: JobRoot, plan_id: str) -> str | None:
     snaps = [s for s in job_root.snapshots() if s.run_id == latest.run_id]
     if snaps:
         return snaps[-1].snapshot_id
+    # The latest run ended (this start will hold the lock it held), so a store may name its files (live=False).
     info = take_snapshot(job_root, latest, reason="stop", engine_version=ENGINE_VERSION,
-                         spark_version=SPARK_VERSION, plan_id=plan_id, last_batch_ids={})
+                         spark_version=SPARK_VERSION, plan_id=plan_id, last_batch_ids={}, live=False)
     log.info("continuing from run %s through snapshot %s of its committed batches", latest.run_id, info.snapshot_id)
     return info.snapshot_id
 
@@ -141,7 +142,7 @@ class JobStart:
 
     run_id: str
     plan_id: str
-    job_root: Path
+    job_root: str  # as the user names it: a directory or an s3a:// URI
     resumed: bool  # the run's own checkpoints (PLANENGINE_RUN_ID named a complete run)
     from_snapshot: str | None  # the snapshot the run forked: a previous run's state in this root, or one named
     status_url: str | None
@@ -195,7 +196,7 @@ class Job:
         # imports this module without running one.
         from planengine.runtime.engine.driver_metrics import DriverMetrics, job_name  # noqa: PLC0415
 
-        self.metrics = DriverMetrics(job_name(job_root.path), self.status)
+        self.metrics = DriverMetrics(job_name(job_root.location), self.status)
 
     # -- translation ------------------------------------------------------------------------------------
     def translate(self) -> None:
@@ -207,7 +208,8 @@ class Job:
         ids = serde.node_ids(sinks)
         config = dict(self.plan.data.get("config") or {})
         ctx = TranslationContext(self.spark, config, ids, run_dir=self.run.path,
-                                 job_root=Path(self.job_root.path))
+                                 job_root=Path(self.job_root.local_dir),
+                                 checkpoints=str(self.run.checkpoints_dir))
         ctx.cut = lambda stream, name: self._cut(stream, name, ctx)
         # The plan's queries: its recorded shared topology, or one per sink (runtime/engine/topology.py).
         translate_plan(sinks, self.plan.data, ctx, lambda query, stream: self._specs.append(query))
@@ -224,12 +226,13 @@ class Job:
             counted = [(table, count()) for table, count in self._real_time_sources]
             check_slots(self.plan.data, [SourceTasks(table, n) for table, n in counted if n is not None],
                         dict(self.spark.sparkContext.getConf().getAll()))
+        use_object_store(self.spark, self.job_root.location)  # S3A settings before any query reads its checkpoint
         fencing.acquire_run_lock(self.job_root, self.run.run_id)
         claim_sink_paths(self.job_root, self.plan.data, self.run.run_id, forked_from=self.forked_from)
         install_run_plan(self.job_root, self.plan)  # an upgrade's plan (from a snapshot) is now the one in force
         use_plan_partitions(self.spark, dict(self.plan.data.get("config") or {}))
         # Under the run lock, before any query reads its checkpoint: state moved by a plan migration.
-        move_pending_state(self.spark, self.plan.data, self.run.path, *self._state_moves)
+        self._move_pending_state()
         self._listener = ProgressListener(self.spark, self._on_progress)
         for spec in self._specs:  # channel producers were registered before their consumers' sinks
             state = QueryState(spec.uid, spec.kind, _label(spec, self._specs))
@@ -242,6 +245,22 @@ class Job:
         log.info("run %s: started %d queries: %s", self.run.run_id, len(self.queries),
                  ", ".join(q.uid for q in self.queries))
         self._prune_old_runs()
+
+    def _move_pending_state(self) -> None:
+        """State moved by a plan migration (``runtime/state/move.py``) is converted in the run's checkpoint files on
+        the driver's disk; a run on an object store cannot do that yet, so a migration that would need it is
+        refused (before any query starts) instead of starting without the moved state."""
+        if not self.job_root.on_object_store:
+            move_pending_state(self.spark, self.plan.data, self.run.path, *self._state_moves)
+            return
+        candidates = self._state_moves[1]
+        if candidates and self.forked_from is not None and self.run.query_uids():
+            snapshot_plan = json.loads(self.job_root.snapshot_plan_text(self.forked_from)).get("planId")
+            if snapshot_plan != self.plan.plan_id:
+                raise UserError(f"run {self.run.run_id} would move operator state for a plan migration, which a job "
+                                f"root on an object store ({self.job_root.location}) does not support yet",
+                                hint="run the migration on a job root that is a directory, or start the new plan "
+                                     "from its own snapshot")
 
     def _prune_old_runs(self) -> None:
         """Once this run's queries started (a failed start keeps every older run to recover from), delete the runs
@@ -282,7 +301,7 @@ class Job:
         """Raise before a commit when this run no longer holds the job root (another driver took over)."""
         if not fencing.check_run_lock(self.job_root, self.run.run_id) or not _writer_lock_ok(self.run.run_id):
             self._lock_lost = True
-            raise fencing.RunLockLost(f"run {self.run.run_id} lost the job root {self.job_root.path}; "
+            raise fencing.RunLockLost(f"run {self.run.run_id} lost the job root {self.job_root.location}; "
                                       f"not committing batch {batch_id}")
 
     def process_available(self) -> None:
@@ -366,8 +385,11 @@ class Job:
             self.state = "STOPPED"
             self._remove_listener()
             if snapshot and not self._lock_lost:
+                # Every query stopped and the run never writes again (it still holds the lock): a stop snapshot
+                # on a store names the run's files instead of copying them (live=False).
                 info = take_snapshot(self.job_root, self.run, reason=reason, engine_version=ENGINE_VERSION,
-                                     spark_version=SPARK_VERSION, plan_id=self.plan.plan_id, last_batch_ids={})
+                                     spark_version=SPARK_VERSION, plan_id=self.plan.plan_id, last_batch_ids={},
+                                     live=False)
                 self.snapshot_id = info.snapshot_id
                 log.info("snapshot %s taken (%s)", info.snapshot_id, reason)
             fencing.release_run_lock(self.job_root, self.run.run_id)
@@ -410,7 +432,7 @@ class Job:
 
     def result(self) -> JobResult:
         return JobResult(self.run.run_id, self.snapshot_id,
-                         {q.uid: last_committed_batch_id(self.run.checkpoint_dir(q.uid)) for q in self.queries},
+                         {q.uid: self.run.last_committed_batch_id(q.uid) for q in self.queries},
                          self.started)
 
     # -- DriverControl ----------------------------------------------------------------------------------
@@ -443,7 +465,7 @@ class Job:
     def snapshot_manifest(self, snapshot_id: str) -> dict[str, Any] | None:
         """The manifest of a snapshot of this job root (the stop answer carries it), None if unreadable."""
         try:
-            return json.loads((self.job_root.snapshot_dir(snapshot_id) / "manifest.json").read_text())
+            return self.job_root.snapshot(snapshot_id).manifest
         except (OSError, ValueError, UserError):
             return None
 
@@ -607,7 +629,7 @@ def job_start(root: JobRoot, run: Run, plan: CompiledPlan, status_url: str | Non
         forked = run.info().get("fromSnapshot")
     except (OSError, ValueError):
         forked = None
-    return JobStart(run.run_id, plan.plan_id, root.path, resumed, forked, status_url)
+    return JobStart(run.run_id, plan.plan_id, root.location, resumed, forked, status_url)
 
 
 def startup_line(start: JobStart) -> str:
@@ -643,6 +665,7 @@ def start_job(plan: CompiledPlan, root: JobRoot, spark: Any, from_snapshot: str 
     Shared by a cold start and a standby's ``POST /v1/start`` (``planengine.runtime.engine.standby``): the run
     directory, the translation (control directories, channels live in the run) and the lock all belong
     to the run, so none of it can happen before the snapshot to start from is known."""
+    root.check_writable()  # a store that cannot hold a run refuses here, before anything of the run is written
     run = open_run(root, plan.plan_id, from_snapshot)
     job = Job(plan, root, run, spark, paced=paced, forked_from=from_snapshot)
     job.translate()
@@ -672,8 +695,7 @@ def status_host() -> str:
 
 def write_driver_file(root: JobRoot, run_id: str, port: int, url: str) -> None:
     """``<root>/driver.json``: the live driver's status port (written once the run holds the root)."""
-    atomic_write_text(root.driver_path, json.dumps(
-        {"pid": os.getpid(), "runId": run_id, "statusPort": port, "url": url}) + "\n")
+    root.write_driver_info({"pid": os.getpid(), "runId": run_id, "statusPort": port, "url": url})
 
 
 def _abort(job: Job) -> None:
@@ -688,12 +710,8 @@ def _abort(job: Job) -> None:
 
 
 def remove_driver_file(root: JobRoot, run_id: str) -> None:
-    path = root.driver_path
-    try:
-        if json.loads(path.read_text()).get("runId") == run_id:
-            path.unlink()
-    except (OSError, ValueError):
-        pass
+    with contextlib.suppress(OSError, UserError):  # a store that went away must not fail the stop
+        root.remove_driver_info(run_id)
 
 
 def jvm_gone(error: BaseException) -> bool:

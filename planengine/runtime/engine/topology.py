@@ -32,7 +32,7 @@ from planengine.plan.topology import Dag, Query, Topology
 from planengine.runtime.connectors import BatchOptions, QueryOptions, get_batch_sink_writer
 from planengine.runtime.connectors.filesystem import file_stream_sink
 from planengine.runtime.dataflow.stream import Stream
-from planengine.runtime.engine.channels import channel_path
+from planengine.runtime.engine.channels import channel_path, refuse_channels_on_object_store
 from planengine.runtime.engine.translators import get_translator
 from planengine.runtime.engine.translators.sink import SinkQuery, runtime_sink, sink_label, table_rows
 from planengine.runtime.engine.translators.watermark import with_drainable_watermark
@@ -73,6 +73,7 @@ def translate_plan(sinks: list[Any], plan_data: dict[str, Any], ctx: Any, regist
             iid = ctx.node_id(i)
             if iid in channels:
                 uid = fan_outs[iid].uid
+                refuse_channels_on_object_store(ctx, uid)
                 inputs.append(reader(cache[iid], uid, channel_path(ctx.run_dir, uid), node, ctx))
             else:
                 inputs.append(cache[iid])
@@ -161,6 +162,7 @@ class FanOutQuery:
                 self.writers[nid] = opener(sink, node, ctx, BatchOptions(ctx.uid(node, "sink"), options.fence))
         channel = None
         if self.query.channel:
+            refuse_channels_on_object_store(ctx, self.query.uid)
             path = channel_path(ctx.run_dir, self.query.uid)
             path.mkdir(parents=True, exist_ok=True)
             channel = file_stream_sink(ctx.spark, str(path), "parquet", {}, [])

@@ -35,6 +35,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -45,7 +46,7 @@ from planengine.runtime.storage.files import PLAN_FILE, atomic_write_text, utc_n
 from planengine.runtime.storage.job_store import LocalJobStore
 from planengine.runtime.storage.object_store import is_object_store
 from planengine.runtime.storage.sink_claims import local_file_sinks
-from planengine.runtime.storage.snapshots import SnapshotInfo, fork_snapshot, read_snapshot
+from planengine.runtime.storage.snapshots import SnapshotInfo, fork_snapshot, last_committed_batch_id, read_snapshot
 
 RUN_MARKER = "run.json"
 KEEP_RUNS_ENV = "PLANENGINE_KEEP_RUNS"
@@ -77,12 +78,18 @@ def resolve_job_root(plan_id: str, explicit: str | os.PathLike[str] | None = Non
     if explicit is not None:
         return JobRoot(explicit)
     if jobs_dir:
-        return JobRoot(Path(jobs_dir) / plan_id[:16])
+        return JobRoot(_child(jobs_dir, plan_id[:16]))
     if os.environ.get("PLANENGINE_JOB_ROOT"):
         return JobRoot(os.environ["PLANENGINE_JOB_ROOT"])
     if session_dir:
-        return JobRoot(Path(session_dir) / plan_id[:16])
+        return JobRoot(_child(session_dir, plan_id[:16]))
     return JobRoot(Path(tempfile.gettempdir()) / "planengine-jobs" / plan_id[:16])
+
+
+def _child(parent: str | os.PathLike[str], name: str) -> str | Path:
+    """``parent/name`` for a directory or an ``s3a://`` prefix (``Path`` would fold the URI's ``//``)."""
+    text = os.fspath(parent)
+    return f"{str(text).rstrip('/')}/{name}" if is_object_store(str(text)) else Path(text) / name
 
 
 def parse_run_id(run_id: str) -> datetime:
@@ -122,15 +129,89 @@ class Run:
         """The run marker: ``runId``, ``createdAt`` and ``fromSnapshot`` (or null)."""
         return json.loads((self.path / RUN_MARKER).read_text(encoding="utf-8"))
 
+    def last_committed_batch_id(self, uid: str) -> int:
+        """The last batch query ``uid`` committed in this run (-1: none)."""
+        return last_committed_batch_id(self.checkpoint_dir(uid))
+
 
 class JobRoot:
-    """A job's storage root. Cheap to construct; creates directories only when something is written."""
+    """A job's storage root. Cheap to construct; creates directories only when something is written.
+
+    ``JobRoot("s3a://bucket/prefix")`` is a ``StoreJobRoot`` (``store_job_root``): the same layout and interface,
+    with every object written through the root's ``JobStore``. Code above the storage room names a root by its
+    ``location`` (a path or a URI) and keeps driver-local scratch in ``local_dir``; ``path`` is a local root's
+    directory only."""
+
+    def __new__(cls, location: str | os.PathLike[str], *args: object, **kwargs: object) -> JobRoot:
+        if cls is JobRoot and is_object_store(str(os.fspath(location))):
+            from planengine.runtime.storage.store_job_root import StoreJobRoot  # noqa: PLC0415 — it subclasses this
+
+            return super().__new__(StoreJobRoot)
+        return super().__new__(cls)
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = _local_directory(path).absolute()
 
     def __repr__(self) -> str:
         return f"JobRoot({str(self.path)!r})"
+
+    # -- what both kinds of root answer ----------------------------------------------------------------
+    on_object_store = False
+
+    @property
+    def location(self) -> str:
+        """The root as a user names it (``--job-root``), for messages and for handing the root on."""
+        return str(self.path)
+
+    @property
+    def local_dir(self) -> Path:
+        """Driver-local files of the job (materialised bounded inputs, drain markers): the root itself here."""
+        return self.path
+
+    def exists(self) -> bool:
+        return self.path.is_dir()
+
+    def check_writable(self) -> None:
+        """Before a run writes anything: nothing to check on a directory (a store probes itself)."""
+
+    def read_driver_info(self) -> dict | None:
+        """``driver.json``: the live driver's pid, run id and status port, None when there is none."""
+        try:
+            value = json.loads(self.driver_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return value if isinstance(value, dict) else None
+
+    def write_driver_info(self, info: dict) -> None:
+        atomic_write_text(self.driver_path, json.dumps(info) + "\n")
+
+    def remove_driver_info(self, run_id: str) -> None:
+        """Remove ``driver.json`` if it still names ``run_id`` (a later driver's stays)."""
+        current = self.read_driver_info()
+        if current is not None and current.get("runId") == run_id:
+            self.driver_path.unlink(missing_ok=True)
+
+    def snapshot_plan_text(self, ref: str) -> str:
+        """``plan.json`` of the snapshot ``ref`` (an id of this root or a snapshot directory)."""
+        path = self.snapshot_dir(ref) if ID_PATTERN.match(ref) and ref.startswith("s-") else Path(ref)
+        return (path / PLAN_FILE).read_text(encoding="utf-8")
+
+    def take_snapshot(self, run: Run, *, reason: str, engine_version: str, spark_version: str, plan_id: str,
+                      last_batch_ids: dict[str, int], live: bool = True) -> SnapshotInfo:
+        """``snapshots.take_snapshot`` of ``run``; ``live``: its queries may still be writing (a store copies the
+        files then; a directory links them either way)."""
+        from planengine.runtime.storage.snapshots import take_local_snapshot  # noqa: PLC0415 — it imports this
+
+        return take_local_snapshot(self, run, reason=reason, engine_version=engine_version,
+                                   spark_version=spark_version, plan_id=plan_id, last_batch_ids=last_batch_ids)
+
+    def delete_snapshot(self, snapshot_id: str) -> None:
+        """Remove one snapshot: first renamed out of the snapshot namespace, so a delete cut short never leaves
+        a half-deleted snapshot that looks complete."""
+        target = self.snapshot(snapshot_id).path  # refuses ids this job root does not have
+        aside = target.with_name(f".deleting-{target.name}")
+        target.rename(aside)
+        shutil.rmtree(aside)
 
     # -- paths (the only place that knows the layout) ------------------------------------------------
     @property
@@ -284,10 +365,7 @@ class JobRoot:
 
     def live_run(self) -> Run | None:
         """The run the live driver writes (``driver.json``), else ``newest_run``."""
-        try:
-            run_id = json.loads(self.driver_path.read_text(encoding="utf-8")).get("runId")
-        except (OSError, ValueError):
-            run_id = None
+        run_id = (self.read_driver_info() or {}).get("runId")
         if run_id and (self.runs_dir / validate_uid(run_id)).is_dir():
             return Run(run_id, self.runs_dir / run_id)
         return self.newest_run()
@@ -336,24 +414,31 @@ class JobRoot:
 
     def _reserve_id(self, prefix: str, parent: Path) -> tuple[str, Path]:
         parent.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now(UTC).strftime(_STAMP)
-        seq = 0
-        existing = [p.name for p in _id_dirs(parent, prefix)]
-        if existing:
-            last = ID_PATTERN.match(existing[-1])
-            assert last is not None
-            if last["stamp"] >= stamp:  # same second, or the clock stepped back: stay monotonic
-                stamp, seq = last["stamp"], int(last["seq"], 16) + 1
-        while True:
-            if seq > 0xFFFF:  # the second is used up (or an operator-named run took ffff): borrow the next one
-                stamp = (datetime.strptime(stamp, _STAMP) + timedelta(seconds=1)).strftime(_STAMP)
-                seq = 0
-            new_id = f"{prefix}-{stamp}-{seq:04x}"
+        for new_id in id_candidates(prefix, [p.name for p in _id_dirs(parent, prefix)]):
             try:
                 (parent / new_id).mkdir()
                 return new_id, parent / new_id
             except FileExistsError:
-                seq += 1
+                continue
+        raise AssertionError("id_candidates never ends")
+
+
+def id_candidates(prefix: str, existing: list[str]) -> Iterator[str]:
+    """Fresh ids to try in order (the module doc's format): this second's, never below the newest of ``existing``
+    (sorted), so ids stay monotonic when the clock steps back. The caller reserves the first one it can create."""
+    stamp = datetime.now(UTC).strftime(_STAMP)
+    seq = 0
+    if existing:
+        last = ID_PATTERN.match(existing[-1])
+        assert last is not None
+        if last["stamp"] >= stamp:  # same second, or the clock stepped back: stay monotonic
+            stamp, seq = last["stamp"], int(last["seq"], 16) + 1
+    while True:
+        if seq > 0xFFFF:  # the second is used up (or an operator-named run took ffff): borrow the next one
+            stamp = (datetime.strptime(stamp, _STAMP) + timedelta(seconds=1)).strftime(_STAMP)
+            seq = 0
+        yield f"{prefix}-{stamp}-{seq:04x}"
+        seq += 1
 
 
 def _local_directory(path: str | os.PathLike[str]) -> Path:
@@ -412,6 +497,9 @@ def refuse_sinks_inside(root: JobRoot, plan_data: dict) -> None:
     """A file sink must not write into the job root's own storage (``runs/``, ``snapshots/``, ``checkpoints/``,
     or the root itself): its files would be copied into snapshots, deleted with old runs, or mistaken for
     checkpoint state. Only the run knows the root, so this is checked here rather than at compile time."""
+    if root.on_object_store:
+        root.refuse_sinks_inside(plan_data)  # type: ignore[attr-defined]  # StoreJobRoot
+        return
     base = Path(os.path.normpath(root.path))
     reserved = [base, base / "runs", base / "snapshots", base / "checkpoints"]
     for sink in local_file_sinks(plan_data):

@@ -45,10 +45,9 @@ def migrated_plan_id(data: dict[str, Any]) -> str | None:
     return str(migrated.get("planId") or "") or None
 
 
-def _snapshot_plan(from_snapshot: str) -> dict[str, Any]:
-    path = Path(from_snapshot) / PLAN_FILE
+def _snapshot_plan(root: JobRoot, from_snapshot: str) -> dict[str, Any]:
     try:
-        return CompiledPlan.from_json(path.read_text(encoding="utf-8")).data  # validated like every plan read
+        return CompiledPlan.from_json(root.snapshot_plan_text(from_snapshot)).data  # validated like every plan read
     except (OSError, UserError) as exc:
         raise UserError(f"snapshot {from_snapshot} has no readable {PLAN_FILE}: {exc}",
                         hint="start from a complete snapshot (planengine snapshots list)") from None
@@ -67,7 +66,7 @@ def plan_to_run(root: JobRoot, plan: CompiledPlan, from_snapshot: str | None, *,
     if in_force_id == plan.plan_id:
         return plan
     if from_snapshot is not None:
-        snapshot_plan = _snapshot_plan(from_snapshot)
+        snapshot_plan = _snapshot_plan(root, from_snapshot)
         if plan.plan_id in (snapshot_plan.get("planId"), migrated_plan_id(snapshot_plan)):
             return plan
         raise UserError(f"plan {plan.plan_id} is neither the plan of snapshot {from_snapshot} "
@@ -80,7 +79,7 @@ def plan_to_run(root: JobRoot, plan: CompiledPlan, from_snapshot: str | None, *,
         print(f"[planengine] running the plan in force {in_force_id[:12]}: this engine's migration of --plan "
               f"{plan.plan_id[:12]}", file=sys.stderr)
         return CompiledPlan(in_force, plan.session)
-    raise UserError(f"job root {root.path} already runs plan {in_force_id}; the given plan is {plan.plan_id}",
+    raise UserError(f"job root {root.location} already runs plan {in_force_id}; the given plan is {plan.plan_id}",
                     hint="use a new job root, or upgrade through a snapshot: run --plan P --from-snapshot S "
                          "with S's plan or its migration (the operator's upgrade does this)")
 

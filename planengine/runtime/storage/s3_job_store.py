@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
@@ -29,6 +30,16 @@ from planengine.runtime.storage.object_store import ENDPOINT_ENV, SCHEMES, store
 #: conditional write to the key is in flight (S3's 409 ConditionalRequestConflict: one of the two will lose).
 _LOST = {"PreconditionFailed", "NoSuchKey", "ConditionalRequestConflict", "412", "404", "409"}
 PROBE_PREFIX = ".planengine-probe/"
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """One object under the root as a LIST reports it: its job-root key, ETag and size. A snapshot manifest
+    records these, so a fork can tell that a file it names is still the one the snapshot saw."""
+
+    key: str
+    etag: str
+    size: int
 
 
 class ObjectStoreError(UserError):
@@ -126,6 +137,63 @@ class S3JobStore:
             return sorted(obj["Key"][cut:] for page in pages for obj in page.get("Contents", []))
         except Exception as exc:
             raise self._explain(exc, prefix) from None
+
+    # -- whole-tree operations (snapshots and forks; unconditional: their keys belong to one run) ------------
+    def object_uri(self, key: str) -> str:
+        """What Spark is given for ``key``: ``s3a://bucket/prefix/key``."""
+        return f"s3a://{self.bucket}/{self.key(key)}"
+
+    def list_objects(self, prefix: str) -> list[StoredObject]:
+        """Every object under ``prefix`` with its ETag and size, sorted by key: one LIST per 1,000 keys."""
+        base = self.key(prefix.rstrip("/")) + "/"
+        cut = len(self.prefix) + 1 if self.prefix else 0
+        try:
+            pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=base)
+            found = [StoredObject(obj["Key"][cut:], obj["ETag"], int(obj["Size"]))
+                     for page in pages for obj in page.get("Contents", [])]
+        except Exception as exc:
+            raise self._explain(exc, prefix) from None
+        return sorted(found, key=lambda o: o.key)
+
+    def list_children(self, prefix: str) -> list[str]:
+        """The names one level below ``prefix`` (``runs/`` -> run ids), with a delimiter: the run and snapshot
+        listings never page through every checkpoint file."""
+        base = self.key(prefix.rstrip("/")) + "/"
+        try:
+            pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=base,
+                                                                            Delimiter="/")
+            names = {p["Prefix"][len(base):].rstrip("/") for page in pages for p in page.get("CommonPrefixes", [])}
+        except Exception as exc:
+            raise self._explain(exc, prefix) from None
+        return sorted(n for n in names if n)
+
+    def put(self, key: str, data: bytes) -> Versioned:
+        """An unconditional whole-object write, for objects only their own run writes (a fork's rewritten logs,
+        ``driver.json``)."""
+        answer = self._call("put_object", key, Bucket=self.bucket, Key=self.key(key), Body=data)
+        return Versioned(data, answer["ETag"])
+
+    def copy(self, source: str, target: str, *, source_etag: str) -> str:
+        """Server-side copy (no byte passes through this process); ``Conflict`` when ``source`` is gone or no
+        longer ``source_etag`` (``CopySourceIfMatch``: AWS S3 checks it in the copy itself). The new ETag."""
+        try:
+            answer = self._call("copy_object", source, Bucket=self.bucket, Key=self.key(target),
+                                CopySource={"Bucket": self.bucket, "Key": self.key(source)},
+                                CopySourceIfMatch=source_etag)
+        except _Lost:
+            raise Conflict(f"{self.location(source)} changed or is gone") from None
+        return str(answer["CopyObjectResult"]["ETag"])
+
+    def delete_keys(self, keys: Iterable[str]) -> int:
+        """Delete ``keys`` (1,000 per request), unconditionally; how many were asked for."""
+        batch = [{"Key": self.key(k)} for k in keys]
+        for start in range(0, len(batch), 1000):
+            chunk = batch[start:start + 1000]
+            try:
+                self._client.delete_objects(Bucket=self.bucket, Delete={"Objects": chunk, "Quiet": True})
+            except Exception as exc:
+                raise self._explain(exc, chunk[0]["Key"]) from None
+        return len(batch)
 
     # -- checks ------------------------------------------------------------------------------------------
     def check_reachable(self) -> None:

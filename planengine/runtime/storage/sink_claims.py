@@ -61,6 +61,11 @@ def local_file_sinks(plan_data: dict[str, Any]) -> list[FileSink]:
             if (local := local_path(path)) is not None]
 
 
+def file_sink_paths(plan_data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(table, ``path`` as written) of each filesystem sink of the plan, whatever its scheme."""
+    return _file_sink_paths(plan_data)
+
+
 def _file_sink_paths(plan_data: dict[str, Any]) -> list[tuple[str, str]]:
     """(table, ``path`` as written) of each filesystem sink of the plan, in node order."""
     sinks = []
@@ -90,7 +95,7 @@ def claim_sink_paths(root: JobRoot, plan_data: dict[str, Any], run_id: str, *,
     All paths are judged before any claim is written, so a refusal leaves every claim as it was. Each write is
     conditional on what was judged (``JobStore.create`` / ``replace`` on the version read), so of two jobs
     starting on one path at the same moment exactly one gets it, on a volume as on a bucket."""
-    mine = _normalized(root.path)
+    mine = root.location if root.on_object_store else _normalized(root.path)
     origin = _snapshot_root(forked_from)
     to_write: list[tuple[JobStore, str | None]] = []
     for identifier, where, store in _claimable_sinks(plan_data):

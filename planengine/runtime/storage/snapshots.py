@@ -135,6 +135,24 @@ def take_snapshot(
     spark_version: str,
     plan_id: str,
     last_batch_ids: dict[str, int],
+    live: bool = True,
+) -> SnapshotInfo:
+    """Snapshot ``run`` of ``job_root`` (a directory: ``take_local_snapshot``; an object store:
+    ``store_snapshots.take_store_snapshot``). ``live=False`` promises that the run's queries stopped for good,
+    which lets a store snapshot name the run's files instead of copying them."""
+    return job_root.take_snapshot(run, reason=reason, engine_version=engine_version, spark_version=spark_version,
+                                  plan_id=plan_id, last_batch_ids=last_batch_ids, live=live)
+
+
+def take_local_snapshot(
+    job_root: JobRoot,
+    run: Run,
+    *,
+    reason: str,
+    engine_version: str,
+    spark_version: str,
+    plan_id: str,
+    last_batch_ids: dict[str, int],
 ) -> SnapshotInfo:
     """Snapshot ``run`` into ``<root>/snapshots/<new id>/``. The caller must have stopped its queries.
 

@@ -316,14 +316,16 @@ def window_problems(world: World, name: str) -> list[str]:
 def writer_problems(root: Path, uids: list[str]) -> list[str]:
     """Batches of a query committed by two drivers, and runs that committed at the same time.
 
-    ``RUN_LOCK`` names only the current writer, so the history comes from the checkpoints: a fork hard-links the
-    commits it carries (same inode), so two inodes for one ``commits/<batch>`` mean two drivers wrote that batch.
-    Each commit file belongs to the oldest run holding it (run ids sort by time); two runs whose own commits
+    ``RUN_LOCK`` names only the current writer, so the history comes from the checkpoints: a fork carries the
+    commits of its snapshot as copies that keep the written file's modification time (to the nanosecond; state
+    files are hard links, which share it), so two modification times for one ``commits/<batch>`` mean two drivers
+    wrote that batch. (Not the inode: since run 7 forks copy the logs, so a carried commit has an inode of its
+    own.) Each commit belongs to the oldest run holding it (run ids sort by time); two runs whose own commits
     overlap in time were writers at once."""
     problems: list[str] = []
     for uid in uids:
-        owners: dict[int, tuple[str, int, float]] = {}  # inode -> (run, batch, mtime)
-        by_batch: dict[int, set[int]] = {}
+        owners: dict[tuple[int, int], tuple[str, int, float]] = {}  # (batch, mtime ns) -> (run, batch, mtime)
+        by_batch: dict[int, set[tuple[int, int]]] = {}
         for run in sorted((root / "runs").iterdir()):
             for commit in (run / "checkpoints" / uid / "commits").glob("*"):
                 if commit.name.isdigit():
@@ -331,11 +333,12 @@ def writer_problems(root: Path, uids: list[str]) -> list[str]:
                         st = commit.stat()
                     except FileNotFoundError:  # retention deleted the run meanwhile
                         continue
-                    owners.setdefault(st.st_ino, (run.name, int(commit.name), st.st_mtime))
-                    by_batch.setdefault(int(commit.name), set()).add(st.st_ino)
-        for batch, inodes in sorted(by_batch.items()):
-            if len(inodes) > 1:
-                problems.append(f"{uid} batch {batch} committed by runs {sorted(owners[i][0] for i in inodes)}")
+                    written = (int(commit.name), st.st_mtime_ns)
+                    owners.setdefault(written, (run.name, int(commit.name), st.st_mtime))
+                    by_batch.setdefault(int(commit.name), set()).add(written)
+        for batch, writes in sorted(by_batch.items()):
+            if len(writes) > 1:
+                problems.append(f"{uid} batch {batch} committed by runs {sorted(owners[w][0] for w in writes)}")
         spans: dict[str, tuple[float, float]] = {}
         for run, _, mtime in owners.values():
             low, high = spans.get(run, (mtime, mtime))
@@ -537,7 +540,8 @@ def render(rounds: list[Round], campaign: Campaign | None, args: argparse.Namesp
         "- Invariants after every upgrade: copied sink = input (0 lost, 0 duplicated); every emitted window once "
         "with all its rows; the upgrade ended Running, or RolledBack/Failed with a message; no checkpoint batch "
         "committed by two drivers and no two runs committing at once (from the runs' `commits/` files: a fork "
-        "hard-links them, so a second inode is a second writer). A problem is counted in the round it appears. "
+        "carries them with their modification time, so a second time for one batch is a second writer). A problem is "
+        "counted in the round it appears. "
         f"The output counts as settled after {SETTLE:.0f} s without growth; rows missing then but written later are "
         "that round's *rows late* (a slow driver start), not lost.",
         "",

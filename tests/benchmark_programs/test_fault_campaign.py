@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from benchmarks.fault_campaign import FAULT_STEPS, draw, finished_since, in_flight, writer_problems
 
 UID = "3_stream-exec-sink-1_writer"
@@ -23,11 +25,17 @@ def _commit(root: Path, run: str, batch: int, mtime: float) -> Path:
     return path
 
 
-def _fork(root: Path, source: Path, run: str) -> None:
-    """What a snapshot fork does with the commits it carries: a hard link (same inode)."""
+def _fork(root: Path, source: Path, run: str, how: str) -> None:
+    """What a snapshot fork does with the commits it carries: a copy by the fork's own code (since 2026-12-07),
+    or a hard link (before, and what state files still are)."""
+    from planengine.runtime.storage.snapshots import _durable_copy
+
     target = root / "runs" / run / "checkpoints" / UID / "commits" / source.name
     target.parent.mkdir(parents=True, exist_ok=True)
-    os.link(source, target)
+    if how == "copy":
+        _durable_copy(source, target)
+    else:
+        os.link(source, target)
 
 
 def test_a_round_draws_the_same_fault_alone_as_in_the_campaign() -> None:
@@ -38,10 +46,11 @@ def test_a_round_draws_the_same_fault_alone_as_in_the_campaign() -> None:
         assert fault.step in FAULT_STEPS[fault.kind], fault
 
 
-def test_a_forked_run_continuing_after_its_snapshot_is_one_writer(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["copy", "link"])
+def test_a_forked_run_continuing_after_its_snapshot_is_one_writer(tmp_path: Path, how: str) -> None:
     old = [_commit(tmp_path, "r-20260101T000000Z-0001", b, 100 + b) for b in range(3)]
     for commit in old:
-        _fork(tmp_path, commit, "r-20260101T000100Z-0002")
+        _fork(tmp_path, commit, "r-20260101T000100Z-0002", how)
     _commit(tmp_path, "r-20260101T000100Z-0002", 3, 200)
     assert writer_problems(tmp_path, [UID]) == []
 

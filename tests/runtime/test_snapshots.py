@@ -193,6 +193,8 @@ def test_new_run_from_snapshot_forks_with_hard_links(job):
     """State files are hard links (a fork is O(files)); Spark's metadata logs are copies, so a log changed in place
     in the fork never reaches the snapshot (``snapshots._always_copied``)."""
     root, run = job
+    for rel in files_under(run.checkpoints_dir):  # written long ago, so a copy made now cannot share the time
+        os.utime(run.checkpoints_dir / rel, ns=(10**18, 10**18))
     snap = take_snapshot(root, run, reason="upgrade", last_batch_ids={}, **VERSIONS)
     forked = root.new_run(from_snapshot=snap.snapshot_id)
     assert forked.info()["fromSnapshot"] == snap.snapshot_id
@@ -205,6 +207,9 @@ def test_new_run_from_snapshot_forks_with_hard_links(job):
             log = Path(rel).parts[0] in ("offsets", "commits", "sources", "metadata")
             assert same != log, rel
             assert (snap.checkpoint_dir(uid) / rel).read_bytes() == (forked.checkpoint_dir(uid) / rel).read_bytes()
+            # a copied log keeps its time: a carried commits/N must not look written by the new run
+            assert ((snap.checkpoint_dir(uid) / rel).stat().st_mtime_ns
+                    == (forked.checkpoint_dir(uid) / rel).stat().st_mtime_ns), rel
             linked += same
     assert linked > 0  # the aggregate's state files
     by_path = root.new_run(from_snapshot=str(snap.path))  # a snapshot directory works as well

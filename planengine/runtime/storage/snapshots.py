@@ -423,15 +423,20 @@ def _link_tree(source: Path, target: Path, mode: ForkMode, keep: Callable[[tuple
 
 
 def _durable_copy(src: Path, dst: Path) -> None:
-    """Copy and fsync, so a manifest or run marker written afterwards never outlives the data it names.
+    """Copy and fsync, so a manifest or run marker written afterwards never outlives the data it names; keep the
+    source's modification time, because a log file's time is when its batch was planned or committed (what a
+    person reading a fork, the operator's handover measurement and the fault campaign's writer check rely on:
+    a carried ``commits/N`` must not look as if the new run wrote it).
 
-    Hard links need no such care: they are metadata, ordered by the filesystem's journal.
+    Hard links need no such care: they are metadata, ordered by the filesystem's journal, and share the time.
     """
     with open(src, "rb") as fin, open(dst, "wb") as fout:
         shutil.copyfileobj(fin, fout, 1 << 20)
         fout.flush()
         os.fsync(fout.fileno())
     os.chmod(dst, 0o644)
+    source = src.stat()
+    os.utime(dst, ns=(source.st_atime_ns, source.st_mtime_ns))
 
 
 def _make_read_only(root: Path) -> None:

@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from planengine_operator import storage
+
 LABEL_JOB = "planengine.io/job"
 LABEL_RUN = "planengine.io/run-id"
 LABEL_PLAN = "planengine.io/plan-id"
@@ -264,21 +266,32 @@ def storage_problem(spec: dict[str, Any]) -> str | None:
     check, snapshot) read and write the same job root, and it must outlive every one of them: an emptyDir
     or the image's filesystem would lose the plan between the compile pod and the driver, and the checkpoints
     (state and source offsets) with every pod; a file sink would then skip the re-numbered batches as
-    already committed. So the job root is a PersistentVolumeClaim.
+    already committed. So the job root is a PersistentVolumeClaim, or a prefix in an S3 bucket
+    (``storage.uri: s3a://``) that every pod reaches with the settings of ``storage.s3``.
+
+    >>> storage_problem({"storage": {"uri": "s3a://jobs/a"}}) is None
+    True
+    >>> "storage.pvc" in storage_problem({"storage": {"uri": "/data/a"}})
+    True
     """
-    storage = spec.get("storage") or {}
-    if storage.get("pvc"):
-        sub = storage["pvc"].get("subPath")
+    spec_storage = spec.get("storage") or {}
+    if spec_storage.get("pvc"):
+        sub = spec_storage["pvc"].get("subPath")
         return sub_path_problem(None if sub is None else str(sub))
-    found = f"spec.storage.uri {storage['uri']!r}" if storage.get("uri") else "no spec.storage"
+    uri = spec_storage.get("uri")
+    if storage.is_s3a(uri):
+        problems = storage.uri_problems(str(uri))
+        return f"spec.storage.uri: {problems[0]}" if problems else None
+    found = f"spec.storage.uri {uri!r}" if uri else "no spec.storage"
     return (f"{found}: the Kubernetes launcher keeps the job root (plan, checkpoints, snapshots) on a "
             "PersistentVolumeClaim that the driver, its executors, the upgrade standby and the tool pods all "
-            "mount; set spec.storage.pvc.claimName (ReadWriteMany when pods may land on several nodes) and "
-            "optionally subPath")
+            "mount, or in an S3 bucket; set spec.storage.pvc.claimName (ReadWriteMany when pods may land on several "
+            "nodes) and optionally subPath, or spec.storage.uri: s3a://<bucket>/<prefix> with spec.storage.s3")
 
 
 def job_root_for_pod(spec: dict[str, Any], namespace: str, name: str) -> str:
-    """The job root as pods see it: ``<JOB_ROOTS>/<claim>/<subPath>`` (storage_problem() said it is a claim).
+    """The job root as pods see it: ``<JOB_ROOTS>/<claim>/<subPath>`` (storage_problem() said it is a claim), or
+    the ``s3a://`` URI as written (every pod reaches the bucket itself).
 
     >>> job_root_for_pod({"storage": {"pvc": {"claimName": "data", "subPath": "jobs/a"}}}, "ns", "a")
     '/var/lib/planengine/jobs/data/jobs/a'
@@ -286,7 +299,12 @@ def job_root_for_pod(spec: dict[str, Any], namespace: str, name: str) -> str:
     '/var/lib/planengine/jobs/-/ns/a'
     >>> job_root_for_pod({"storage": {"pvc": {"claimName": "data", "subPath": "./jobs/a/"}}}, "ns", "a")
     '/var/lib/planengine/jobs/data/jobs/a'
+    >>> job_root_for_pod({"storage": {"uri": "s3a://team-a-jobs/clicks"}}, "ns", "a")
+    's3a://team-a-jobs/clicks'
     """
+    s3a_root = storage.s3a_root(spec)
+    if s3a_root is not None:
+        return s3a_root
     pvc = (spec.get("storage") or {}).get("pvc")
     sub = (pvc or {}).get("subPath")
     # refused before anything runs; a stable, distinct name keeps the views consistent meanwhile
@@ -294,6 +312,16 @@ def job_root_for_pod(spec: dict[str, Any], namespace: str, name: str) -> str:
         return f"{JOB_ROOTS}/-/{namespace}/{name}"
     sub = _sub_path(pvc)
     return f"{JOB_ROOTS}/{pvc['claimName']}" + (f"/{sub}" if sub else "")
+
+
+def _store_identity(spec: dict[str, Any]) -> dict[str, Any]:
+    """Pod spec fields for a pod that reaches an ``s3a://`` job root with its service account's credentials (no
+    ``credentialsSecret``: IRSA or another web identity, which is bound to a ServiceAccount): the drivers' one, so
+    one annotated ServiceAccount serves the driver, its executors and the tool pods. No API token is mounted:
+    executors and tools never call the API server."""
+    if storage.s3a_root(spec) is None or ((spec.get("storage") or {}).get("s3") or {}).get("credentialsSecret"):
+        return {}
+    return {"serviceAccountName": DRIVER_SERVICE_ACCOUNT, "automountServiceAccountToken": False}
 
 
 def _claim_volume(spec: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -429,7 +457,7 @@ def build_executor_pod_template(spec: dict[str, Any]) -> dict[str, Any]:
     ``podTemplate`` applies as to the driver (its ``driver`` container's settings go to the ``executor``
     container). Spark fills in image, resources, env and ports."""
     volumes, mounts = _claim_volume(spec)
-    pod = {
+    pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"labels": {LABEL_COMPONENT: "executor"}},
@@ -444,8 +472,12 @@ def build_executor_pod_template(spec: dict[str, Any]) -> dict[str, Any]:
                                  {"name": "work", "mountPath": EXECUTOR_WORK_DIR}],
             }],
             "volumes": [*volumes, {"name": "tmp", "emptyDir": {}}, {"name": "work", "emptyDir": {}}],
+            **_store_identity(spec),
         },
     }
+    env = storage.store_env(spec)  # Spark adds its own variables to the template's
+    if env:
+        pod["spec"]["containers"][0]["env"] = env
     return merge_pod_template(pod, _template_for("executor", spec))
 
 
@@ -516,6 +548,8 @@ def build_driver_pod(
                     {"name": "PLANENGINE_STATUS_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
                     # The file, never the token: an env var is readable by anyone who may read the pod spec.
                     {"name": "PLANENGINE_CONTROL_TOKEN_FILE", "value": f"{CONTROL_TOKEN_MOUNT}/{CONTROL_TOKEN_KEY}"},
+                    # An s3a:// job root: the store's address, and its credentials as Secret references.
+                    *storage.store_env(spec),
                 ],
                 "ports": [{"name": "status", "containerPort": STATUS_PORT},
                           {"name": "driver-rpc", "containerPort": DRIVER_PORT},
@@ -619,7 +653,7 @@ def build_tool_pod(
         "name": "tool", "image": image, "args": list(argv),
         # Which job this tool works for (as the local launcher says it); the engine does not need them.
         "env": [{"name": "PLANENGINE_JOB", "value": f"{namespace}/{job_name}"},
-                {"name": "PLANENGINE_JOB_ROOT", "value": job_root}],
+                {"name": "PLANENGINE_JOB_ROOT", "value": job_root}, *storage.store_env(spec)],
         "securityContext": copy.deepcopy(_CONTAINER_SECURITY),
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
         "volumeMounts": mounts,
@@ -637,6 +671,7 @@ def build_tool_pod(
             "securityContext": copy.deepcopy(_POD_SECURITY),
             "containers": [container],
             "volumes": volumes,
+            **_store_identity(spec),
         },
     }
     merged = merge_pod_template(pod, _template_for("tool", spec))  # the data the catalog's tables name

@@ -51,9 +51,19 @@ class PvcStorage(_Model):
     subPath: str | None = None
 
 
+class S3Settings(_Model):
+    """``spec.storage.s3``: how pods reach an ``s3a://`` job root (``storage.store_env``)."""
+
+    endpoint: str | None = None
+    region: str | None = None
+    pathStyle: bool | None = None
+    credentialsSecret: str | None = None
+
+
 class Storage(_Model):
     pvc: PvcStorage | None = None
     uri: str | None = None
+    s3: S3Settings | None = None
 
 
 class InitialSnapshot(_Model):

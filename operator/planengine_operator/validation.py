@@ -13,7 +13,7 @@ import dataclasses
 import re
 from typing import Any
 
-from planengine_operator import builders, podpolicy, specdiff
+from planengine_operator import builders, podpolicy, specdiff, storage
 from planengine_operator.config import OperatorConfig
 from planengine_operator.models import JobSpec, JobStatus
 from planengine_operator.specdiff import Change
@@ -22,14 +22,6 @@ PLAN_CHANGE_MESSAGE = (
     "the program (plan, catalog or planOptions) changed; a running job keeps the plan it was compiled "
     "with because its state belongs to that topology. Create a new SparkPlanJob for the new query, or "
     "set upgradeMode: stateless to restart with the new plan and empty state"
-)
-
-
-# The CRD's rule on spec.storage.uri says the same (the API server refuses such specs before the webhook).
-STORAGE_URI_MESSAGE = (
-    "storage.uri must be an absolute path or a file:/// URI: object-store job roots (s3a://, gs://, abfs://, "
-    "hdfs://) are not supported yet (snapshots hard-link checkpoint files, and the operator reads the job root); "
-    "use storage.pvc, or a path on a volume the driver mounts"
 )
 
 
@@ -49,12 +41,35 @@ COMPILED_PLAN_URI_MESSAGE = (
 
 
 def storage_uri_supported(uri: str) -> bool:
-    """A job root the engine and the operator can both use as a directory.
+    """A job root (``storage.uri``) the CRD's rules accept: a path, or a well-formed ``s3a://bucket/prefix``.
 
-    >>> [storage_uri_supported(u) for u in ("/data/jobs/a", "file:///data/a", "s3a://bucket/a", "jobs/a")]
+    >>> [storage_uri_supported(u) for u in ("/data/jobs/a", "file:///data/a", "s3a://bucket/a", "gs://b/a", "jobs/a")]
+    [True, True, True, False, False]
+    """
+    return not storage.uri_problems(uri)
+
+
+def is_directory_uri(uri: str) -> bool:
+    """A snapshot directory the engine and the operator can both read as files (``initialSnapshot.uri``).
+
+    >>> [is_directory_uri(u) for u in ("/data/s/s-1", "file:///data/s/s-1", "s3a://bucket/s/s-1", "s/s-1")]
     [True, True, False, False]
     """
     return uri.startswith("/") or uri.startswith("file:///")
+
+
+def shown_uri(uri: str) -> str:
+    """``uri`` as a message may quote it: credentials someone wrote into it (``s3a://KEY:SECRET@bucket``) are
+    blanked, as the message goes to kubectl, the job's status and events.
+
+    >>> shown_uri("s3a://AKIA:pa55@bucket/a"), shown_uri("s3a://bucket/a@b")
+    ("'s3a://***@bucket/a'", "'s3a://bucket/a@b'")
+    """
+    scheme, sep, rest = uri.partition("://")
+    authority, slash, path = rest.partition("/")
+    if sep and "@" in authority:
+        uri = f"{scheme}://***@{authority.rsplit('@', 1)[1]}{slash}{path}"
+    return repr(uri)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,9 +101,8 @@ def problems(spec: JobSpec, status: JobStatus | None, config: OperatorConfig,
             "spec.engineVersion", "UnknownEngineVersion",
             f"engine version {target} is not in the operator's engine catalog ({known}); use one of them",
         ))
-    if spec.storage is not None and spec.storage.uri is not None and not storage_uri_supported(spec.storage.uri):
-        found.append(Problem("spec.storage.uri", "StorageUnsupported",
-                             f"{STORAGE_URI_MESSAGE} (got {spec.storage.uri!r})"))
+    if spec.storage is not None:
+        found += storage_problems(spec, config)
     found += field_problems(spec)
     if spec.storage is not None and spec.storage.pvc is not None:
         sub_path = builders.sub_path_problem(spec.storage.pvc.subPath)
@@ -106,7 +120,7 @@ def problems(spec: JobSpec, status: JobStatus | None, config: OperatorConfig,
             f"spec.storage now names job root {spec_job_root}, but the job's plan, checkpoints and snapshots are "
             f"in {in_force}; put spec.storage back, or create a new SparkPlanJob to move the job",
         ))
-    if spec.initialSnapshot is not None and not storage_uri_supported(spec.initialSnapshot.uri):
+    if spec.initialSnapshot is not None and not is_directory_uri(spec.initialSnapshot.uri):
         found.append(Problem("spec.initialSnapshot.uri", "InitialSnapshotUnsupported",
                              f"initialSnapshot.uri must be an absolute path or a file:/// URI of a snapshot directory "
                              f"(got {spec.initialSnapshot.uri!r})"))
@@ -116,6 +130,32 @@ def problems(spec: JobSpec, status: JobStatus | None, config: OperatorConfig,
         else:
             found.append(Problem("spec.plan", "PlanChangeRefused", SOURCE_CHANGE_MESSAGE.format(
                 refs=", ".join(_referenced_configmaps(spec)), old=status.sourceHash, new=source_hash)))
+    return found
+
+
+def storage_problems(spec: JobSpec, config: OperatorConfig) -> list[Problem]:
+    """``spec.storage.uri`` and ``spec.storage.s3`` as the CRD's rules judge them, and an ``s3a://`` root on a
+    launcher that cannot run one.
+
+    >>> from planengine_operator.config import OperatorConfig
+    >>> spec = JobSpec.model_validate({"plan": {"sql": "x"}, "storage": {"uri": "s3a://jobs/a"}})
+    >>> [p.reason for p in storage_problems(spec, OperatorConfig(launcher="kubernetes"))]
+    []
+    >>> [p.reason for p in storage_problems(spec, OperatorConfig(launcher="local"))]
+    ['StorageUnsupported']
+    """
+    assert spec.storage is not None
+    found: list[Problem] = []
+    uri = spec.storage.uri
+    if uri is not None:
+        found += [Problem("spec.storage.uri", "StorageUnsupported", f"{message} (got {shown_uri(uri)})")
+                  for message in storage.uri_problems(uri)]
+        if not found and storage.is_s3a(uri) and config.launcher != "kubernetes":
+            found.append(Problem("spec.storage.uri", "StorageUnsupported",
+                                 f"{storage.LOCAL_S3A_MESSAGE} (got {shown_uri(uri)})"))
+    settings = spec.storage.model_dump(exclude_none=True)
+    found += [Problem(field, "StorageUnsupported" if field == "spec.storage.s3" else "InvalidField", message)
+              for field, message in storage.s3_problems(settings)]
     return found
 
 

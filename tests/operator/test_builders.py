@@ -114,7 +114,8 @@ def test_everything_a_driver_writes_is_on_a_writable_volume_and_the_job_root_on_
 
 @pytest.mark.parametrize("storage,reason", [
     (None, "no spec.storage"),
-    ({"uri": "s3a://bucket/jobs/a"}, "spec.storage.uri 's3a://bucket/jobs/a'"),
+    ({"uri": "/data/jobs/a"}, "spec.storage.uri '/data/jobs/a'"),
+    ({"uri": "s3a://bucket"}, "needs a prefix inside the bucket"),
     ({"pvc": {"claimName": "data", "subPath": "../other"}}, "no '..'"),
 ])
 def test_the_kubernetes_launcher_needs_a_claim_for_the_job_root(storage, reason):

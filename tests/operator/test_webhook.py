@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 import yaml
 
-from planengine_operator import validation, webhook
+from planengine_operator import storage, validation, webhook
 from planengine_operator.config import OperatorConfig
 from planengine_operator.models import JobSpec, JobStatus
 from planengine_operator.statemachine import DriverObservation, JobView, decide
@@ -103,8 +103,10 @@ CASES = {
                         ["StorageImmutable"]),
     "storage unchanged": ("UPDATE", job({"storage": {"uri": "file:///r"}}, running_status(root="/r")),
                           job({"storage": {"uri": "file:///r"}}, running_status(root="/r")), []),
-    "create on an object store": ("CREATE", job({"storage": {"uri": "s3a://bucket/jobs/j"}}), None,
-                                  ["StorageUnsupported"]),
+    "create on s3a with the local launcher": ("CREATE", job({"storage": {"uri": "s3a://bucket/jobs/j"}}), None,
+                                              ["StorageUnsupported"]),
+    "create on another object store": ("CREATE", job({"storage": {"uri": "gs://bucket/jobs/j"}}), None,
+                                       ["StorageUnsupported"]),
     "create on a relative path": ("CREATE", job({"storage": {"uri": "jobs/j"}}), None, ["StorageUnsupported"]),
     "create from a relative initial snapshot": ("CREATE", job({"initialSnapshot": {"uri": "snapshots/s1"}}), None,
                                                 ["InitialSnapshotUnsupported"]),
@@ -150,7 +152,7 @@ def test_admit_raises_an_admission_error_naming_field_and_fix() -> None:
 
 
 @pytest.mark.parametrize("case", ["create with an unknown engine", "plan text changed", "storage changed",
-                                  "two rules broken at once", "create on an object store",
+                                  "two rules broken at once", "create on another object store",
                                   "create with a privileged podTemplate", "create with a sub path that escapes",
                                   "an update that adds a javaagent"])
 def test_the_reconciler_reports_the_webhook_problem(case: str) -> None:
@@ -368,4 +370,4 @@ def test_the_crd_rule_and_the_operator_agree_on_storage_uris(uri: str) -> None:
     by_crd = not [e for e in errors if e.field == "spec.storage.uri"]
     assert by_crd is validation.storage_uri_supported(uri)
     if not by_crd:
-        assert validation.STORAGE_URI_MESSAGE in str(errors[0])
+        assert storage.URI_SCHEME_MESSAGE in str(errors[0])

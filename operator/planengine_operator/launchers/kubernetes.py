@@ -13,7 +13,9 @@ started (``POST /v1/start``) only after the old driver stopped. That is why driv
 
 The operator pod does not mount job roots: reading a file there (``plan.json`` before its ConfigMap exists,
 snapshot manifests) and deleting snapshots run tool pods (``cat``, ``planengine snapshots list|delete``),
-waited for in place. Tool pods for the protocol's own steps (compile, check, migrate, snapshot) are named by
+waited for in place. An ``s3a://`` job root is on no volume: its pods reach the bucket with the job's
+``storage.s3`` settings (``storage.store_env``), and a file is read with ``planengine job-root read`` instead of
+``cat``. Tool pods for the protocol's own steps (compile, check, migrate, snapshot) are named by
 job and step, so a repeated step finds its pod instead of starting another; while one runs, ``run_tool``
 raises :class:`ToolPending` and the reconciler looks again on the next tick.
 
@@ -37,7 +39,7 @@ from typing import Any
 
 import kopf
 
-from planengine_operator import builders, driverapi, kube, podpolicy
+from planengine_operator import builders, driverapi, kube, podpolicy, storage
 from planengine_operator.config import OperatorConfig
 from planengine_operator.launchers.base import JobRef, LaunchError, ToolPending, ToolRun
 from planengine_operator.launchers.local import lacks_standby
@@ -524,8 +526,22 @@ class KubernetesLauncher:
         if len(parts) == 3 and parts[0] == "snapshots" and parts[2] == "manifest.json":
             manifest = await self._manifest(job, parts[1])
             return json.dumps(manifest) if manifest is not None else None
+        if storage.is_s3a(job.job_root):
+            return await self._read_from_store(job, relpath)
         run = await self._run_to_end(job, "read", [], command=["cat", f"{job.job_root}/{relpath}"], raw=True)
         return None if run.exit_code != 0 else run.stdout
+
+    async def _read_from_store(self, job: JobRef, relpath: str) -> str | None:
+        """``planengine job-root read KEY --json`` in a tool pod: an ``s3a://`` root has no file to ``cat``.
+
+        The answer is one JSON line (the container log may hold warnings too); a missing key is ``exists: false``,
+        so a store that failed is an error here, not an absent file."""
+        run = await self._run_to_end(job, "read", job_root_read_argv(job.job_root, relpath))
+        answer = _json_answer(run.stdout)
+        if run.exit_code != 0 or answer is None or answer.get("key") != relpath:
+            raise LaunchError(f"planengine job-root read {relpath} --job-root {job.job_root} exited {run.exit_code}: "
+                              f"{(run.stderr or run.stdout).strip()[-300:]}", reason="JobRootReadFailed")
+        return str(answer["text"]) if answer.get("exists") else None
 
     async def write_file(self, job: JobRef, relpath: str, text: str) -> None:
         """Through a tool pod: the text as a ConfigMap key, copied into place with a rename (atomic).
@@ -533,6 +549,13 @@ class KubernetesLauncher:
         A first ``plan.json`` (no plan in force, or the same one) needs no pod: the driver installs it from the
         ``<job>-plan`` ConfigMap it mounts. Replacing the plan in force (a stateless recompile) writes it."""
         if relpath == "plan.json" and await self.read_file(job, relpath) in (None, text):
+            return
+        if storage.is_s3a(job.job_root):
+            run = await self._run_to_end(job, "write", job_root_write_argv(job.job_root, relpath),
+                                         files={"content": text})
+            if run.exit_code != 0:
+                raise LaunchError(f"planengine job-root write {relpath} --job-root {job.job_root} exited "
+                                  f"{run.exit_code}: {run.stderr.strip()[-300:]}", reason="WriteFailed")
             return
         target = f"{job.job_root}/{relpath}"
         script = 'mkdir -p "$(dirname "$2")" && cp "$1" "$2.tmp" && mv "$2.tmp" "$2"'
@@ -584,6 +607,42 @@ class KubernetesLauncher:
 
     async def close(self) -> None:
         return None
+
+
+def job_root_read_argv(job_root: str, relpath: str) -> list[str]:
+    """The engine command that reads one file of an ``s3a://`` job root (``planengine/commands/job_root.py``).
+
+    >>> job_root_read_argv("s3a://jobs/a", "runs/r-1/plan.json")
+    ['job-root', 'read', 'runs/r-1/plan.json', '--job-root', 's3a://jobs/a', '--json']
+    """
+    return ["job-root", "read", relpath, "--job-root", job_root, "--json"]
+
+
+def job_root_write_argv(job_root: str, relpath: str) -> list[str]:
+    """The engine command that replaces one file of an ``s3a://`` job root with the tool pod's input ``content``.
+
+    >>> job_root_write_argv("s3a://jobs/a", "plan.json")[-2:]
+    ['--from', '{work}/content']
+    """
+    return ["job-root", "write", relpath, "--job-root", job_root, "--from", "{work}/content"]
+
+
+def _json_answer(stdout: str) -> dict[str, Any] | None:
+    """The last JSON object line of a tool's answer (``split_report`` kept only those), or None.
+
+    >>> _json_answer('{"key": "plan.json", "exists": false}')
+    {'key': 'plan.json', 'exists': False}
+    >>> _json_answer("") is None
+    True
+    """
+    for line in reversed(stdout.splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
 
 
 def _created(pod: dict[str, Any]) -> float:

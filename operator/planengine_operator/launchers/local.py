@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from planengine_operator import builders, driverapi, podpolicy
+from planengine_operator import builders, driverapi, podpolicy, storage
 from planengine_operator.config import OperatorConfig
 from planengine_operator.launchers.base import JobRef, LaunchError, ToolPending, ToolRun
 from planengine_operator.statemachine import DriverObservation
@@ -152,6 +152,15 @@ class LocalLauncher:
             return str(root / ".invalid-subpath")
         return builders.normalized_root(str(root / str(sub))) if sub else str(root)
 
+    def _check_storage(self, job: JobRef) -> None:
+        """Refuse an ``s3a://`` job root before any path is made of it: ``Path("s3a://b/p")`` is the relative
+        directory ``s3a:/b/p``, where this launcher would write its records and the engine would never look.
+        Validation reports the same spec as ``StorageUnsupported`` before an operation starts; this guards the
+        launcher itself."""
+        if storage.is_s3a(job.job_root):
+            raise LaunchError(f"spec.storage.uri: {storage.LOCAL_S3A_MESSAGE}", reason="StorageUnsupported",
+                              permanent=True)
+
     def command(self, engine: str) -> list[str]:
         entry = self.config.engine(engine)
         if entry is None:
@@ -166,6 +175,7 @@ class LocalLauncher:
     async def run_tool(self, job: JobRef, engine: str, key: str, argv: list[str],
                        files: dict[str, str] | None = None) -> ToolRun:
         """Run ``<localCommand> argv`` to completion (compile/check/migrate/snapshot are short)."""
+        self._check_storage(job)
         root = Path(job.job_root)
         work = root / ".operator" / "tools" / key
         work.mkdir(parents=True, exist_ok=True)
@@ -190,6 +200,7 @@ class LocalLauncher:
     # -------------------------------------------------------------------------------- driver
     async def launch(self, job: JobRef, engine: str, run_id: str, argv: list[str]) -> dict[str, Any]:
         """Start the driver for ``run_id`` unless it already runs; the lock file names the only writer."""
+        self._check_storage(job)
         root = Path(job.job_root)
         record = self._record(job)
         if record and record.get("runId") == run_id and pid_alive(int(record["pid"])):
@@ -234,6 +245,7 @@ class LocalLauncher:
     # -------------------------------------------------------------------------------- standby
     async def standby(self, job: JobRef, engine: str, run_id: str, argv: list[str], timeout: float) -> str:
         """One standby per job: a standby of another run is killed first; then start it or look at it."""
+        self._check_storage(job)
         root = Path(job.job_root)
         record = self._record(job, STANDBY_RECORD)
         if record and record.get("runId") != run_id:
@@ -366,12 +378,14 @@ class LocalLauncher:
 
     # -------------------------------------------------------------------------------- job root files
     async def read_file(self, job: JobRef, relpath: str) -> str | None:
+        self._check_storage(job)
         try:
             return (Path(job.job_root) / relpath).read_text()
         except OSError:
             return None
 
     async def write_file(self, job: JobRef, relpath: str, text: str) -> None:
+        self._check_storage(job)
         path = Path(job.job_root) / relpath
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(path.suffix + ".tmp")
@@ -380,6 +394,7 @@ class LocalLauncher:
 
     async def list_snapshots(self, job: JobRef) -> list[dict[str, Any]]:
         """Manifests of ``snapshots/*/manifest.json`` (only complete snapshots have one), oldest first."""
+        self._check_storage(job)
         found = []
         for manifest in sorted((Path(job.job_root) / "snapshots").glob("*/manifest.json")):
             try:
@@ -392,6 +407,7 @@ class LocalLauncher:
         return sorted(found, key=lambda m: m["_mtime"])
 
     async def delete_snapshot(self, job: JobRef, snapshot_id: str) -> None:
+        self._check_storage(job)
         target = Path(job.job_root) / "snapshots" / snapshot_id
         if target.is_dir() and target.parent.name == "snapshots":
             shutil.rmtree(target, ignore_errors=True)

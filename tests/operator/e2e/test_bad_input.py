@@ -42,7 +42,8 @@ def apply_fails(world, manifest) -> str:
 
 
 @pytest.mark.parametrize("spec,words", [
-    ({"storage": {"uri": "s3a://bucket/jobs/b1"}}, ["spec.storage.uri: Invalid value", "object-store job roots"]),
+    ({"storage": {"uri": "gs://bucket/jobs/b1"}}, ["spec.storage.uri: Invalid value", "s3a://<bucket>/<prefix>"]),
+    ({"storage": {"uri": "s3a://bucket"}}, ["spec.storage.uri: Invalid value", "needs a prefix inside the bucket"]),
     ({"upgradeMode": "sometimes", "driver": {"memory": "2GB"}},
      ['spec.upgradeMode: Unsupported value: "sometimes"', "spec.driver.memory"]),
     ({"plan": {"sql": "INSERT INTO s SELECT 1", "configMapRef": {"name": "x"}}}, ["set exactly one of plan.sql"]),
@@ -79,7 +80,7 @@ def test_a_spec_that_got_in_anyway_is_reported_not_run(world):
     """
     world.start_operator()
     manifest = world.job_manifest("b2", "0.1")
-    manifest["spec"]["storage"] = {"uri": "s3a://bucket/jobs/b2"}
+    manifest["spec"]["storage"] = {"uri": "gs://bucket/jobs/b2"}
     crds = "apiextensions.k8s.io", "customresourcedefinitions", None, "sparkplanjobs.planengine.io"
     strict = world.api.get(*crds)
     loose = copy.deepcopy(strict)
@@ -96,7 +97,7 @@ def test_a_spec_that_got_in_anyway_is_reported_not_run(world):
         world.api.request("PUT", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
                                  "sparkplanjobs.planengine.io", strict)
     status = world.wait_status("b2", lambda s: s.get("error"), "an error on the job")
-    assert "object-store job roots" in status["error"] and "storage.pvc" in status["error"], status["error"]
+    assert "s3a://<bucket>/<prefix>" in status["error"] and "storage.pvc" in status["error"], status["error"]
     degraded = world.condition("b2", "Degraded")
     assert (degraded["status"], degraded["reason"]) == ("True", "StorageUnsupported")
     wait_for(lambda: "StorageUnsupported" in world.event_reasons("b2"), 10, "a StorageUnsupported event")

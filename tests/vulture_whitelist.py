@@ -47,6 +47,8 @@ _.memory
 _.fromRunId
 _.desiredEngineVersion
 _.lastStableSpec
+_.pathStyle  # spec.storage.s3: the model declares it, storage.store_env reads the spec's dict
+_.credentialsSecret
 _.supports_sorting  # SupportsPartitioning.requires_partition_grouping's parameter (Flink's signature)
 _.indentless  # yaml.SafeDumper.increase_indent's parameter
 

@@ -7,6 +7,9 @@ import argparse
 from planengine.api import TableEnvironment
 from planengine.errors import UserError
 from planengine.runtime.engine.session import FIXED_CONF, set_cli_conf
+from planengine.runtime.storage.job_store import AlreadyExists, Conflict
+from planengine.runtime.storage.object_store import is_object_store
+from planengine.runtime.storage.s3_job_store import object_at
 from planengine.sql.source_text import decode_source as decode_text
 from planengine.sql.source_text import read_source
 
@@ -60,8 +63,30 @@ def session(args: argparse.Namespace) -> TableEnvironment:
 
 
 def read_text(path: str) -> str:
-    """A script or plan file the user named, as text (a non-UTF-8 byte is a located user error)."""
+    """A script or plan file the user named, as text (a non-UTF-8 byte is a located user error); an ``s3a://``
+    object is read through the job store (the operator checks the plan in force of an object-store job root)."""
+    if is_object_store(path):
+        store, key = object_at(path, named_by="the file's s3a:// URI")
+        found = store.read(key)
+        if found is None:
+            raise UserError(f"file {path} does not exist", hint="planengine job-root read shows a job root's files")
+        return decode_text(found.data, path)
     return read_source(path)
+
+
+def write_text(path: str, text: str) -> None:
+    """Write a whole ``s3a://`` object the user named (a migrated plan): created if absent, else replaced on the
+    version read, so a concurrent writer is refused, never overwritten."""
+    store, key = object_at(path, named_by="the output's s3a:// URI")
+    current = store.read(key)
+    try:
+        if current is None:
+            store.create(key, text.encode("utf-8"))
+        else:
+            store.replace(key, text.encode("utf-8"), expected=current.version)
+    except (AlreadyExists, Conflict):
+        raise UserError(f"{path} changed while it was written",
+                        hint="another writer is at work on this job root; try again once it is done") from None
 
 
 def decode_source(data: bytes, source: str) -> str:

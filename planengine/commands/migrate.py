@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from planengine.commands._env import read_text
+from planengine.commands._env import read_text, write_text
 from planengine.plan.compiled_plan import CompiledPlan
 from planengine.plan.migrate import migrate_plan
+from planengine.runtime.storage.object_store import is_object_store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -23,7 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def run(args: argparse.Namespace) -> int:
     old = CompiledPlan.from_json(read_text(args.plan))
     migrated, decisions = migrate_plan(old.data)
-    CompiledPlan(migrated).write_to_file(args.output)
+    if is_object_store(args.output):  # the operator's migration of an s3a:// job root's plan (a tool pod)
+        write_text(args.output, CompiledPlan(migrated).as_json())
+    else:
+        CompiledPlan(migrated).write_to_file(args.output)
     for d in decisions:
         print(d, file=sys.stderr)
     print(f"plan {migrated['planId']} written to {args.output}", file=sys.stderr)

@@ -43,6 +43,8 @@ from planengine.runtime.state.lineage import stateful_lineage
 from planengine.runtime.state_check.compare import ADVICE, compare_layouts
 from planengine.runtime.state_check.probe import expected_layouts, stored_session_conf
 from planengine.runtime.storage.checkpoint_layout import LayoutError, read_layout
+from planengine.runtime.storage.job_root import JobRoot
+from planengine.runtime.storage.object_store import is_object_store
 from planengine.runtime.storage.snapshots import read_snapshot
 
 log = logging.getLogger("planengine.runtime.state_check")
@@ -55,6 +57,9 @@ def check_snapshot_state(plan_json: dict[str, Any], snapshot_dir: str, report: C
     Runtime support of the plan's nodes is the caller's check (``commands/check.py``); a plan with a node
     this engine cannot run is not probed.
     """
+    if is_object_store(snapshot_dir):
+        _check_store_snapshot(plan_json, snapshot_dir, report)
+        return
     info = read_snapshot(snapshot_dir)
     if not info.complete:
         report.add(INCOMPATIBLE, f"snapshot {snapshot_dir} is incomplete: {info.problem}",
@@ -72,6 +77,27 @@ def check_snapshot_state(plan_json: dict[str, Any], snapshot_dir: str, report: C
     if not any(layout["operators"] for layout in stored.values()) and not _declares_state(plan_json):
         return
     _compare_with_probe(plan_json, stored, info, report, session or PlanSession(), spark, moves)
+
+
+def _check_store_snapshot(plan_json: dict[str, Any], uri: str, report: CheckReport) -> None:
+    """``check --snapshot s3a://…/snapshots/<id>`` (the operator's rollback check of an object-store job): the
+    snapshot is complete and the plan keeps its stateful lineage, as for a directory. The state layout is not
+    compared: a store snapshot's manifest records none yet, and reading it means a Spark probe over the store's
+    files; the report says so, and a layout that does not fit fails the start, which the operator rolls back."""
+    root_uri, found, snapshot_id = uri.rstrip("/").rpartition("/snapshots/")
+    if not found:
+        report.add(INCOMPATIBLE, f"{uri} is not a snapshot of a job root", hint="name s3a://<bucket>/<root>/snapshots/<id>")
+        return
+    root = JobRoot(root_uri)
+    info = root.snapshot(snapshot_id)
+    if not info.complete:
+        report.add(INCOMPATIBLE, f"snapshot {uri} is incomplete: {info.problem}", hint="restore from another snapshot")
+        return
+    old_plan = json.loads(root.snapshot_plan_text(snapshot_id))
+    moves = state_moves_between(old_plan, plan_json)
+    if old_plan.get("planId") == plan_json.get("planId") or _check_lineage(old_plan, plan_json, info, report, moves):
+        report.add(COMPATIBLE, f"the state layout of {uri} was not compared with this plan's (a snapshot on an object "
+                               "store records none yet); its stateful lineage matches")
 
 
 def state_moves_between(old_plan: dict[str, Any], plan_json: dict[str, Any]) -> dict[int, StateMove]:

@@ -62,6 +62,16 @@ def parse_s3a_uri(uri: str) -> tuple[str, str]:
     return parsed.netloc, prefix
 
 
+def object_at(uri: str, *, named_by: str) -> tuple[S3JobStore, str]:
+    """The store holding the single object ``s3a://bucket/prefix/name`` and the object's key in it: how a command
+    given a file's URI (``check --plan s3a://…/plan.json``, ``migrate -o s3a://…/runs/<id>/plan.json``) reads or
+    writes it with the same client, settings and credentials as the job root's own objects."""
+    parent, _, name = uri.rstrip("/").rpartition("/")
+    if not name or parent.endswith(":/") or parent.endswith(":"):
+        raise UserError(f"{uri!r} names no object", hint=f"{named_by} takes s3a://<bucket>/<prefix>/<file>")
+    return S3JobStore(parent, named_by=named_by), name
+
+
 class S3JobStore:
     """Whole objects under ``s3a://bucket/prefix`` with S3's conditional writes (module doc)."""
 

@@ -539,6 +539,9 @@ def build_driver_pod(
             "containers": [{
                 "name": "driver",
                 "image": image,
+                # A driver that exits with an error leaves its last log lines (the engine's one-line error and
+                # its hint) in the container status, where the operator reads why it failed without log access.
+                "terminationMessagePolicy": "FallbackToLogsOnError",
                 "args": [*argv, "--status-port", str(STATUS_PORT), *conf_args(conf)],
                 "env": [
                     {"name": "PLANENGINE_RUN_ID", "value": run_id},

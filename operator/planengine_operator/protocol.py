@@ -449,7 +449,8 @@ def _stabilize(view: JobView, op: Operation, observed: DriverObservation) -> Dec
     if observed.problem:  # its pod will not start by itself: roll back now rather than at the window's end
         return gate_failed(view, op, f"the new driver cannot start: {observed.problem}")
     if not observed.running or observed.run_id not in (None, op.runId):
-        return gate_failed(view, op, f"the new driver exited (exit code {observed.exit_code})")
+        said = f": {observed.message}" if observed.message else ""
+        return gate_failed(view, op, f"the new driver exited (exit code {observed.exit_code}){said}")
     if observed.exception:
         return gate_failed(view, op, f"query exception on the new engine: {observed.exception}")
     committed = (observed.batches or 0) - baseline

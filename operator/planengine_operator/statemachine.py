@@ -207,7 +207,8 @@ def _driver_failure(view: JobView, observed: DriverObservation) -> str | None:
         return f"driver of run {run_id} cannot start: {observed.problem}"
     if not observed.running or (observed.run_id and observed.run_id != run_id):
         code = "" if observed.exit_code is None else f" (exit code {observed.exit_code})"
-        return f"driver of run {run_id} is gone{code}"
+        said = f": {observed.message}" if observed.message else ""
+        return f"driver of run {run_id} is gone{code}{said}"
     if observed.exception:
         return f"query failed: {observed.exception}"
     return None

@@ -31,6 +31,7 @@ class DriverObservation:
     batches: int | None = None  # committed batches summed over queries (lastBatchId + 1)
     exception: str | None = None
     exit_code: int | None = None
+    message: str | None = None  # why an exited driver failed, in its own words (its last error line and hint)
     standby_run_id: str | None = None  # run id of a live standby driver (``run --standby``), if any
     problem: str | None = None  # why the driver's pod cannot start (image pull, missing claim): not a silent Pending
     # Every query active and caught up with its sources (``caughtUp`` in /v1/status): no input to commit, which

@@ -51,6 +51,12 @@ def test_driver_args_are_a_valid_command_line_of_the_images_entrypoint():
     assert "spark.sql.shuffle.partitions" not in conf  # the plan's max parallelism decides, not the driver
 
 
+def test_a_failing_driver_leaves_its_last_log_lines_for_the_operator():
+    """The driver's error reaches the operator through the pod status (``launchers.kubernetes.failure_message``),
+    so the operator needs no right to read pod logs."""
+    assert pod()["spec"]["containers"][0]["terminationMessagePolicy"] == "FallbackToLogsOnError"
+
+
 def test_standby_args_parse_too():
     argv = [*builders.run_argv(f"{ROOT}/plan.json", ROOT, None), "--standby"]
     manifest = builders.build_driver_pod(job_name="clicks", namespace="ns", spec=SPEC, image="img:0.2",

@@ -328,6 +328,8 @@ def test_a_blocked_target_set_back_and_asked_for_again_is_tried_again(outcome):
 
 @pytest.mark.parametrize("observed,cause", [
     (DriverObservation.gone(exit_code=1), "exited"),
+    (DriverObservation(exit_code=2, message="checkpoint f is damaged (hint: start from an earlier snapshot)"),
+     "exited (exit code 2): checkpoint f is damaged (hint: start from an earlier snapshot)"),
     (DriverObservation(running=True, run_id=None, healthy=True, batches=10, exception="boom"), "boom"),
     (DriverObservation(running=True, run_id="r3", problem="pod j-r3: ErrImagePull: no such image"), "ErrImagePull"),
 ])
@@ -768,6 +770,18 @@ def test_a_driver_pod_that_cannot_start_is_a_failing_driver_with_its_reason():
     assert "ErrImagePull" in decision.events[0].message
     degraded = {c["type"]: c for c in status["conditions"]}["Degraded"]
     assert degraded["reason"] == "DriverFailed" and "ErrImagePull" in degraded["message"]
+
+
+def test_a_driver_that_exited_with_an_error_says_why_in_the_restart_reason_and_the_degraded_condition():
+    """The driver's own error (its pod's termination message: ``failure_message``) is what a person needs; the exit
+    code alone is not (campaign run 7, round 6: a damaged checkpoint restarted for minutes as "exit code 2")."""
+    said = "the checkpoint file q/commits/7 is damaged (hint: start from a snapshot taken before the damage)"
+    status, decision = begin(running(), observed=DriverObservation(exit_code=2, message=said))
+    assert status["operation"]["type"] == "Restart"
+    assert status["restarts"]["reason"] == f"driver of run r1 is gone (exit code 2): {said}"
+    assert said in decision.events[0].message
+    degraded = {c["type"]: c for c in status["conditions"]}["Degraded"]
+    assert degraded["reason"] == "DriverFailed" and "taken before the damage" in degraded["message"]
 
 
 def test_a_retried_step_shows_its_reason_as_the_degraded_condition():

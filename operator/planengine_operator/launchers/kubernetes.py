@@ -62,6 +62,26 @@ def _terminated(pod: dict[str, Any]) -> dict[str, Any]:
     return (statuses[0].get("state") or {}).get("terminated") or {}
 
 
+def failure_message(pod: dict[str, Any]) -> str | None:
+    """Why a driver pod's container failed, from its termination message (``FallbackToLogsOnError``: the last
+    lines of its log): the engine's own error line (``planengine: error: ...``) and its hint, else the last line.
+
+    >>> said = "INFO x\\nplanengine: error: checkpoint f is damaged\\n  hint: start from an earlier snapshot\\n"
+    >>> failure_message({"status": {"containerStatuses": [{"state": {"terminated": {"message": said}}}]}})
+    'checkpoint f is damaged (hint: start from an earlier snapshot)'
+    """
+    lines = [line.rstrip() for line in str(_terminated(pod).get("message") or "").splitlines() if line.strip()]
+    if not lines:
+        return None
+    errors = [i for i, line in enumerate(lines) if line.startswith("planengine: error: ")]
+    if not errors:
+        return lines[-1][-500:]
+    first = errors[-1]
+    text = lines[first].removeprefix("planengine: error: ")
+    hints = [line.strip().removeprefix("hint: ") for line in lines[first + 1:] if line.strip().startswith("hint: ")]
+    return (text + (f" (hint: {hints[0]})" if hints else ""))[:700]
+
+
 def _exit_code(pod: dict[str, Any]) -> int:
     code = _terminated(pod).get("exitCode")
     return int(code) if code is not None else (0 if _phase(pod) == "Succeeded" else 1)
@@ -315,7 +335,7 @@ class KubernetesLauncher:
         pod = active[-1]
         run_id = _run_of(pod)
         if _phase(pod) in TERMINATED:
-            return DriverObservation(exit_code=_exit_code(pod), standby_run_id=standby)
+            return DriverObservation(exit_code=_exit_code(pod), message=failure_message(pod), standby_run_id=standby)
         stuck = not_starting(pod)
         if stuck is not None:
             return DriverObservation(running=True, run_id=run_id, standby_run_id=standby,

@@ -131,6 +131,22 @@ class Probe:
     last: float = 0.0
 
 
+def log_tail(path: Path, lines: int = 80, limit: int = 2048) -> str:
+    """What a kubelet puts in a failed container's ``terminated.message`` under ``FallbackToLogsOnError``: the
+    end of its log, at most 80 lines and 2048 bytes, whichever is smaller (Kubernetes' documented bounds).
+
+    >>> import tempfile; log = Path(tempfile.mkdtemp()) / "c.log"
+    >>> _ = log.write_text("".join(f"{i}\\n" for i in range(99)))
+    >>> tail = log_tail(log); tail.splitlines()[0], tail.splitlines()[-1], len(tail.splitlines())
+    ('19', '98', 80)
+    """
+    try:
+        data = path.read_bytes()[-limit:]
+    except OSError:
+        return ""
+    return "".join(data.decode("utf-8", errors="replace").splitlines(keepends=True)[-lines:])
+
+
 @dataclasses.dataclass
 class Container:
     spec: dict[str, Any]
@@ -454,6 +470,9 @@ class Kubelet:
                 "finishedAt": now_iso()}
             if code < 0 and -code == signal.SIGKILL and container.waiting == "Killing":
                 container.terminated["reason"] = "Error"
+            if code != 0 and container.spec.get("terminationMessagePolicy") == "FallbackToLogsOnError":
+                # No container writes /dev/termination-log here, so the message is always the fallback.
+                container.terminated["message"] = log_tail(self._log_path(run, container))
             container.proc = None
             container.ready = False
             policy = (pod.get("spec") or {}).get("restartPolicy", "Always")

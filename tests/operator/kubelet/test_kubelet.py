@@ -192,6 +192,22 @@ def test_restart_policy_counts_restarts_and_keeps_the_previous_log(node: Node) -
     assert failed["status"]["containerStatuses"][0]["restartCount"] == 0  # Never
 
 
+def test_a_failed_container_leaves_its_last_log_lines_as_its_termination_message(node: Node) -> None:
+    """``terminationMessagePolicy: FallbackToLogsOnError``, as a kubelet does it: a container that fails leaves the
+    end of its log (at most 80 lines, 2048 bytes) in ``terminated.message``; one that succeeds, or does not ask,
+    leaves none. The operator reads a failed driver's own error from there."""
+    say = "for i in $(seq 1 120); do echo line $i; done; echo 'planengine: error: the checkpoint is damaged' >&2; "
+    node.apply(pod("asks", command=["sh", "-c", say + "exit 2"], terminationMessagePolicy="FallbackToLogsOnError"),
+               pod("fine", command=["sh", "-c", say + "exit 0"], terminationMessagePolicy="FallbackToLogsOnError"),
+               pod("silent", command=["sh", "-c", say + "exit 2"]))
+    message = terminated(node.finished("asks"))["message"]
+    lines = message.splitlines()
+    assert lines[-1] == "planengine: error: the checkpoint is damaged" and len(lines) == 80, message
+    assert lines[0] == "line 42" and len(message.encode()) <= 2048
+    assert "message" not in terminated(node.finished("fine"))
+    assert "message" not in terminated(node.finished("silent"))
+
+
 def test_delete_is_sigterm_then_sigkill_after_the_grace_period_and_the_pod_stays_until_then(node: Node) -> None:
     stubborn = pod("stubborn", command=["sh", "-c", "trap 'echo got-term > /claim/term' TERM; echo up; "
                                         "while true; do sleep 0.1; done"],

@@ -89,6 +89,10 @@ class Timing(_Strict):
     interval: float = 5.0
     restartBackoffBase: float = 10.0
     restartBackoffMax: float = 300.0
+    # A driver that fails this many times in a row the same way (the same exit code and error, no batch committed
+    # between) is left Failed with its error instead of being restarted again: a damaged checkpoint or a plan the
+    # engine refuses fails every restart alike. 0: restart forever (a store expected to come back, say).
+    restartLimit: int = 5
     toolTimeout: float = 300.0
     stopTimeout: float = 120.0
 

@@ -34,6 +34,7 @@ A stateless upgrade (no state to carry) goes ``RollbackStop -> Rollback`` withou
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from planengine_operator import specdiff, validation
@@ -102,8 +103,11 @@ def decide(view: JobView, observed: DriverObservation) -> Decision:
         if view.spec.engineVersion is None and not view.fleet_allowed:
             return _steady(view, observed, waiting="fleet rollout waiting for a free slot or paused")
         return _begin_upgrade(view)
-    if change is Change.RESTART:
-        return _begin(view, "Restart", "Stop", phase="Restarting", reason="spec")
+    if change is Change.RESTART:  # a person asked: the automatic restarts' count starts again (restartLimit)
+        decision = _begin(view, "Restart", "Stop", phase="Restarting", reason="spec")
+        if decision.status is not None and decision.status.restarts is not None:
+            decision.status.restarts = decision.status.restarts.model_copy(update={"count": 0})
+        return decision
     if change is Change.SNAPSHOT:
         return _begin(view, "Snapshot", "Snapshot", reason="manual")
     return _steady(view, observed)
@@ -214,9 +218,25 @@ def _driver_failure(view: JobView, observed: DriverObservation) -> str | None:
     return None
 
 
+def _same_failure(a: str | None, b: str) -> bool:
+    """Two restart reasons that differ only in the run they name (each restart is a new run).
+
+    >>> _same_failure("driver of run r-20261207T225632Z-b9e3 is gone (exit code 2): x",
+    ...               "driver of run r-20261207T225659Z-1f32 is gone (exit code 2): x")
+    True
+    """
+    return a is not None and _RUN_ID.sub("r-…", a) == _RUN_ID.sub("r-…", b)
+
+
+_RUN_ID = re.compile(r"\br-\d{8}T\d{6}Z-[0-9a-f]{4}\b")
+
+
 def _auto_restart(view: JobView, failure: str) -> Decision:
     restarts = view.status.restarts or Restarts()
     count = int(restarts.count or 0)
+    limit = view.config.timing.restartLimit
+    if limit and count >= limit and _same_failure(restarts.reason, failure):
+        return _give_up(view, failure, count + 1)
     wait = backoff_seconds(count, view.config) - seconds_since(restarts.lastAt, view.now)
     degraded = ("DriverFailed", failure)
     if wait > 0:
@@ -230,6 +250,17 @@ def _auto_restart(view: JobView, failure: str) -> Decision:
     decision.status.conditions = conditions(view, "Restarting", progressing=True, degraded=degraded)
     decision.events = [Event("Warning", "DriverFailed", f"{failure}; restarting from the latest snapshot")]
     return decision
+
+
+def _give_up(view: JobView, failure: str, times: int) -> Decision:
+    """The driver failed ``times`` times in a row the same way: another restart would too. ``Failed`` keeps the
+    engine's own error (what was wrong and its hint) where a person looks, and says how to start again."""
+    message = (f"{failure}; the driver failed {times} times in a row the same way, so it is not restarted again "
+               "(timing.restartLimit): fix what the error says, then set spec.restartNonce to a new value to start "
+               "again")
+    status = view.next_status(operation=None, phase="Failed", error=message, observedGeneration=view.generation,
+                              conditions=conditions(view, "Failed", degraded=("DriverFailed", message)))
+    return Decision(status=status, events=[Event("Warning", "DriverFailedRepeatedly", message)])
 
 
 # ---------------------------------------------------------------------------------------------- advance

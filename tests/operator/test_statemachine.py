@@ -784,6 +784,30 @@ def test_a_driver_that_exited_with_an_error_says_why_in_the_restart_reason_and_t
     assert degraded["reason"] == "DriverFailed" and "taken before the damage" in degraded["message"]
 
 
+def test_a_driver_failing_the_same_way_restart_after_restart_is_left_failed_with_its_error():
+    """``timing.restartLimit`` (5) failures in a row with the same error and no batch between: the next one ends
+    ``Failed`` with the error and how to start again, instead of a restart loop that never ends. Another error
+    restarts as before, and a person's restart (``spec.restartNonce``) starts the count again."""
+    said = "the checkpoint file q/commits/7 is damaged (hint: start from a snapshot taken before the damage)"
+    failing = DriverObservation(exit_code=2, message=said)
+    earlier = {"count": 5, "lastAt": iso(NOW - timedelta(hours=1)),
+               "reason": f"driver of run r-20261207T225632Z-b9e3 is gone (exit code 2): {said}"}
+    status, decision = begin(running(runId="r-20261207T225659Z-1f32", restarts=earlier), observed=failing)
+    assert status["phase"] == "Failed" and "operation" not in status
+    assert said in status["error"] and "6 times in a row" in status["error"] and "restartNonce" in status["error"]
+    assert decision.events[0].reason == "DriverFailedRepeatedly"
+    stays = decide(view(status), failing)  # it stays Failed until the spec changes
+    assert stays.status is None and stays.action is None
+
+    other = DriverObservation(exit_code=137)
+    restarted, _ = begin(running(runId="r-20261207T225659Z-1f32", restarts=earlier), observed=other)
+    assert restarted["operation"]["type"] == "Restart" and restarted["restarts"]["count"] == 6
+
+    asked = {**SPEC, "restartNonce": 1}
+    again, _ = begin({**status, "observedGeneration": 1}, asked, observed=DriverObservation.gone())
+    assert again["operation"]["type"] == "Restart" and again["restarts"]["count"] == 0
+
+
 def test_a_retried_step_shows_its_reason_as_the_degraded_condition():
     status, _ = begin(running(), observed=DriverObservation.gone(exit_code=137))
     stop = decide(view(status), DriverObservation.gone()).action

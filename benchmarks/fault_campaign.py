@@ -367,6 +367,8 @@ class Round:
     upgrade: str = ""
     lost: set[str] = dataclasses.field(default_factory=set)
     late: int = 0
+    down: int = 0  # rows not delivered because the job ended Failed with its reason (``job_down``), not lost
+    down_reason: str = ""
     injected: str = ""
     outcome: str = ""
     message: str = ""
@@ -455,6 +457,14 @@ class Campaign:
             earlier.lost -= arrived
             earlier.late += len(arrived)
         record.lost = missing - self.reported_missing
+        if record.lost:  # a job that cannot run (a damaged checkpoint) ends Failed after its restarts: wait for it
+            with contextlib.suppress(AssertionError):
+                self.world.wait_status(self.name, lambda s: s.get("phase") == "Failed" or (
+                    s.get("phase") in ("Running", "RolledBack") and not s.get("operation")), "Failed or running",
+                    timeout=900)
+            record.down_reason = job_down(self.world.status(self.name))
+            if record.down_reason:
+                record.down, record.lost = len(record.lost), set()
         new_duplicated = duplicated - self.reported_duplicates
         if new_duplicated:
             record.violations.append(f"{len(new_duplicated)} rows duplicated, e.g. {sorted(new_duplicated)[:3]}")
@@ -475,6 +485,11 @@ class Campaign:
         step = (status.get("upgrade") or {}).get("step")
         if status.get("phase") == "Running" and not status.get("operation") and step not in ("Refused", "RolledBack"):
             return
+        if record.down_reason:  # it fails every start alike until a person acts: nothing to retry here
+            self.abandoned.append(f"round {record.number}: job {self.name} Failed ({record.down_reason[:300]}); a "
+                                  "fresh job continues")
+            self.start_job()
+            return
         # A refused or rolled-back target stays asked for until the spec is set back (the operator then stamps
         # upgrade.withdrawn); without that the next round's apply of the same target would change nothing.
         running = status.get("engineVersion") or "0.1"
@@ -489,6 +504,20 @@ class Campaign:
         self.abandoned.append(f"round {record.number}: job {self.name} not Running again within 900 s "
                               f"({status.get('phase')}: {record.message[:200]}); a fresh job continues")
         self.start_job()
+
+
+def job_down(status: dict[str, Any]) -> str:
+    """The reason, when the job ended ``Failed`` with a message that says what to do (its driver failed the same
+    way restart after restart: a damaged checkpoint); "" otherwise. Rows not delivered then are the job being
+    down, which its status says, not rows lost by a wrong result.
+
+    >>> job_down({"phase": "Failed", "error": "...; fix what the error says, then set spec.restartNonce"})
+    '...; fix what the error says, then set spec.restartNonce'
+    >>> job_down({"phase": "Failed", "error": "exit code 2"}), job_down({"phase": "Running", "error": "set x"})
+    ('', '')
+    """
+    error = str(status.get("error") or "")
+    return error if status.get("phase") == "Failed" and ADVICE.search(error) else ""
 
 
 def finished_since(status: dict[str, Any], started: float) -> bool:
@@ -543,7 +572,9 @@ def render(rounds: list[Round], campaign: Campaign | None, args: argparse.Namesp
         "carries them with their modification time, so a second time for one batch is a second writer). A problem is "
         "counted in the round it appears. "
         f"The output counts as settled after {SETTLE:.0f} s without growth; rows missing then but written later are "
-        "that round's *rows late* (a slow driver start), not lost.",
+        "that round's *rows late* (a slow driver start), not lost; rows missing because the job ended `Failed` with "
+        "a message that says what to do (a driver that fails every restart alike, `timing.restartLimit`) are *rows "
+        "undelivered*, not lost either.",
         "",
         "## Per fault",
         "",
@@ -554,11 +585,19 @@ def render(rounds: list[Round], campaign: Campaign | None, args: argparse.Namesp
         lines.append(f"| {kind} | {c['rounds']} | {c['injected']} | {c['Succeeded']} | {c['RolledBack']} | "
                      f"{c['Failed']} | {c['other']} | {c['violations']} |")
     lines += ["", "## Rounds", "",
-              "| # | upgrade | fault | what was injected | outcome | message | rows late | s | load start / end |",
-              "|---:|---|---|---|---|---|---:|---:|---|"]
+              "| # | upgrade | fault | what was injected | outcome | message | rows late | rows undelivered (job "
+              "Failed) | s | load start / end |",
+              "|---:|---|---|---|---|---|---:|---:|---:|---|"]
     for r in rounds:
         lines.append(f"| {r.number} | {r.upgrade} | {r.fault.describe()} | {cell(r.injected)} | {cell(r.outcome)} | "
-                     f"{cell(r.message, 160)} | {r.late} | {r.seconds:.0f} | {r.load} |")
+                     f"{cell(r.message, 160)} | {r.late} | {r.down} | {r.seconds:.0f} | {r.load} |")
+    down = [r for r in rounds if r.down]
+    if down:
+        lines += ["", f"## Jobs that ended Failed with their reason: {len(down)} round(s)", "",
+                  "Not violations: the job stopped with a message that says what to do, and its undelivered rows "
+                  "are in the table above, not counted as lost.", ""]
+        lines += [f"- Round {r.number} ({r.fault.describe()}): {r.down} rows undelivered; {cell(r.down_reason, 400)}"
+                  for r in down]
     bad = [r for r in rounds if violations(r)]
     lines += ["", f"## Invariant violations: {len(bad)} round(s)", ""]
     for r in bad:

@@ -43,6 +43,7 @@ import tempfile
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -187,12 +188,12 @@ def produce(bootstrap: str, topic: str, rate: int, seconds: float, twice: bool, 
     counter[0] = next_id
 
 
-def consume(bootstrap: str, topic: str, shape: str, after_ms: float, stop: threading.Event,
-            latencies: list[float]) -> None:
-    """Each output record's latency (module doc), for records whose input came after the warm-up."""
+def arrivals(bootstrap: str, topic: str, stop: threading.Event, group: str) -> Iterator[tuple[float, dict]]:
+    """Each record of ``topic`` from its start, as ``(receive ms, JSON value)``, until ``stop``; tombstones are
+    skipped. Polled every 50 ms with a 5 ms fetch wait, so the reading adds little to a measured latency."""
     from confluent_kafka import Consumer
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"latency-{time.time_ns()}",
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{group}-{time.time_ns()}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False, "fetch.wait.max.ms": 5})
     consumer.subscribe([topic])
     try:
@@ -200,13 +201,19 @@ def consume(bootstrap: str, topic: str, shape: str, after_ms: float, stop: threa
             message = consumer.poll(0.05)
             if message is None or message.error() or message.value() is None:
                 continue
-            received = time.time() * 1000
-            pt = json.loads(message.value())["pt"]
-            start = pt - pt % WINDOW_MS + WINDOW_MS if shape == "window" else pt
-            if pt >= after_ms:
-                latencies.append(received - start)
+            yield time.time() * 1000, json.loads(message.value())
     finally:
         consumer.close()
+
+
+def consume(bootstrap: str, topic: str, shape: str, after_ms: float, stop: threading.Event,
+            latencies: list[float]) -> None:
+    """Each output record's latency (module doc), for records whose input came after the warm-up."""
+    for received, value in arrivals(bootstrap, topic, stop, "latency"):
+        pt = value["pt"]
+        start = pt - pt % WINDOW_MS + WINDOW_MS if shape == "window" else pt
+        if pt >= after_ms:
+            latencies.append(received - start)
 
 
 def run_cell(broker: Any, cell: Cell, warmup: float, seconds: float, tail: float, work: Path) -> None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.latency import KEYS, REPO, _uptime, _wait_for_start, produce
+from benchmarks.latency import KEYS, REPO, _uptime, _wait_for_start, arrivals, produce
 
 RESULTS = REPO / "benchmarks" / "results" / "real_time_handover.md"
 SCRIPT = """{mode}
@@ -105,22 +105,9 @@ def _free_port() -> int:
 
 
 def _consume(bootstrap: str, topic: str, stop: threading.Event, out: list[tuple[float, str, int, int]]) -> None:
-    """Every output record as ``(receive ms, key, count, newest pt)``; a tombstone would be a deleted key (none
-    are expected: counts only grow)."""
-    from confluent_kafka import Consumer
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"handover-{time.time_ns()}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False, "fetch.wait.max.ms": 5})
-    consumer.subscribe([topic])
-    try:
-        while not stop.is_set():
-            message = consumer.poll(0.05)
-            if message is None or message.error() or message.value() is None:
-                continue
-            value = json.loads(message.value())
-            out.append((time.time() * 1000, value["k"], value["n"], value["pt"]))
-    finally:
-        consumer.close()
+    """Every output record as ``(receive ms, key, count, newest pt)`` (counts only grow: no tombstones due)."""
+    for received, value in arrivals(bootstrap, topic, stop, "handover"):
+        out.append((received, value["k"], value["n"], value["pt"]))
 
 
 def _driver(args: list[str], home: Path, port: int, name: str) -> subprocess.Popen:

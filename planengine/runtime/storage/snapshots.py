@@ -144,6 +144,14 @@ def take_snapshot(
                                   plan_id=plan_id, last_batch_ids=last_batch_ids, live=live)
 
 
+def manifest_head(snapshot_id: str, reason: str, engine_version: str, spark_version: str, plan_id: str,
+                  run_id: str) -> dict[str, Any]:
+    """The fields every snapshot manifest starts with, on a directory or a store (``queries`` follows)."""
+    return {"manifestVersion": MANIFEST_VERSION, "snapshotId": snapshot_id, "createdAt": utc_now_iso(),
+            "reason": reason, "engineVersion": engine_version, "sparkVersion": spark_version, "planId": plan_id,
+            "runId": run_id}
+
+
 def take_local_snapshot(
     job_root: JobRoot,
     run: Run,
@@ -189,14 +197,7 @@ def take_local_snapshot(
         _make_read_only(path)
 
         manifest = {
-            "manifestVersion": MANIFEST_VERSION,
-            "snapshotId": snapshot_id,
-            "createdAt": utc_now_iso(),
-            "reason": reason,
-            "engineVersion": engine_version,
-            "sparkVersion": spark_version,
-            "planId": plan_id,
-            "runId": run.run_id,
+            **manifest_head(snapshot_id, reason, engine_version, spark_version, plan_id, run.run_id),
             "queries": {uid: {"lastBatchId": last, **_recorded_layout(path / "checkpoints" / uid, last)}
                         for uid, last in sorted(cut.items())},
         }

@@ -30,19 +30,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from planengine.errors import InternalError, UserError
-from planengine.runtime.storage.files import PLAN_FILE, utc_now_iso, validate_uid
+from planengine.runtime.storage.files import PLAN_FILE, validate_uid
 from planengine.runtime.storage.job_store import Conflict
 from planengine.runtime.storage.s3_job_store import S3JobStore, StoredObject
 from planengine.runtime.storage.snapshots import (
     _SCHEMA_PATH_RE,
     _STATE_FILE_RE,
     MANIFEST_FILE,
-    MANIFEST_VERSION,
     REASONS,
     ForkStats,
     SnapshotInfo,
     _committed_filter,
     _manifest_problem,
+    manifest_head,
 )
 
 if TYPE_CHECKING:
@@ -118,14 +118,7 @@ def take_store_snapshot(root: StoreJobRoot, run: StoreRun, *, reason: str, engin
                           for obj in chosen]
             files[uid] = [{"key": o.key, "etag": o.etag, "size": o.size} for o in chosen]
         manifest = {
-            "manifestVersion": MANIFEST_VERSION,
-            "snapshotId": snapshot_id,
-            "createdAt": utc_now_iso(),
-            "reason": reason,
-            "engineVersion": engine_version,
-            "sparkVersion": spark_version,
-            "planId": plan_id,
-            "runId": run.run_id,
+            **manifest_head(snapshot_id, reason, engine_version, spark_version, plan_id, run.run_id),
             "storage": BY_COPY if live else BY_REFERENCE,
             "queries": {uid: {"lastBatchId": last} for uid, last in sorted(cut.items())},
             "files": files,

@@ -86,10 +86,21 @@ def since_commit(t: float, commits: list[float]) -> float | None:
     return (t - earlier[-1]) / 1000 if earlier else None
 
 
+def quantiles(values: list[float]) -> dict[float, float]:
+    ordered = sorted(values) or [0.0]
+    return {q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in (0.5, 0.9, 0.99, 0.999)}
+
+
 def report(cell: Cell, records: list[tuple[float, float]], commits: list[float],
-           samples: list[tuple[float, list[str]]], command: str) -> str:
+           samples: list[tuple[float, list[str]]], engine_part: list[float], command: str) -> str:
     latencies = sorted(lat for _, lat in records)
-    p = {q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] for q in (0.5, 0.9, 0.99, 0.999)}
+    p = quantiles(latencies)
+    engine = quantiles(engine_part)
+    reader = quantiles([lat - part for (_, lat), part in zip(records, engine_part, strict=True)])
+    start = records[0][0] if records else 0.0
+    buckets: dict[int, list[float]] = {}
+    for t, lat in records:
+        buckets.setdefault(int((t - start) // 5000), []).append(lat)
     slow = [(t, lat) for t, lat in records if lat >= p[0.99]]
     gaps = [since_commit(t, commits) for t, _ in slow]
     near = sum(1 for g in gaps if g is not None and g < 3.0)
@@ -107,6 +118,12 @@ def report(cell: Cell, records: list[tuple[float, float]], commits: list[float],
         f"- Load at start / end: {cell.load}. Records produced {cell.produced}, measured {len(records)}.",
         f"- Latency ms: p50 {p[0.5]:.0f}, p90 {p[0.9]:.0f}, p99 {p[0.99]:.0f}, p99.9 {p[0.999]:.0f}, "
         f"max {latencies[-1]:.0f}.",
+        f"- Split by the output record's Kafka timestamp (when the engine's producer wrote it): the engine's part "
+        f"(write - produce) p50 {engine[0.5]:.0f}, p90 {engine[0.9]:.0f}, p99 {engine[0.99]:.0f} ms; the reader's "
+        f"part (receive - write) p50 {reader[0.5]:.0f}, p90 {reader[0.9]:.0f}, p99 {reader[0.99]:.0f} ms.",
+        "- Over time (arrival, 5 s buckets): " + "; ".join(
+            f"{5 * b}-{5 * b + 5} s p50 {quantiles(v)[0.5]:.0f} p99 {quantiles(v)[0.99]:.0f}"
+            for b, v in sorted(buckets.items())) + ".",
         f"- Batch boundaries (commits) in the measured span: {len(commits)}; the slow records (>= p99, "
         f"{len(slow)}) that arrived within 3 s after a commit: {near} ({100 * near / max(1, len(slow)):.0f} %).",
         f"- `jstack` samples: {len(samples)} over the run, {n_stalled} taken while a slow record was on its way.", "",
@@ -131,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
 
     cell = Cell("dedup", args.rate, "planengine-rtm", load=_uptime())
     records: list[tuple[float, float]] = []
+    written: list[float] = []  # each output record's Kafka timestamp: when the engine's producer wrote it
+    engine_part: list[float] = []  # per measured record: its write time - its produce time
     samples: list[tuple[float, list[str]]] = []
     with tempfile.TemporaryDirectory(prefix="dedup-tail-") as tmp:
         (Path(tmp) / "kafka").mkdir()
@@ -143,9 +162,10 @@ def main(argv: list[str] | None = None) -> int:
             after_ms = time.time() * 1000 + args.warmup * 1000
 
             def consume() -> None:
-                for received, value in arrivals(broker.bootstrap, sink, stop, "dedup-tail"):
+                for received, value in arrivals(broker.bootstrap, sink, stop, "dedup-tail", written):
                     if value["pt"] >= after_ms:
                         records.append((received, received - value["pt"]))
+                        engine_part.append(written[-1] - value["pt"])
 
             threads = [threading.Thread(target=produce, args=(broker.bootstrap, source, args.rate,
                                                               args.warmup + args.seconds, True, stop, counter)),
@@ -167,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             stop_process(broker.process)
     cell.load += f" / {_uptime()}"
-    text = report(cell, records, commits, samples,
+    text = report(cell, records, commits, samples, engine_part,
                   "python -m benchmarks.dedup_tail_profile " + " ".join(argv if argv is not None else sys.argv[1:]))
     print(text)
     if args.record:

@@ -188,9 +188,12 @@ def produce(bootstrap: str, topic: str, rate: int, seconds: float, twice: bool, 
     counter[0] = next_id
 
 
-def arrivals(bootstrap: str, topic: str, stop: threading.Event, group: str) -> Iterator[tuple[float, dict]]:
+def arrivals(bootstrap: str, topic: str, stop: threading.Event, group: str,
+             written: list[float] | None = None) -> Iterator[tuple[float, dict]]:
     """Each record of ``topic`` from its start, as ``(receive ms, JSON value)``, until ``stop``; tombstones are
-    skipped. Polled every 50 ms with a 5 ms fetch wait, so the reading adds little to a measured latency."""
+    skipped. Polled every 50 ms with a 5 ms fetch wait, so the reading adds little to a measured latency.
+    ``written``, when given, gets each yielded record's Kafka timestamp (ms: when the engine's producer wrote it),
+    which splits a latency into the engine's part and the reader's."""
     from confluent_kafka import Consumer
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{group}-{time.time_ns()}",
@@ -201,6 +204,8 @@ def arrivals(bootstrap: str, topic: str, stop: threading.Event, group: str) -> I
             message = consumer.poll(0.05)
             if message is None or message.error() or message.value() is None:
                 continue
+            if written is not None:
+                written.append(float(message.timestamp()[1]))
             yield time.time() * 1000, json.loads(message.value())
     finally:
         consumer.close()

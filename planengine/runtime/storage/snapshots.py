@@ -365,28 +365,45 @@ def _repoint_channel_file_paths(checkpoints_dir: Path) -> None:
     for log in sorted(logs):
         if log.name.startswith(".") or not log.is_file():
             continue
-        lines = _log_text(log, checkpoints_dir).split("\n")
-        changed = False
-        for i, line in enumerate(lines[1:], start=1):
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            path = entry.get("path") if isinstance(entry, dict) else None
-            m = _CHANNEL_FILE_RE.match(path) if isinstance(path, str) else None
+
+        def moved(path: str) -> str | None:
+            m = _CHANNEL_FILE_RE.match(path)
             if m is None or not (checkpoints_dir / unquote(m[3])).is_dir():
-                continue
-            new = f"{m[1]}{base}/{m[3]}/{m[4]}"
-            if new != path:
-                entry["path"] = new
-                lines[i] = json.dumps(entry, separators=(",", ":"))
-                changed = True
-        if not changed:
+                return None
+            return f"{m[1]}{base}/{m[3]}/{m[4]}"
+
+        text = _log_text(log, checkpoints_dir)
+        rewritten = repoint_log_paths(text, moved)
+        if rewritten == text:
             continue
         log.unlink()  # may be a hard link into the snapshot: replace, never write in place
         log.with_name(f".{log.name}.crc").unlink(missing_ok=True)
-        log.write_text("\n".join(lines), encoding="utf-8")
+        log.write_text(rewritten, encoding="utf-8")
         os.chmod(log, 0o644)
+
+
+def repoint_log_paths(text: str, moved: Callable[[str], str | None]) -> str:
+    """A Spark metadata log (a version line, then one JSON entry per line) with each entry's ``path`` replaced by
+    ``moved(path)`` where that gives a new one; the text unchanged when none moved. Shared by a directory's fork and
+    a store's, which differ only in how they recognise and rebuild a path.
+
+    >>> repoint_log_paths('v1\\n{"path":"a/x","size":1}\\n{"path":"b/y"}', lambda p: p.replace("a/", "c/"))
+    'v1\\n{"path":"c/x","size":1}\\n{"path":"b/y"}'
+    """
+    lines = text.split("\n")
+    changed = False
+    for i, line in enumerate(lines[1:], start=1):
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        path = entry.get("path") if isinstance(entry, dict) else None
+        new = moved(path) if isinstance(path, str) else None
+        if new is not None and new != path:
+            entry["path"] = new
+            lines[i] = json.dumps(entry, separators=(",", ":"))
+            changed = True
+    return "\n".join(lines) if changed else text
 
 
 # Spark's metadata logs: the query's offsets, commits and metadata, each source's log, and a file sink's or

@@ -43,6 +43,7 @@ from planengine.runtime.storage.snapshots import (
     _committed_filter,
     _manifest_problem,
     manifest_head,
+    repoint_log_paths,
 )
 
 if TYPE_CHECKING:
@@ -378,19 +379,10 @@ def repoint_channel_paths(text: str, checkpoints_uri: str, uids: set[str]) -> st
     >>> repoint_channel_paths(log, "s3a://b/j/runs/r2/checkpoints", {"7_c"}).split("\\n")[1]
     '{"path":"s3a://b/j/runs/r2/checkpoints/7_c/channel/part-0.parquet","size":1}'
     """
-    lines = text.split("\n")
-    changed = False
-    for i, line in enumerate(lines[1:], start=1):
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        path = entry.get("path") if isinstance(entry, dict) else None
-        m = _CHANNEL_URI_RE.match(path) if isinstance(path, str) else None
-        if m is None or m["uid"] not in uids:
-            continue
-        entry["path"] = f"{checkpoints_uri}/{m['uid']}/{m['file']}"
-        lines[i] = json.dumps(entry, separators=(",", ":"))
-        changed = True
-    return "\n".join(lines) if changed else text
+
+    def moved(path: str) -> str | None:
+        m = _CHANNEL_URI_RE.match(path)
+        return f"{checkpoints_uri}/{m['uid']}/{m['file']}" if m is not None and m["uid"] in uids else None
+
+    return repoint_log_paths(text, moved)
 

@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.latency import KEYS, REPO, _uptime, _wait_for_start, arrivals, produce
+from tests.fixtures.child_process import free_port
+from tests.fixtures.child_process import stop as stop_process
 
 RESULTS = REPO / "benchmarks" / "results" / "real_time_handover.md"
 SCRIPT = """{mode}
@@ -96,14 +98,6 @@ def _phase(url: str) -> str | None:
         return None
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _consume(bootstrap: str, topic: str, stop: threading.Event, out: list[tuple[float, str, int, int]]) -> None:
     """Every output record as ``(receive ms, key, count, newest pt)`` (counts only grow: no tombstones due)."""
     for received, value in arrivals(bootstrap, topic, stop, "handover"):
@@ -116,16 +110,6 @@ def _driver(args: list[str], home: Path, port: int, name: str) -> subprocess.Pop
     return subprocess.Popen([sys.executable, "-m", "planengine.cli", "run", *args, "--job-root", str(home / "root"),
                              "--status-port", str(port), "--spark-log", str(home / f"spark-{name}.log")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def expected_counts(produced: int) -> dict[str, int]:
@@ -168,7 +152,7 @@ def handover(bootstrap: str, topic: Any, mode: str, rate: int, warmup: float, af
     source, sink = topic("handover-in"), topic("handover-out")
     setting = REAL_TIME.format(interval=interval) if mode == "rtm" else MICRO_BATCH
     (home / "job.sql").write_text(SCRIPT.format(mode=setting, source=source, sink=sink, bootstrap=bootstrap))
-    old_port, new_port = _free_port(), _free_port()
+    old_port, new_port = free_port(), free_port()
     old = _driver(["--script", str(home / "job.sql")], home, old_port, "old")
     new: subprocess.Popen | None = None
     stop, counter, records = threading.Event(), [0], []
@@ -220,9 +204,9 @@ def handover(bootstrap: str, topic: Any, mode: str, rate: int, warmup: float, af
     finally:
         stop.set()
         enough.set()
-        _stop(old)
+        stop_process(old)
         if new is not None:
-            _stop(new)
+            stop_process(new)
         result.load += f" / {_uptime()}"
     return result
 
@@ -263,7 +247,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", action="store_true", help=f"write {RESULTS.relative_to(REPO)}")
     args = parser.parse_args(argv)
 
-    from tests.fixtures.child_process import stop as stop_process
     from tests.fixtures.kafka import start_broker
 
     results = []

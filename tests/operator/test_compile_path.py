@@ -32,6 +32,7 @@ from planengine_operator.models import JobSpec, JobStatus
 from planengine_operator.reconciler import Reconciler, plan_from_output, request_of
 from planengine_operator.statemachine import Action, JobView
 from tests.operator.kapi.server import run_in_thread
+from tests.operator.tool_pods import finish_pod
 
 CRD = Path(__file__).resolve().parents[2] / "crds" / "sparkplanjobs.planengine.io.yaml"
 CONFIG = OperatorConfig.model_validate({"engines": {"0.1": {"image": "ghcr.io/planengine/engine:0.1"}},
@@ -63,20 +64,6 @@ def make_job(api, name: str, plan: dict[str, Any]) -> tuple[JobRef, JobView]:
     view = JobView(name=name, namespace=NS, generation=1, spec=JobSpec.model_validate(stored["spec"]),
                    status=JobStatus(), config=CONFIG, job_root=root, now=datetime.now(UTC), new_run_id="r1")
     return job, view
-
-
-def finish_pod(api, name: str, exit_code: int, log: str) -> None:
-    """What a kubelet reports when the container exits: phase, exit code, log."""
-    def write(a):
-        key = ("", "pods", NS, name)
-        pod = a.objects[key]
-        status = {"phase": "Succeeded" if exit_code == 0 else "Failed", "containerStatuses": [{
-            "name": "tool", "ready": False, "restartCount": 0, "image": pod["spec"]["containers"][0]["image"],
-            "imageID": "", "state": {"terminated": {"exitCode": exit_code, "reason": "Completed"}}}]}
-        a._write(a.resources[("", "pods")], key, {**pod, "status": status}, "status")
-        a.pod_logs[(NS, name)] = log
-
-    api.call(write)
 
 
 async def compile_step(reconciler: Reconciler, job: JobRef, view: JobView, **params: Any):

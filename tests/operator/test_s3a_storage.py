@@ -32,6 +32,7 @@ from planengine_operator.reconciler import Reconciler
 from planengine_operator.statemachine import Action, JobView
 from tests.operator.kapi import schema
 from tests.operator.kapi.server import run_in_thread
+from tests.operator.tool_pods import finish_pod
 
 CRD = Path(__file__).resolve().parents[2] / "crds" / "sparkplanjobs.planengine.io.yaml"
 KUBERNETES = OperatorConfig.model_validate({"engines": {"0.1": {"image": "ghcr.io/planengine/engine:0.1"}},
@@ -290,20 +291,6 @@ def make_job(api, name: str, spec_storage: dict[str, Any],
     view = JobView(name=name, namespace=NS, generation=1, spec=JobSpec.model_validate(stored["spec"]),
                    status=JobStatus(), config=KUBERNETES, job_root=root, now=datetime.now(UTC), new_run_id="r1")
     return job, view
-
-
-def finish_pod(api, name: str, exit_code: int, log: str) -> None:
-    """What a kubelet reports when the container exits: phase, exit code, log."""
-    def write(a):
-        key = ("", "pods", NS, name)
-        pod = a.objects[key]
-        status = {"phase": "Succeeded" if exit_code == 0 else "Failed", "containerStatuses": [{
-            "name": "tool", "ready": False, "restartCount": 0, "image": pod["spec"]["containers"][0]["image"],
-            "imageID": "", "state": {"terminated": {"exitCode": exit_code, "reason": "Completed"}}}]}
-        a._write(a.resources[("", "pods")], key, {**pod, "status": status}, "status")
-        a.pod_logs[(NS, name)] = log
-
-    api.call(write)
 
 
 def answer_tool(api, prefix: str, call, exit_code: int, log: str) -> tuple[Any, dict[str, Any]]:
